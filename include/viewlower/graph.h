@@ -1,0 +1,117 @@
+/* graph.h - the in-memory graph (SPEC §2) and its JSON form.
+ *
+ * Nodes are in execution order; every reference is a node index smaller than the referrer's.
+ * The graph owns everything reachable from it; free it with vl_graph_free. */
+#ifndef VIEWLOWER_GRAPH_H
+#define VIEWLOWER_GRAPH_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "viewlower/export.h"
+#include "viewlower/status.h"
+#include "viewlower/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { VL_NODE_PLACEHOLDER, VL_NODE_CALL, VL_NODE_OUTPUT } vl_node_op;
+
+typedef enum {
+  VL_INPUT_USER,
+  VL_INPUT_PARAMETER,
+  VL_INPUT_BUFFER,
+  VL_INPUT_CONSTANT
+} vl_input_kind;
+
+typedef enum {
+  VL_ARG_NULL,
+  VL_ARG_BOOL,
+  VL_ARG_INT,    /* a whole JSON number within +-2^53 */
+  VL_ARG_FLOAT,  /* any other JSON number */
+  VL_ARG_STRING, /* only in kwargs (a string in args is a reference) */
+  VL_ARG_REF,    /* node index */
+  VL_ARG_LIST
+} vl_arg_kind;
+
+typedef struct vl_arg {
+  vl_arg_kind kind;
+  union {
+    bool b;
+    int64_t i;
+    double f;
+    char *s;
+    uint32_t ref;
+    struct {
+      struct vl_arg *items;
+      uint32_t count;
+    } list;
+  } u;
+} vl_arg;
+
+typedef struct vl_kwarg {
+  char *key;
+  vl_arg value; /* kwargs.out is a VL_ARG_REF; other strings are VL_ARG_STRING */
+} vl_kwarg;
+
+#define VL_NO_NODE UINT32_MAX
+
+typedef struct vl_node {
+  char *name;
+  vl_node_op op;
+  char *target;       /* call_function only, else NULL */
+  vl_input_kind kind; /* placeholder only */
+  bool mutated;       /* placeholder marked "mutated" */
+  bool has_val;
+  vl_spec val;
+  vl_arg *args;
+  uint32_t n_args;
+  vl_kwarg *kwargs;
+  uint32_t n_kwargs;
+  uint32_t *mutates; /* node indices listed in "mutates" */
+  uint32_t n_mutates;
+  uint32_t out;      /* node named by kwargs.out, or VL_NO_NODE */
+  uint32_t alias_of; /* memory.view: the storage owner, or VL_NO_NODE */
+  /* Derived: nodes that reference this one (args at any depth, kwargs.out, mutates, output),
+   * each user once, in graph order. */
+  uint32_t *users;
+  uint32_t n_users;
+} vl_node;
+
+typedef struct vl_graph {
+  char *name; /* may be NULL */
+  bool skip_dim_order;
+  vl_node *nodes;
+  uint32_t n_nodes;
+  uint32_t output; /* index of the output node (always the last) */
+} vl_graph;
+
+/* Parses and validates graph JSON. Error paths are JSON pointers into the document. */
+VL_API vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim,
+                                vl_graph **out, vl_error *err);
+/* Same from an already parsed document (e.g. params.graph of a request); root is not retained. */
+VL_API vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph **out,
+                                    vl_error *err);
+/* The graph as JSON (every val with dtype, shape, dim_order, and dynamic when true).
+ * Caller frees with cJSON_Delete; NULL on out-of-memory. */
+VL_API cJSON *vl_graph_to_json(const vl_graph *g);
+/* Unformatted JSON text; caller frees with free(). NULL on out-of-memory. */
+VL_API char *vl_graph_print(const vl_graph *g);
+VL_API void vl_graph_free(vl_graph *g);
+/* A deep copy; caller frees with vl_graph_free. */
+VL_API vl_status vl_graph_clone(const vl_graph *g, vl_graph **out, vl_error *err);
+
+/* Rebuilds every node's users list (after passes rewrite references). */
+VL_API vl_status vl_graph_index_users(vl_graph *g);
+
+/* The operator name of a target ("aten.add_.Tensor" -> "add_"), written into buf. */
+VL_API const char *vl_target_operator(const char *target, char *buf, size_t n);
+/* The kwarg named key, or NULL. */
+VL_API const vl_arg *vl_node_kwarg(const vl_node *n, const char *key);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,82 @@
+/* lower.h - the view_copy -> memory.view lowering (SPEC §3) and its report. */
+#ifndef VIEWLOWER_LOWER_H
+#define VIEWLOWER_LOWER_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "viewlower/export.h"
+#include "viewlower/graph.h"
+#include "viewlower/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { VL_POLICY_SAFE, VL_POLICY_LEGACY } vl_policy;
+
+typedef struct vl_lower_options {
+  bool remove_view_copy; /* default true */
+  vl_policy policy;      /* default VL_POLICY_SAFE */
+} vl_lower_options;
+
+/* Reason codes in SPEC order. X(enum, name) */
+#define VL_REASON_MAP(X)                          \
+  X(VL_REASON_DISABLED, "disabled")               \
+  X(VL_REASON_FEEDS_OUTPUT, "feeds_output")       \
+  X(VL_REASON_BASE_LAYOUT, "base_layout")         \
+  X(VL_REASON_VIEW_LAYOUT, "view_layout")         \
+  X(VL_REASON_VIEW_MUTATED, "view_mutated")       \
+  X(VL_REASON_BASE_MUTATED, "base_mutated")       \
+  X(VL_REASON_BASE_MUTABLE_INPUT, "base_mutable_input") \
+  X(VL_REASON_BASE_FEEDS_OUTPUT, "base_feeds_output")   \
+  X(VL_REASON_DYNAMIC_SHAPE, "dynamic_shape")
+
+typedef enum {
+#define VL__REASON_ENUM(e, name) e,
+  VL_REASON_MAP(VL__REASON_ENUM)
+#undef VL__REASON_ENUM
+  VL_REASON_COUNT
+} vl_reason;
+
+VL_API const char *vl_reason_name(vl_reason r);
+
+typedef struct vl_decision {
+  char *node;        /* node name */
+  char *base;        /* base name after normalization */
+  bool replaced;
+  uint32_t reasons;  /* bit (1u << vl_reason) per failed condition */
+  char *message;     /* one line for people */
+} vl_decision;
+
+typedef struct vl_report {
+  uint32_t view_copy_nodes;
+  uint32_t replaced;
+  uint32_t kept;
+  uint32_t normalized;
+  uint32_t removed_dead;
+  int64_t bytes_saved;
+  vl_decision *decisions;
+  uint32_t n_decisions;
+} vl_report;
+
+VL_API void vl_lower_options_default(vl_lower_options *o);
+/* Options from JSON {"remove_view_copy": bool, "policy": "safe"|"legacy"}; opts may be NULL. */
+VL_API vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, vl_error *err);
+
+/* Lowers g in place and fills report (caller releases it with vl_report_clear). */
+VL_API vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report,
+                          vl_error *err);
+VL_API void vl_report_clear(vl_report *r);
+/* The report as JSON (SPEC §3); caller frees with cJSON_Delete. */
+VL_API cJSON *vl_report_to_json(const vl_report *r);
+
+/* The layout test of SPEC §3: may `view` (shape + declared dim order) alias `base`'s storage
+ * with every element keeping its memory offset? */
+VL_API bool vl_layout_view_keeps_offsets(const vl_spec *base, const vl_spec *view);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
