@@ -1,0 +1,82 @@
+/* frame.h - the wire frame of SPEC §6, over memory buffers (no I/O), shared by the daemon and
+ * the client.
+ *
+ * A frame is a 16-byte header (magic "VLW1", JSON length as u32 big-endian, payload length as
+ * u64 big-endian), then the JSON text, then the binary payload. The incremental decoder is fed
+ * byte chunks of any size and yields whole frames; it never holds more than one frame plus a
+ * header, and it checks the sizes against the frame limit before allocating. */
+#ifndef VIEWLOWER_FRAME_H
+#define VIEWLOWER_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "viewlower/export.h"
+#include "viewlower/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VL_FRAME_MAGIC "VLW1"
+#define VL_FRAME_HEADER_SIZE 16u
+/* Default bound of JSON + payload bytes of one frame (--max-frame-bytes). */
+#define VL_FRAME_DEFAULT_MAX_BYTES ((uint64_t)256 << 20)
+
+typedef struct vl_frame_header {
+  uint32_t json_len;
+  uint64_t payload_len;
+} vl_frame_header;
+
+/* A whole frame. json is NUL-terminated (json[json_len] == 0); payload points into the same
+ * allocation, 8-byte aligned (NULL when payload_len is 0). Release with vl_frame_free. */
+typedef struct vl_frame {
+  char *json;
+  size_t json_len;
+  uint8_t *payload;
+  size_t payload_len;
+} vl_frame;
+
+/* Writes the 16 header bytes. */
+VL_API void vl_frame_header_encode(uint8_t out[VL_FRAME_HEADER_SIZE], uint32_t json_len,
+                                   uint64_t payload_len);
+/* Reads 16 header bytes; VL_ERR_PROTOCOL when the magic is not "VLW1". */
+VL_API vl_status vl_frame_header_decode(const uint8_t in[VL_FRAME_HEADER_SIZE],
+                                        vl_frame_header *out, vl_error *err);
+/* VL_ERR_TOO_LARGE when json_len + payload_len exceeds max_frame_bytes (no overflow possible)
+ * or does not fit this machine's size_t. */
+VL_API vl_status vl_frame_check_size(const vl_frame_header *h, uint64_t max_frame_bytes,
+                                     vl_error *err);
+/* Frees the frame's memory and zeroes it; NULL and empty frames are no-ops. */
+VL_API void vl_frame_free(vl_frame *f);
+
+typedef struct vl_frame_decoder {
+  uint64_t max_frame_bytes;
+  uint8_t header[VL_FRAME_HEADER_SIZE];
+  size_t header_got;
+  vl_frame_header hdr;
+  uint8_t *body;    /* JSON, NUL, padding, payload: allocated once the header is checked */
+  size_t body_len;  /* bytes expected from the wire (json_len + payload_len) */
+  size_t body_got;
+  vl_status failed; /* sticky: once a feed fails, every later feed fails the same way */
+} vl_frame_decoder;
+
+VL_API void vl_frame_decoder_init(vl_frame_decoder *d, uint64_t max_frame_bytes);
+/* Consumes bytes from data[0..len) until one frame completes or the bytes run out.
+ * *consumed is how many bytes were used; when a frame completed, *ready is true and *out owns
+ * it (the caller frees it with vl_frame_free), and the caller feeds the rest of the chunk again.
+ * Errors: VL_ERR_PROTOCOL (bad magic), VL_ERR_TOO_LARGE (sizes over the limit), VL_ERR_NOMEM;
+ * after an error the decoder only reports that error again. */
+VL_API vl_status vl_frame_decoder_feed(vl_frame_decoder *d, const uint8_t *data, size_t len,
+                                       size_t *consumed, bool *ready, vl_frame *out,
+                                       vl_error *err);
+/* True when no partial frame is buffered (nothing received since the last whole frame). */
+VL_API bool vl_frame_decoder_idle(const vl_frame_decoder *d);
+/* Releases a partial frame; the decoder may be initialised again afterwards. */
+VL_API void vl_frame_decoder_free(vl_frame_decoder *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

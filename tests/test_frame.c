@@ -1,0 +1,362 @@
+/* test_frame.c - the wire frame header codec and the incremental decoder (SPEC §6):
+ * exact header bytes, limit checks at and past the bound, every way of splitting the input,
+ * and every error the decoder reports. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "viewlower/frame.h"
+
+/* Huge allocation requests must fail with NULL (tested) instead of aborting under ASan. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) {
+  return "allocator_may_return_null=1";
+}
+
+/* Builds header + json + payload into a fresh buffer; *len receives its size. */
+static uint8_t *make_frame(const char *json, const uint8_t *payload, size_t payload_len,
+                           size_t *len) {
+  size_t json_len = strlen(json);
+  *len = VL_FRAME_HEADER_SIZE + json_len + payload_len;
+  uint8_t *b = malloc(*len);
+  assert_non_null(b);
+  vl_frame_header_encode(b, (uint32_t)json_len, payload_len);
+  memcpy(b + VL_FRAME_HEADER_SIZE, json, json_len);
+  if (payload_len > 0) {
+    memcpy(b + VL_FRAME_HEADER_SIZE + json_len, payload, payload_len);
+  }
+  return b;
+}
+
+static void header_encode_writes_magic_and_big_endian_lengths(void **state) {
+  (void)state;
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, 0x01020304u, 0x05060708090a0b0cull);
+  const uint8_t want[VL_FRAME_HEADER_SIZE] = {'V', 'L', 'W', '1', 1, 2,  3,  4,
+                                              5,   6,   7,   8,   9, 10, 11, 12};
+  assert_memory_equal(h, want, sizeof want);
+}
+
+static void header_decode_reads_back_the_encoded_lengths(void **state) {
+  (void)state;
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, UINT32_MAX, UINT64_MAX);
+  vl_frame_header out;
+  vl_error err;
+  assert_int_equal(vl_frame_header_decode(h, &out, &err), VL_OK);
+  assert_int_equal(out.json_len, UINT32_MAX);
+  assert_true(out.payload_len == UINT64_MAX);
+}
+
+static void header_decode_rejects_a_bad_magic(void **state) {
+  (void)state;
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, 2, 0);
+  h[3] = '2';
+  vl_frame_header out;
+  vl_error err;
+  assert_int_equal(vl_frame_header_decode(h, &out, &err), VL_ERR_PROTOCOL);
+  assert_int_equal(err.code, VL_ERR_PROTOCOL);
+  assert_string_equal(err.path, "");
+  assert_non_null(strstr(err.message, "bad frame magic 56 4c 57 32"));
+}
+
+static void size_check_accepts_a_frame_exactly_at_the_limit(void **state) {
+  (void)state;
+  vl_error err;
+  vl_frame_header h = {.json_len = 60, .payload_len = 40};
+  assert_int_equal(vl_frame_check_size(&h, 100, &err), VL_OK);
+  h.json_len = 100;
+  h.payload_len = 0;
+  assert_int_equal(vl_frame_check_size(&h, 100, &err), VL_OK);
+}
+
+static void size_check_rejects_json_over_the_limit(void **state) {
+  (void)state;
+  vl_error err;
+  vl_frame_header h = {.json_len = 101, .payload_len = 0};
+  assert_int_equal(vl_frame_check_size(&h, 100, &err), VL_ERR_TOO_LARGE);
+  assert_non_null(strstr(err.message, "JSON length 101 exceeds the frame limit of 100 bytes"));
+}
+
+static void size_check_rejects_json_plus_payload_over_the_limit(void **state) {
+  (void)state;
+  vl_error err;
+  vl_frame_header h = {.json_len = 60, .payload_len = 41};
+  assert_int_equal(vl_frame_check_size(&h, 100, &err), VL_ERR_TOO_LARGE);
+  assert_non_null(strstr(err.message, "60 JSON bytes and 41 payload bytes"));
+}
+
+static void size_check_does_not_overflow_on_huge_payload_lengths(void **state) {
+  (void)state;
+  vl_error err;
+  vl_frame_header h = {.json_len = 10, .payload_len = UINT64_MAX - 5};
+  assert_int_equal(vl_frame_check_size(&h, 100, &err), VL_ERR_TOO_LARGE);
+  assert_non_null(strstr(err.message, "10 JSON bytes and 18446744073709551610 payload bytes"));
+  h.json_len = 0;
+  assert_int_equal(vl_frame_check_size(&h, UINT64_MAX, &err), VL_ERR_TOO_LARGE);
+  assert_string_equal(err.message, "frame does not fit in memory");
+}
+
+static void decoder_yields_a_frame_fed_whole(void **state) {
+  (void)state;
+  const uint8_t payload[5] = {9, 8, 7, 6, 5};
+  size_t len;
+  uint8_t *b = make_frame("{\"id\":1}", payload, sizeof payload, &len);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 1024);
+  vl_frame f;
+  bool ready;
+  size_t used;
+  vl_error err;
+  assert_int_equal(vl_frame_decoder_feed(&d, b, len, &used, &ready, &f, &err), VL_OK);
+  assert_true(ready);
+  assert_int_equal(used, len);
+  assert_int_equal(f.json_len, 8);
+  assert_string_equal(f.json, "{\"id\":1}");
+  assert_int_equal(f.payload_len, 5);
+  assert_memory_equal(f.payload, payload, 5);
+  assert_int_equal((uintptr_t)f.payload % 8, 0);
+  assert_true(vl_frame_decoder_idle(&d));
+  vl_frame_free(&f);
+  assert_null(f.json);
+  vl_frame_decoder_free(&d);
+  free(b);
+}
+
+static void decoder_yields_a_frame_fed_one_byte_at_a_time(void **state) {
+  (void)state;
+  uint8_t payload[300];
+  for (size_t i = 0; i < sizeof payload; i++) {
+    payload[i] = (uint8_t)(i * 7);
+  }
+  size_t len;
+  uint8_t *b = make_frame("{\"method\":\"ping\"}", payload, sizeof payload, &len);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 4096);
+  vl_frame f;
+  memset(&f, 0, sizeof f);
+  vl_error err;
+  for (size_t i = 0; i < len; i++) {
+    bool ready;
+    size_t used;
+    assert_int_equal(vl_frame_decoder_feed(&d, b + i, 1, &used, &ready, &f, &err), VL_OK);
+    assert_int_equal(used, 1);
+    assert_int_equal(ready, i == len - 1);
+    assert_int_equal(vl_frame_decoder_idle(&d), i == len - 1);
+  }
+  assert_string_equal(f.json, "{\"method\":\"ping\"}");
+  assert_int_equal(f.payload_len, sizeof payload);
+  assert_memory_equal(f.payload, payload, sizeof payload);
+  vl_frame_free(&f);
+  vl_frame_decoder_free(&d);
+  free(b);
+}
+
+static void decoder_splits_two_frames_sent_in_one_chunk(void **state) {
+  (void)state;
+  size_t l1, l2;
+  const uint8_t p2[3] = {1, 2, 3};
+  uint8_t *a = make_frame("[1]", NULL, 0, &l1);
+  uint8_t *b = make_frame("[22]", p2, 3, &l2);
+  uint8_t *both = malloc(l1 + l2);
+  assert_non_null(both);
+  memcpy(both, a, l1);
+  memcpy(both + l1, b, l2);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 64);
+  vl_frame f1, f2;
+  bool ready;
+  size_t used;
+  vl_error err;
+  assert_int_equal(vl_frame_decoder_feed(&d, both, l1 + l2, &used, &ready, &f1, &err), VL_OK);
+  assert_true(ready);
+  assert_int_equal(used, l1);
+  assert_string_equal(f1.json, "[1]");
+  assert_null(f1.payload);
+  assert_int_equal(f1.payload_len, 0);
+  assert_int_equal(vl_frame_decoder_feed(&d, both + l1, l2, &used, &ready, &f2, &err), VL_OK);
+  assert_true(ready);
+  assert_int_equal(used, l2);
+  assert_string_equal(f2.json, "[22]");
+  assert_memory_equal(f2.payload, p2, 3);
+  vl_frame_free(&f1);
+  vl_frame_free(&f2);
+  vl_frame_decoder_free(&d);
+  free(a);
+  free(b);
+  free(both);
+}
+
+static void decoder_completes_an_empty_frame_with_its_header(void **state) {
+  (void)state;
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, 0, 0);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 64);
+  vl_frame f;
+  bool ready;
+  size_t used;
+  vl_error err;
+  assert_int_equal(vl_frame_decoder_feed(&d, h, sizeof h, &used, &ready, &f, &err), VL_OK);
+  assert_true(ready);
+  assert_int_equal(used, 16);
+  assert_int_equal(f.json_len, 0);
+  assert_string_equal(f.json, "");
+  assert_null(f.payload);
+  vl_frame_free(&f);
+  vl_frame_decoder_free(&d);
+}
+
+static void decoder_holds_a_split_header_without_allocating(void **state) {
+  (void)state;
+  size_t len;
+  uint8_t *b = make_frame("{}", NULL, 0, &len);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 64);
+  vl_frame f;
+  bool ready;
+  size_t used;
+  vl_error err;
+  assert_int_equal(vl_frame_decoder_feed(&d, b, 7, &used, &ready, &f, &err), VL_OK);
+  assert_false(ready);
+  assert_int_equal(used, 7);
+  assert_null(d.body);
+  assert_false(vl_frame_decoder_idle(&d));
+  assert_int_equal(vl_frame_decoder_feed(&d, b + 7, 0, &used, &ready, &f, &err), VL_OK);
+  assert_int_equal(used, 0);
+  assert_int_equal(vl_frame_decoder_feed(&d, b + 7, len - 7, &used, &ready, &f, &err), VL_OK);
+  assert_true(ready);
+  assert_int_equal(used, len - 7);
+  assert_string_equal(f.json, "{}");
+  vl_frame_free(&f);
+  vl_frame_decoder_free(&d);
+  free(b);
+}
+
+static void decoder_reports_a_bad_magic_and_stays_failed(void **state) {
+  (void)state;
+  size_t len;
+  uint8_t *b = make_frame("{}", NULL, 0, &len);
+  b[0] = 'X';
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 64);
+  vl_frame f;
+  bool ready;
+  size_t used;
+  vl_error err;
+  assert_int_equal(vl_frame_decoder_feed(&d, b, len, &used, &ready, &f, &err), VL_ERR_PROTOCOL);
+  assert_false(ready);
+  assert_non_null(strstr(err.message, "bad frame magic 58 4c 57 31"));
+  assert_false(vl_frame_decoder_idle(&d));
+  b[0] = 'V';
+  assert_int_equal(vl_frame_decoder_feed(&d, b, len, &used, &ready, &f, &err), VL_ERR_PROTOCOL);
+  assert_int_equal(used, 0);
+  assert_false(ready);
+  vl_frame_decoder_free(&d);
+  free(b);
+}
+
+static void decoder_rejects_json_over_the_limit_right_after_the_header(void **state) {
+  (void)state;
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, 65, 0);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 64);
+  vl_frame f;
+  bool ready;
+  size_t used;
+  vl_error err;
+  assert_int_equal(vl_frame_decoder_feed(&d, h, sizeof h, &used, &ready, &f, &err),
+                   VL_ERR_TOO_LARGE);
+  assert_false(ready);
+  assert_null(d.body);
+  assert_non_null(strstr(err.message, "JSON length 65 exceeds the frame limit of 64 bytes"));
+  assert_int_equal(vl_frame_decoder_feed(&d, h, 1, &used, &ready, &f, &err), VL_ERR_TOO_LARGE);
+  vl_frame_decoder_free(&d);
+}
+
+static void decoder_rejects_a_payload_over_the_limit(void **state) {
+  (void)state;
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, 10, 55);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 64);
+  vl_frame f;
+  bool ready;
+  size_t used;
+  vl_error err;
+  for (size_t i = 0; i < 15; i++) {
+    assert_int_equal(vl_frame_decoder_feed(&d, h + i, 1, &used, &ready, &f, &err), VL_OK);
+  }
+  assert_int_equal(vl_frame_decoder_feed(&d, h + 15, 1, &used, &ready, &f, &err),
+                   VL_ERR_TOO_LARGE);
+  assert_non_null(strstr(err.message, "10 JSON bytes and 55 payload bytes"));
+  vl_frame_decoder_free(&d);
+}
+
+static void decoder_reports_out_of_memory_for_an_unallocatable_frame(void **state) {
+  (void)state;
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, 2, (uint64_t)1 << 62);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, UINT64_MAX);
+  vl_frame f;
+  bool ready;
+  size_t used;
+  vl_error err;
+  assert_int_equal(vl_frame_decoder_feed(&d, h, sizeof h, &used, &ready, &f, &err),
+                   VL_ERR_NOMEM);
+  assert_false(ready);
+  assert_null(d.body);
+  vl_frame_decoder_free(&d);
+}
+
+static void decoder_free_releases_a_partial_frame(void **state) {
+  (void)state;
+  size_t len;
+  const uint8_t payload[100] = {0};
+  uint8_t *b = make_frame("{\"a\":1}", payload, sizeof payload, &len);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 1024);
+  vl_frame f;
+  bool ready;
+  size_t used;
+  vl_error err;
+  assert_int_equal(vl_frame_decoder_feed(&d, b, 40, &used, &ready, &f, &err), VL_OK);
+  assert_false(ready);
+  assert_non_null(d.body);
+  vl_frame_decoder_free(&d);
+  assert_null(d.body);
+  vl_frame_decoder_free(NULL);
+  vl_frame_free(NULL);
+  free(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(header_encode_writes_magic_and_big_endian_lengths),
+      cmocka_unit_test(header_decode_reads_back_the_encoded_lengths),
+      cmocka_unit_test(header_decode_rejects_a_bad_magic),
+      cmocka_unit_test(size_check_accepts_a_frame_exactly_at_the_limit),
+      cmocka_unit_test(size_check_rejects_json_over_the_limit),
+      cmocka_unit_test(size_check_rejects_json_plus_payload_over_the_limit),
+      cmocka_unit_test(size_check_does_not_overflow_on_huge_payload_lengths),
+      cmocka_unit_test(decoder_yields_a_frame_fed_whole),
+      cmocka_unit_test(decoder_yields_a_frame_fed_one_byte_at_a_time),
+      cmocka_unit_test(decoder_splits_two_frames_sent_in_one_chunk),
+      cmocka_unit_test(decoder_completes_an_empty_frame_with_its_header),
+      cmocka_unit_test(decoder_holds_a_split_header_without_allocating),
+      cmocka_unit_test(decoder_reports_a_bad_magic_and_stays_failed),
+      cmocka_unit_test(decoder_rejects_json_over_the_limit_right_after_the_header),
+      cmocka_unit_test(decoder_rejects_a_payload_over_the_limit),
+      cmocka_unit_test(decoder_reports_out_of_memory_for_an_unallocatable_frame),
+      cmocka_unit_test(decoder_free_releases_a_partial_frame),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
