@@ -36,6 +36,11 @@ VL_API vl_status vl_view_copy(const vl_tensor *self, const int64_t *size, size_t
                               const uint8_t *out_dim_order, const vl_limits *lim, vl_tensor **out,
                               vl_error *err);
 
+/* view_copy(self, size, out=out): the out variant. out is caller-owned and must have self's
+ * dtype and exactly the shape size resolves to (VL_ERR_KERNEL otherwise); its dim order is kept. */
+VL_API vl_status vl_view_copy_out(const vl_tensor *self, const int64_t *size, size_t size_rank,
+                                  vl_tensor *out, vl_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,490 @@
+/* copy.c - the layout-aware copy engine and the portable view_copy kernel (SPEC §4).
+ *
+ * A strided copy is first reduced to the fewest loops: size-1 dims are dropped, dims are ordered
+ * by destination stride and merged where they stay adjacent in both buffers, and a run that is
+ * contiguous on both sides becomes one wider "element". What is left runs as one of three inner
+ * kernels - memcpy of whole runs, a cache-blocked 2-D transpose (typed for element sizes 1, 2,
+ * 4 and 8) or a typed strided line - under an odometer of pointers over the outer loops.
+ * Invariants: inside the engine strides are in bytes; nothing divides or takes a modulus per
+ * element; pointers never leave the buffers they walk. */
+#include "viewlower/copy.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Loops the engine handles at once. Each kept dim has size >= 2, so a copy that fits in memory
+ * has far fewer than 64 of them; more are peeled off one by one (see vl_copy_strided). */
+#define MAX_LOOPS 64
+/* Transpose tile edge in elements: a tile of 8-byte elements is 2 KiB per side of the copy. */
+#define TILE 16
+/* Runs at least this many bytes long go through memcpy; shorter ones are moved as words. */
+#define MEMCPY_MIN_RUN 64
+
+typedef struct loops {
+  size_t n;
+  size_t elem;              /* bytes moved per innermost step (grows when runs merge) */
+  int64_t size[MAX_LOOPS];  /* outermost first */
+  ptrdiff_t dst[MAX_LOOPS]; /* byte strides */
+  ptrdiff_t src[MAX_LOOPS];
+} loops;
+
+/* ---- loop normalisation ---------------------------------------------------------------- */
+
+/* Keeps dims of size > 1 with strides in bytes. false when there is nothing to copy. */
+static bool loops_build(loops *L, size_t elem, size_t rank, const int64_t *shape,
+                        const int64_t *dst_strides, const int64_t *src_strides) {
+  L->n = 0;
+  L->elem = elem;
+  for (size_t i = 0; i < rank; i++) {
+    if (shape[i] == 0) return false;
+    if (shape[i] == 1) continue;
+    L->size[L->n] = shape[i];
+    L->dst[L->n] = (ptrdiff_t)(dst_strides[i] * (int64_t)elem);
+    L->src[L->n] = (ptrdiff_t)(src_strides[i] * (int64_t)elem);
+    L->n++;
+  }
+  return true;
+}
+
+static bool loop_before(const loops *L, size_t a, size_t b) {
+  if (L->dst[a] != L->dst[b]) return L->dst[a] > L->dst[b];
+  return L->src[a] > L->src[b];
+}
+
+static void loops_swap(loops *L, size_t a, size_t b) {
+  int64_t s = L->size[a];
+  ptrdiff_t d = L->dst[a], r = L->src[a];
+  L->size[a] = L->size[b];
+  L->dst[a] = L->dst[b];
+  L->src[a] = L->src[b];
+  L->size[b] = s;
+  L->dst[b] = d;
+  L->src[b] = r;
+}
+
+/* Orders loops so the destination is written outermost-stride first (insertion sort). */
+static void loops_sort(loops *L) {
+  for (size_t i = 1; i < L->n; i++)
+    for (size_t j = i; j > 0 && loop_before(L, j, j - 1); j--) loops_swap(L, j, j - 1);
+}
+
+/* Merges loop i into loop i + 1 when i steps over exactly one whole i + 1 on both sides. */
+static void loops_merge(loops *L) {
+  size_t w = 0;
+  for (size_t i = 0; i < L->n; i++) {
+    if (w > 0 && L->dst[w - 1] == L->dst[i] * (ptrdiff_t)L->size[i] &&
+        L->src[w - 1] == L->src[i] * (ptrdiff_t)L->size[i]) {
+      L->size[w - 1] *= L->size[i];
+      L->dst[w - 1] = L->dst[i];
+      L->src[w - 1] = L->src[i];
+      continue;
+    }
+    L->size[w] = L->size[i];
+    L->dst[w] = L->dst[i];
+    L->src[w] = L->src[i];
+    w++;
+  }
+  L->n = w;
+}
+
+/* An innermost loop dense on both sides becomes part of the element. */
+static void loops_widen_element(loops *L) {
+  while (L->n > 0 && L->dst[L->n - 1] == (ptrdiff_t)L->elem &&
+         L->src[L->n - 1] == (ptrdiff_t)L->elem) {
+    L->elem *= (size_t)L->size[L->n - 1];
+    L->n--;
+  }
+}
+
+/* The loop (other than the innermost) whose source stride is one element, or L->n. */
+static size_t loops_find_src_unit(const loops *L) {
+  for (size_t i = 0; i + 1 < L->n; i++)
+    if (L->src[i] == (ptrdiff_t)L->elem) return i;
+  return L->n;
+}
+
+/* Moves loop i to just outside the innermost one; the other loops keep their order. */
+static void loops_move_inside(loops *L, size_t i) {
+  for (size_t j = i; j + 2 < L->n; j++) loops_swap(L, j, j + 1);
+}
+
+/* ---- inner kernels ----------------------------------------------------------------------- */
+
+typedef void (*line_fn)(char *d, const char *s, int64_t n, ptrdiff_t ds, ptrdiff_t ss);
+typedef void (*tile_fn)(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
+                        ptrdiff_t sy);
+
+/* A typed strided line: n elements, each step ds / ss bytes. memcpy keeps unaligned and
+ * type-punned access defined; compilers turn it into plain loads and stores. */
+#define VL__DEFINE_LINE(T, name)                                                       \
+  static void name(char *d, const char *s, int64_t n, ptrdiff_t ds, ptrdiff_t ss) {   \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+      T v;                                                                             \
+      memcpy(&v, s, sizeof v);                                                         \
+      memcpy(d, &v, sizeof v);                                                         \
+      d += ds;                                                                         \
+      s += ss;                                                                         \
+    }                                                                                  \
+  }
+
+VL__DEFINE_LINE(uint8_t, line_u8)
+VL__DEFINE_LINE(uint16_t, line_u16)
+VL__DEFINE_LINE(uint32_t, line_u32)
+VL__DEFINE_LINE(uint64_t, line_u64)
+
+/* A 2-D block: element (x, y) sits at d + x*dx + y*sizeof(T) and at s + x*sizeof(T) + y*sy,
+ * i.e. the destination is contiguous along y and the source along x. Full TILE x TILE blocks
+ * have constant trip counts so the compiler unrolls them; edges take the general loop. */
+#define VL__DEFINE_TILE(T, name, line)                                                       \
+  static void name##_full(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {             \
+    T buf[TILE][TILE];                                                                       \
+    for (int y = 0; y < TILE; y++, s += sy) memcpy(buf[y], s, sizeof buf[y]);                \
+    for (int x = 0; x < TILE; x++, d += dx) {                                                \
+      T row[TILE];                                                                           \
+      for (int y = 0; y < TILE; y++) row[y] = buf[y][x];                                     \
+      memcpy(d, row, sizeof row);                                                            \
+    }                                                                                        \
+  }                                                                                          \
+  static void name(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,           \
+                   ptrdiff_t sy) {                                                           \
+    if (nx == TILE && ny == TILE) {                                                          \
+      name##_full(d, s, dx, sy);                                                             \
+      return;                                                                                \
+    }                                                                                        \
+    for (int64_t x = 0; x < nx; x++, d += dx, s += sizeof(T))                                \
+      line(d, s, ny, (ptrdiff_t)sizeof(T), sy);                                              \
+  }
+
+VL__DEFINE_TILE(uint8_t, tile_u8, line_u8)
+VL__DEFINE_TILE(uint16_t, tile_u16, line_u16)
+VL__DEFINE_TILE(uint32_t, tile_u32, line_u32)
+VL__DEFINE_TILE(uint64_t, tile_u64, line_u64)
+
+static line_fn line_for(size_t elem) {
+  switch (elem) {
+  case 1: return line_u8;
+  case 2: return line_u16;
+  case 4: return line_u32;
+  case 8: return line_u64;
+  default: return NULL;
+  }
+}
+
+static tile_fn tile_for(size_t elem) {
+  switch (elem) {
+  case 1: return tile_u8;
+  case 2: return tile_u16;
+  case 4: return tile_u32;
+  case 8: return tile_u64;
+  default: return NULL;
+  }
+}
+
+/* The work under the odometer: the innermost one or two loops of L. */
+typedef struct inner {
+  const loops *L;
+  size_t depth; /* loops handled here: 1 (line) or 2 (transpose) */
+  line_fn line; /* typed line, or NULL for memcpy per element */
+  tile_fn tile; /* set when depth == 2 */
+} inner;
+
+static void run_line(const inner *k, char *d, const char *s) {
+  const loops *L = k->L;
+  size_t i = L->n - 1;
+  if (k->line != NULL) {
+    k->line(d, s, L->size[i], L->dst[i], L->src[i]);
+    return;
+  }
+  for (int64_t j = 0; j < L->size[i]; j++, d += L->dst[i], s += L->src[i]) memcpy(d, s, L->elem);
+}
+
+/* Loop x (n - 2) is contiguous in the source, loop y (n - 1) in the destination; the plane is
+ * walked in TILE x TILE blocks so both sides stay in cache. */
+static void run_transpose(const inner *k, char *d, const char *s) {
+  const loops *L = k->L;
+  size_t x = L->n - 2, y = L->n - 1;
+  int64_t nx = L->size[x], ny = L->size[y];
+  ptrdiff_t dx = L->dst[x], sy = L->src[y], e = (ptrdiff_t)L->elem;
+  for (int64_t y0 = 0; y0 < ny; y0 += TILE) {
+    int64_t by = ny - y0 < TILE ? ny - y0 : TILE;
+    for (int64_t x0 = 0; x0 < nx; x0 += TILE) {
+      int64_t bx = nx - x0 < TILE ? nx - x0 : TILE;
+      k->tile(d + x0 * dx + y0 * e, s + x0 * e + y0 * sy, bx, by, dx, sy);
+    }
+  }
+}
+
+static void run_inner(const inner *k, char *d, const char *s) {
+  if (k->depth == 2)
+    run_transpose(k, d, s);
+  else
+    run_line(k, d, s);
+}
+
+/* Walks every index of the outer loops (all but the inner kernel's) with two pointers. */
+static void odometer_run(const inner *k, char *d, const char *s) {
+  const loops *L = k->L;
+  size_t outer = L->n - k->depth;
+  int64_t idx[MAX_LOOPS] = {0};
+  for (;;) {
+    run_inner(k, d, s);
+    size_t i = outer;
+    for (;;) {
+      if (i == 0) return;
+      i--;
+      if (++idx[i] < L->size[i]) {
+        d += L->dst[i];
+        s += L->src[i];
+        break;
+      }
+      idx[i] = 0;
+      d -= L->dst[i] * (ptrdiff_t)(L->size[i] - 1);
+      s -= L->src[i] * (ptrdiff_t)(L->size[i] - 1);
+    }
+  }
+}
+
+/* Chooses the inner kernel for normalised loops and runs the copy. */
+static void loops_run(loops *L, char *d, const char *s) {
+  inner k = {.L = L, .depth = 1, .line = line_for(L->elem), .tile = NULL};
+  if (L->n == 0) {
+    memcpy(d, s, L->elem);
+    return;
+  }
+  if (L->elem >= MEMCPY_MIN_RUN) k.line = NULL;
+  size_t xs = loops_find_src_unit(L);
+  tile_fn tile = tile_for(L->elem);
+  if (tile != NULL && L->dst[L->n - 1] == (ptrdiff_t)L->elem && xs < L->n) {
+    loops_move_inside(L, xs);
+    k.depth = 2;
+    k.tile = tile;
+  }
+  odometer_run(&k, d, s);
+}
+
+/* Peels the outermost dim while there are more dims than the engine holds. */
+static void copy_peel(size_t elem, size_t rank, const int64_t *shape, char *dst,
+                      const int64_t *dst_strides, const char *src, const int64_t *src_strides) {
+  ptrdiff_t ds = (ptrdiff_t)(dst_strides[0] * (int64_t)elem);
+  ptrdiff_t ss = (ptrdiff_t)(src_strides[0] * (int64_t)elem);
+  for (int64_t i = 0; i < shape[0]; i++, dst += ds, src += ss)
+    vl_copy_strided(elem, rank - 1, shape + 1, dst, dst_strides + 1, src, src_strides + 1);
+}
+
+void vl_copy_strided(size_t elem_size, size_t rank, const int64_t *shape, void *dst,
+                     const int64_t *dst_strides, const void *src, const int64_t *src_strides) {
+  if (rank > MAX_LOOPS) {
+    copy_peel(elem_size, rank, shape, dst, dst_strides, src, src_strides);
+    return;
+  }
+  loops L;
+  if (!loops_build(&L, elem_size, rank, shape, dst_strides, src_strides)) return;
+  loops_sort(&L);
+  loops_merge(&L);
+  loops_widen_element(&L);
+  loops_run(&L, dst, src);
+}
+
+/* ---- logical-order copies ------------------------------------------------------------------ */
+
+static const char *shape_text(char *buf, size_t n, size_t rank, const int64_t *shape) {
+  size_t at = 0;
+  buf[0] = '\0';
+  at += (size_t)snprintf(buf, n, "[");
+  for (size_t i = 0; i < rank && at < n; i++)
+    at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? "," : "", (long long)shape[i]);
+  if (at < n) snprintf(buf + at, n - at, "]");
+  return buf;
+}
+
+/* Same dtype and numel, else VL_ERR_KERNEL. Writes the common numel. */
+static vl_status check_same_elements(const vl_spec *dst, const vl_spec *src, int64_t *numel,
+                                     vl_error *err) {
+  int64_t nd, ns;
+  if (dst->dtype != src->dtype)
+    return vl_error_set(err, VL_ERR_KERNEL, "", "copy from %s into %s: dtypes differ",
+                        vl_dtype_name(src->dtype), vl_dtype_name(dst->dtype));
+  if (!vl_spec_numel(dst, &nd) || !vl_spec_numel(src, &ns))
+    return vl_error_set(err, VL_ERR_KERNEL, "", "element count overflows");
+  if (nd != ns)
+    return vl_error_set(err, VL_ERR_KERNEL, "",
+                        "copy of %lld elements into %lld elements: counts differ",
+                        (long long)ns, (long long)nd);
+  *numel = nd;
+  return VL_OK;
+}
+
+/* A common refinement of two shapes of equal numel: a shape whose consecutive dims multiply to
+ * each dim of a and of b, with both stride sets split to match. Returns its rank, or -1 when
+ * none exists (e.g. (2,3) and (3,2)). */
+static int refine(const vl_spec *a, const int64_t *as, const vl_spec *b, const int64_t *bs,
+                  int64_t *shape, int64_t *ast, int64_t *bst) {
+  size_t i = 0, j = 0;
+  int r = 0;
+  int64_t ra = 1, rb = 1, sa = 0, sb = 0; /* unconsumed (inner) part of the current dims */
+  for (;;) {
+    while (ra == 1 && i < a->rank) sa = as[i], ra = a->shape[i++];
+    while (rb == 1 && j < b->rank) sb = bs[j], rb = b->shape[j++];
+    if (ra == 1 || rb == 1) return ra == rb ? r : -1;
+    int64_t f = ra < rb ? ra : rb;
+    if ((ra < rb ? rb : ra) % f != 0) return -1;
+    ra /= f;
+    rb /= f;
+    shape[r] = f;
+    ast[r] = sa * ra;
+    bst[r] = sb * rb;
+    r++;
+  }
+}
+
+/* Copies through a contiguous buffer when neither side is contiguous and no refinement exists. */
+static vl_status copy_via_temp(const vl_spec *dst_spec, void *dst, const int64_t *dst_strides,
+                               const vl_spec *src_spec, const void *src,
+                               const int64_t *src_strides, int64_t nbytes, vl_error *err) {
+  size_t es = vl_dtype_size(src_spec->dtype);
+  int64_t dense[VL_MAX_RANK];
+  void *tmp = malloc((size_t)nbytes);
+  if (tmp == NULL)
+    return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory for a %lld-byte copy buffer",
+                        (long long)nbytes);
+  vl_layout_default_strides(src_spec->rank, src_spec->shape, dense);
+  vl_copy_strided(es, src_spec->rank, src_spec->shape, tmp, dense, src, src_strides);
+  vl_layout_default_strides(dst_spec->rank, dst_spec->shape, dense);
+  vl_copy_strided(es, dst_spec->rank, dst_spec->shape, dst, dst_strides, tmp, dense);
+  free(tmp);
+  return VL_OK;
+}
+
+vl_status vl_copy_logical(const vl_spec *dst_spec, void *dst, const vl_spec *src_spec,
+                          const void *src, vl_error *err) {
+  int64_t numel = 0, nbytes, ds[VL_MAX_RANK], ss[VL_MAX_RANK], dense[VL_MAX_RANK];
+  vl_status st = check_same_elements(dst_spec, src_spec, &numel, err);
+  if (st != VL_OK || numel == 0) return st;
+  size_t es = vl_dtype_size(src_spec->dtype);
+  nbytes = numel * (int64_t)es; /* fits: both specs describe existing buffers */
+  bool dst_dense = vl_layout_is_contiguous(dst_spec), src_dense = vl_layout_is_contiguous(src_spec);
+  if (dst_dense && src_dense) {
+    memcpy(dst, src, (size_t)nbytes);
+    return VL_OK;
+  }
+  vl_layout_strides(dst_spec, ds);
+  vl_layout_strides(src_spec, ss);
+  int64_t shape[2 * VL_MAX_RANK], rd[2 * VL_MAX_RANK], rs[2 * VL_MAX_RANK];
+  int r = refine(dst_spec, ds, src_spec, ss, shape, rd, rs);
+  if (r >= 0) {
+    vl_copy_strided(es, (size_t)r, shape, dst, rd, src, rs);
+  } else if (dst_dense) {
+    vl_layout_default_strides(src_spec->rank, src_spec->shape, dense);
+    vl_copy_strided(es, src_spec->rank, src_spec->shape, dst, dense, src, ss);
+  } else if (src_dense) {
+    vl_layout_default_strides(dst_spec->rank, dst_spec->shape, dense);
+    vl_copy_strided(es, dst_spec->rank, dst_spec->shape, dst, ds, src, dense);
+  } else {
+    return copy_via_temp(dst_spec, dst, ds, src_spec, src, ss, nbytes, err);
+  }
+  return VL_OK;
+}
+
+/* perm must list 0..rank-1 once each, and dst's shape must be src's shape permuted. */
+static vl_status check_permute(const vl_spec *dst, const vl_spec *src, const int64_t *perm,
+                               vl_error *err) {
+  bool seen[VL_MAX_RANK] = {false};
+  char a[160], b[160];
+  if (dst->dtype != src->dtype)
+    return vl_error_set(err, VL_ERR_KERNEL, "", "permute from %s into %s: dtypes differ",
+                        vl_dtype_name(src->dtype), vl_dtype_name(dst->dtype));
+  if (dst->rank != src->rank)
+    return vl_error_set(err, VL_ERR_KERNEL, "", "permute of rank %u into rank %u",
+                        (unsigned)src->rank, (unsigned)dst->rank);
+  for (size_t d = 0; d < src->rank; d++) {
+    if (perm[d] < 0 || perm[d] >= src->rank || seen[perm[d]])
+      return vl_error_set(err, VL_ERR_KERNEL, "", "dims %s are not a permutation of 0..%d",
+                          shape_text(a, sizeof a, src->rank, perm), src->rank - 1);
+    seen[perm[d]] = true;
+    if (dst->shape[d] != src->shape[perm[d]])
+      return vl_error_set(err, VL_ERR_KERNEL, "", "permute of %s by %s cannot give shape %s",
+                          shape_text(a, sizeof a, src->rank, src->shape),
+                          shape_text(b, sizeof b, src->rank, perm),
+                          shape_text(b, sizeof b, dst->rank, dst->shape));
+  }
+  return VL_OK;
+}
+
+vl_status vl_copy_permute(const vl_spec *dst_spec, void *dst, const vl_spec *src_spec,
+                          const void *src, const int64_t *perm, vl_error *err) {
+  int64_t ds[VL_MAX_RANK], ss[VL_MAX_RANK], sp[VL_MAX_RANK];
+  vl_status st = check_permute(dst_spec, src_spec, perm, err);
+  if (st != VL_OK) return st;
+  vl_layout_strides(dst_spec, ds);
+  vl_layout_strides(src_spec, ss);
+  for (size_t d = 0; d < src_spec->rank; d++) sp[d] = ss[perm[d]];
+  vl_copy_strided(vl_dtype_size(src_spec->dtype), dst_spec->rank, dst_spec->shape, dst, ds, src,
+                  sp);
+  return VL_OK;
+}
+
+/* ---- view_copy --------------------------------------------------------------------------- */
+
+/* Resolves size against self (SPEC §4) into shape. */
+static vl_status view_shape(const vl_tensor *self, const int64_t *size, size_t size_rank,
+                            int64_t *shape, vl_error *err) {
+  int64_t numel;
+  if (size_rank > VL_MAX_RANK)
+    return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: size has rank %zu, more than %d",
+                        size_rank, VL_MAX_RANK);
+  if (!vl_spec_numel(&self->spec, &numel))
+    return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: element count of self overflows");
+  vl_status st = vl_view_size_infer(numel, size, size_rank, shape, err);
+  if (st != VL_OK) {
+    char msg[VL_ERROR_MESSAGE_MAX];
+    snprintf(msg, sizeof msg, "%s", err != NULL ? err->message : "");
+    return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: %s", msg);
+  }
+  return VL_OK;
+}
+
+vl_status vl_view_copy_out(const vl_tensor *self, const int64_t *size, size_t size_rank,
+                           vl_tensor *out, vl_error *err) {
+  int64_t shape[VL_MAX_RANK];
+  char a[160], b[160];
+  vl_status st = view_shape(self, size, size_rank, shape, err);
+  if (st != VL_OK) return st;
+  if (out->spec.dtype != self->spec.dtype)
+    return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: out has dtype %s, self has %s",
+                        vl_dtype_name(out->spec.dtype), vl_dtype_name(self->spec.dtype));
+  if (out->spec.rank != size_rank ||
+      (size_rank > 0 && memcmp(out->spec.shape, shape, size_rank * sizeof *shape) != 0))
+    return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: out has shape %s, size gives %s",
+                        shape_text(a, sizeof a, out->spec.rank, out->spec.shape),
+                        shape_text(b, sizeof b, size_rank, shape));
+  return vl_copy_logical(&out->spec, out->data, &self->spec, self->data, err);
+}
+
+vl_status vl_view_copy(const vl_tensor *self, const int64_t *size, size_t size_rank,
+                       const uint8_t *out_dim_order, const vl_limits *lim, vl_tensor **out,
+                       vl_error *err) {
+  int64_t shape[VL_MAX_RANK];
+  vl_spec spec;
+  vl_tensor *t = NULL;
+  vl_status st = view_shape(self, size, size_rank, shape, err);
+  if (st != VL_OK) return st;
+  vl_spec_init(&spec, self->spec.dtype, (uint8_t)size_rank, shape);
+  if (out_dim_order != NULL) {
+    if (!vl_dim_order_is_permutation(out_dim_order, size_rank))
+      return vl_error_set(err, VL_ERR_KERNEL, "",
+                          "view_copy: out dim order is not a permutation of 0..%zu",
+                          size_rank > 0 ? size_rank - 1 : 0);
+    memcpy(spec.dim_order, out_dim_order, size_rank);
+  }
+  st = vl_tensor_new(&spec, lim, &t, err);
+  if (st != VL_OK) return st;
+  st = vl_view_copy_out(self, size, size_rank, t, err);
+  if (st != VL_OK) {
+    vl_tensor_free(t);
+    return st;
+  }
+  *out = t;
+  return VL_OK;
+}

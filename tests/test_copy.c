@@ -1,0 +1,652 @@
+/* test_copy.c - the copy engine and the view_copy kernel: worked examples, layouts, edge cases,
+ * every error, and a seeded randomized comparison against a per-element reference copy. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "viewlower/copy.h"
+#include "viewlower/tensor.h"
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static vl_spec make_spec(vl_dtype dt, uint8_t rank, const int64_t *shape, const uint8_t *order) {
+  vl_spec s;
+  vl_spec_init(&s, dt, rank, shape);
+  if (order != NULL) memcpy(s.dim_order, order, rank);
+  return s;
+}
+
+static vl_tensor *new_tensor(const vl_spec *s) {
+  vl_tensor *t = NULL;
+  vl_error err;
+  assert_int_equal(vl_tensor_new(s, NULL, &t, &err), VL_OK);
+  return t;
+}
+
+/* Physical offset (elements) of logical index k. */
+static int64_t offset_of(const vl_spec *s, const int64_t *strides, int64_t k) {
+  int64_t off = 0;
+  for (int d = s->rank - 1; d >= 0; d--) {
+    off += (k % s->shape[d]) * strides[d];
+    k /= s->shape[d];
+  }
+  return off;
+}
+
+/* Writes float32 value k at logical index k of t. */
+static void fill_logical_f32(vl_tensor *t) {
+  int64_t n, st[VL_MAX_RANK];
+  assert_true(vl_spec_numel(&t->spec, &n));
+  vl_layout_strides(&t->spec, st);
+  for (int64_t k = 0; k < n; k++) ((float *)t->data)[offset_of(&t->spec, st, k)] = (float)k;
+}
+
+static void assert_logical_f32_is_iota(const vl_tensor *t) {
+  int64_t n, st[VL_MAX_RANK];
+  assert_true(vl_spec_numel(&t->spec, &n));
+  vl_layout_strides(&t->spec, st);
+  for (int64_t k = 0; k < n; k++)
+    assert_true(((const float *)t->data)[offset_of(&t->spec, st, k)] == (float)k);
+}
+
+/* The reference: element k of dst = element k of src, by div/mod per element. */
+static void reference_logical(const vl_spec *ds, void *dst, const vl_spec *ss, const void *src) {
+  int64_t n, dst_st[VL_MAX_RANK], src_st[VL_MAX_RANK];
+  size_t es = vl_dtype_size(ds->dtype);
+  assert_true(vl_spec_numel(ds, &n));
+  vl_layout_strides(ds, dst_st);
+  vl_layout_strides(ss, src_st);
+  for (int64_t k = 0; k < n; k++)
+    memcpy((char *)dst + (size_t)offset_of(ds, dst_st, k) * es,
+           (const char *)src + (size_t)offset_of(ss, src_st, k) * es, es);
+}
+
+/* xorshift64*: the property test's only source of randomness. */
+static uint64_t rnd(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return x * 2685821657736338717ull;
+}
+
+static int64_t rnd_below(uint64_t *state, int64_t n) { return (int64_t)(rnd(state) % (uint64_t)n); }
+
+static void rnd_permutation(uint64_t *state, uint8_t *order, uint8_t rank) {
+  vl_dim_order_default(order, rank);
+  for (int i = rank - 1; i > 0; i--) {
+    int j = (int)rnd_below(state, i + 1);
+    uint8_t t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+}
+
+static void fill_random_bytes(uint64_t *state, void *p, int64_t n) {
+  for (int64_t i = 0; i < n; i++) ((uint8_t *)p)[i] = (uint8_t)rnd(state);
+}
+
+static const vl_dtype sized_dtypes_all[] = {VL_DTYPE_UINT8, VL_DTYPE_BFLOAT16, VL_DTYPE_INT32,
+                                            VL_DTYPE_FLOAT64};
+
+/* ---- worked examples ------------------------------------------------------------------------ */
+
+static const float cl_buffer[12] = {0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11};
+
+static void channels_last_buffer_flattens_to_logical_order(void **state) {
+  (void)state;
+  const int64_t shape[] = {1, 2, 2, 3}, size[] = {1, 2, -1};
+  const uint8_t cl[] = {0, 2, 3, 1};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 4, shape, cl);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_error err;
+  memcpy(x->data, cl_buffer, sizeof cl_buffer);
+  assert_int_equal(vl_view_copy(x, size, 3, NULL, NULL, &out, &err), VL_OK);
+  assert_int_equal(out->spec.rank, 3);
+  assert_int_equal(out->spec.shape[2], 6);
+  for (int k = 0; k < 12; k++) assert_true(((float *)out->data)[k] == (float)k);
+  vl_tensor_free(out);
+  vl_tensor_free(x);
+}
+
+static void reading_the_buffer_as_an_alias_gives_buffer_order(void **state) {
+  (void)state;
+  /* What memory.view would do wrongly: reinterpret the channels-last storage as contiguous. */
+  const int64_t shape[] = {1, 2, 6};
+  vl_spec alias = make_spec(VL_DTYPE_FLOAT32, 3, shape, NULL);
+  vl_spec flat = make_spec(VL_DTYPE_FLOAT32, 1, (const int64_t[]){12}, NULL);
+  float logical[12];
+  vl_error err;
+  assert_int_equal(vl_copy_logical(&flat, logical, &alias, cl_buffer, &err), VL_OK);
+  for (int k = 0; k < 12; k++) assert_true(logical[k] == cl_buffer[k]);
+  assert_true(logical[1] == 6.0f); /* not 1: the alias reorders elements */
+}
+
+static void view_copy_into_channels_last_out_keeps_logical_order(void **state) {
+  (void)state;
+  const int64_t shape[] = {1, 2, 6}, size[] = {1, 2, 2, 3};
+  const uint8_t cl[] = {0, 2, 3, 1};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 3, shape, NULL);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_error err;
+  fill_logical_f32(x);
+  assert_int_equal(vl_view_copy(x, size, 4, cl, NULL, &out, &err), VL_OK);
+  assert_memory_equal(out->data, cl_buffer, sizeof cl_buffer);
+  vl_tensor_free(out);
+  vl_tensor_free(x);
+}
+
+static void five_d_channels_last_flattens_to_logical_order(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 3, 4, 5, 6}, size[] = {2, 3, -1};
+  const uint8_t cl[] = {0, 2, 3, 4, 1};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 5, shape, cl);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_error err;
+  fill_logical_f32(x);
+  assert_int_equal(vl_view_copy(x, size, 3, NULL, NULL, &out, &err), VL_OK);
+  assert_int_equal(out->spec.shape[2], 120);
+  assert_logical_f32_is_iota(out);
+  vl_tensor_free(out);
+  vl_tensor_free(x);
+}
+
+static void one_channel_channels_last_is_a_plain_copy(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 1, 3, 4}, size[] = {2, 12};
+  const uint8_t cl[] = {0, 2, 3, 1};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 4, shape, cl);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_error err;
+  assert_true(vl_layout_is_contiguous(&s));
+  fill_logical_f32(x);
+  for (int k = 0; k < 24; k++) assert_true(((float *)x->data)[k] == (float)k);
+  assert_int_equal(vl_view_copy(x, size, 2, NULL, NULL, &out, &err), VL_OK);
+  assert_memory_equal(out->data, x->data, 24 * sizeof(float));
+  vl_tensor_free(out);
+  vl_tensor_free(x);
+}
+
+static void zero_element_tensors_copy_nothing(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 0, 3}, size[] = {6, 0};
+  const uint8_t order[] = {2, 0, 1};
+  vl_spec s = make_spec(VL_DTYPE_INT32, 3, shape, order);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_error err;
+  assert_int_equal(vl_view_copy(x, size, 2, NULL, NULL, &out, &err), VL_OK);
+  assert_int_equal(out->nbytes, 0);
+  assert_int_equal(out->spec.shape[0], 6);
+  vl_tensor_free(out);
+  vl_tensor_free(x);
+}
+
+static void strided_copy_of_an_empty_shape_leaves_dst_untouched(void **state) {
+  (void)state;
+  const int64_t shape[] = {3, 0, 2}, strides[] = {2, 2, 1};
+  uint8_t dst[4] = {9, 9, 9, 9}, src[4] = {1, 2, 3, 4};
+  vl_copy_strided(1, 3, shape, dst, strides, src, strides);
+  for (int i = 0; i < 4; i++) assert_int_equal(dst[i], 9);
+}
+
+static void rank_zero_tensor_copies_its_one_element(void **state) {
+  (void)state;
+  const int64_t size[] = {1, 1};
+  vl_spec s = make_spec(VL_DTYPE_INT64, 0, NULL, NULL);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_error err;
+  *(int64_t *)x->data = -77;
+  assert_int_equal(vl_view_copy(x, size, 2, NULL, NULL, &out, &err), VL_OK);
+  assert_int_equal(*(int64_t *)out->data, -77);
+  vl_tensor_free(out);
+  out = NULL;
+  assert_int_equal(vl_view_copy(x, NULL, 0, NULL, NULL, &out, &err), VL_OK);
+  assert_int_equal(out->spec.rank, 0);
+  assert_int_equal(*(int64_t *)out->data, -77);
+  vl_tensor_free(out);
+  vl_tensor_free(x);
+}
+
+static void every_dtype_flattens_channels_last_bit_exactly(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 3, 4, 5}, size[] = {2, 3, 20};
+  const uint8_t cl[] = {0, 2, 3, 1};
+  uint64_t rs = 42;
+  for (int dt = 0; dt < VL_DTYPE_COUNT; dt++) {
+    vl_spec s = make_spec((vl_dtype)dt, 4, shape, cl);
+    vl_tensor *x = new_tensor(&s), *out = NULL;
+    vl_error err;
+    fill_random_bytes(&rs, x->data, x->nbytes);
+    assert_int_equal(vl_view_copy(x, size, 3, NULL, NULL, &out, &err), VL_OK);
+    assert_int_equal(out->spec.dtype, dt);
+    void *want = calloc(1, (size_t)x->nbytes);
+    assert_non_null(want);
+    reference_logical(&out->spec, want, &x->spec, x->data);
+    assert_memory_equal(out->data, want, (size_t)x->nbytes);
+    free(want);
+    vl_tensor_free(out);
+    vl_tensor_free(x);
+  }
+}
+
+/* C and H*W both span several transpose tiles, with ragged edges, in both directions. */
+static void large_layout_changes_cross_tiles_for_every_element_size(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 37, 19, 23};
+  const uint8_t cl[] = {0, 2, 3, 1};
+  uint64_t rs = 99;
+  for (size_t i = 0; i < 4; i++) {
+    vl_spec a = make_spec(sized_dtypes_all[i], 4, shape, cl), b = a;
+    vl_dim_order_default(b.dim_order, 4);
+    vl_tensor *x = new_tensor(&a), *y = new_tensor(&b), *want = new_tensor(&b);
+    vl_error err;
+    fill_random_bytes(&rs, x->data, x->nbytes);
+    assert_int_equal(vl_copy_logical(&y->spec, y->data, &x->spec, x->data, &err), VL_OK);
+    reference_logical(&want->spec, want->data, &x->spec, x->data);
+    assert_memory_equal(y->data, want->data, (size_t)y->nbytes);
+    assert_int_equal(vl_copy_logical(&x->spec, x->data, &y->spec, y->data, &err), VL_OK);
+    reference_logical(&x->spec, want->data, &y->spec, y->data);
+    assert_memory_equal(x->data, want->data, (size_t)x->nbytes);
+    vl_tensor_free(x);
+    vl_tensor_free(y);
+    vl_tensor_free(want);
+  }
+}
+
+static void contiguous_copy_is_bytewise_identical(void **state) {
+  (void)state;
+  const int64_t shape[] = {3, 5, 7}, size[] = {-1, 7};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT64, 3, shape, NULL);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_error err;
+  uint64_t rs = 7;
+  fill_random_bytes(&rs, x->data, x->nbytes);
+  assert_int_equal(vl_view_copy(x, size, 2, NULL, NULL, &out, &err), VL_OK);
+  assert_int_equal(out->spec.shape[0], 15);
+  assert_memory_equal(out->data, x->data, (size_t)x->nbytes);
+  vl_tensor_free(out);
+  vl_tensor_free(x);
+}
+
+static void layouts_without_a_common_refinement_still_copy_in_logical_order(void **state) {
+  (void)state;
+  /* (2,3) and (3,2) share no refinement; neither side is contiguous. */
+  const int64_t a[] = {2, 3}, b[] = {3, 2};
+  const uint8_t rev[] = {1, 0};
+  vl_spec sa = make_spec(VL_DTYPE_INT16, 2, a, rev), sb = make_spec(VL_DTYPE_INT16, 2, b, rev);
+  int16_t src[6] = {0, 3, 1, 4, 2, 5}, dst[6] = {0}, want[6] = {0, 2, 4, 1, 3, 5};
+  vl_error err;
+  assert_int_equal(vl_copy_logical(&sb, dst, &sa, src, &err), VL_OK);
+  assert_memory_equal(dst, want, sizeof want);
+}
+
+static void permute_moves_dims_like_pytorch(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 3, 4}, pshape[] = {4, 2, 3}, perm[] = {2, 0, 1};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 3, shape, NULL);
+  vl_spec d = make_spec(VL_DTYPE_FLOAT32, 3, pshape, NULL);
+  float src[24], dst[24];
+  vl_error err;
+  for (int i = 0; i < 24; i++) src[i] = (float)i;
+  assert_int_equal(vl_copy_permute(&d, dst, &s, src, perm, &err), VL_OK);
+  /* dst[k][i][j] = src[i][j][k] */
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++)
+      for (int k = 0; k < 4; k++) assert_true(dst[k * 6 + i * 3 + j] == src[i * 12 + j * 4 + k]);
+}
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+static vl_status view_copy_status(const int64_t *shape, uint8_t rank, const int64_t *size,
+                                  size_t size_rank, vl_error *err) {
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, rank, shape, NULL);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_status st = vl_view_copy(x, size, size_rank, NULL, NULL, &out, err);
+  assert_null(out);
+  vl_tensor_free(x);
+  return st;
+}
+
+static void assert_kernel_error(vl_status st, const vl_error *err, const char *needle) {
+  assert_int_equal(st, VL_ERR_KERNEL);
+  assert_int_equal(err->code, VL_ERR_KERNEL);
+  if (strstr(err->message, needle) == NULL) fail_msg("message '%s' lacks '%s'", err->message, needle);
+  assert_null(strchr(err->message, '\n'));
+}
+
+static void view_copy_rejects_two_inferred_sizes(void **state) {
+  (void)state;
+  const int64_t shape[] = {4, 6}, size[] = {-1, -1};
+  vl_error err;
+  assert_kernel_error(view_copy_status(shape, 2, size, 2, &err), &err, "-1");
+}
+
+static void view_copy_rejects_a_negative_size(void **state) {
+  (void)state;
+  const int64_t shape[] = {4, 6}, size[] = {-2, 12};
+  vl_error err;
+  assert_kernel_error(view_copy_status(shape, 2, size, 2, &err), &err, "negative");
+}
+
+static void view_copy_rejects_an_inferred_size_beside_a_zero(void **state) {
+  (void)state;
+  const int64_t shape[] = {0, 6}, size[] = {0, -1};
+  vl_error err;
+  assert_kernel_error(view_copy_status(shape, 2, size, 2, &err), &err, "view_copy");
+}
+
+static void view_copy_rejects_an_inferred_size_that_does_not_divide(void **state) {
+  (void)state;
+  const int64_t shape[] = {4, 6}, size[] = {5, -1};
+  vl_error err;
+  assert_kernel_error(view_copy_status(shape, 2, size, 2, &err), &err, "view_copy");
+}
+
+static void view_copy_rejects_a_different_element_count(void **state) {
+  (void)state;
+  const int64_t shape[] = {4, 6}, size[] = {5, 5};
+  vl_error err;
+  assert_kernel_error(view_copy_status(shape, 2, size, 2, &err), &err, "view_copy");
+}
+
+static void view_copy_rejects_rank_above_sixteen(void **state) {
+  (void)state;
+  const int64_t shape[] = {1}, size[17] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  vl_error err;
+  assert_kernel_error(view_copy_status(shape, 1, size, 17, &err), &err, "17");
+}
+
+static void view_copy_rejects_an_out_of_another_dtype(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 3}, size[] = {6};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 2, shape, NULL);
+  vl_spec o = make_spec(VL_DTYPE_INT32, 1, size, NULL);
+  vl_tensor *x = new_tensor(&s), *out = new_tensor(&o);
+  vl_error err;
+  assert_kernel_error(vl_view_copy_out(x, size, 1, out, &err), &err, "dtype");
+  vl_tensor_free(out);
+  vl_tensor_free(x);
+}
+
+static void view_copy_rejects_an_out_of_another_shape(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 3}, size[] = {6}, oshape[] = {3, 2};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 2, shape, NULL);
+  vl_spec o = make_spec(VL_DTYPE_FLOAT32, 2, oshape, NULL);
+  vl_tensor *x = new_tensor(&s), *out = new_tensor(&o);
+  vl_error err;
+  assert_kernel_error(vl_view_copy_out(x, size, 1, out, &err), &err, "[3,2]");
+  vl_tensor_free(out);
+  vl_tensor_free(x);
+}
+
+static void view_copy_rejects_an_out_dim_order_that_is_no_permutation(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 3}, size[] = {3, 2};
+  const uint8_t order[] = {1, 1};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 2, shape, NULL);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_error err;
+  assert_kernel_error(vl_view_copy(x, size, 2, order, NULL, &out, &err), &err, "permutation");
+  assert_null(out);
+  vl_tensor_free(x);
+}
+
+static void view_copy_over_the_tensor_limit_is_too_large(void **state) {
+  (void)state;
+  const int64_t shape[] = {4, 6}, size[] = {24};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 2, shape, NULL);
+  vl_tensor *x = new_tensor(&s), *out = NULL;
+  vl_limits lim;
+  vl_error err;
+  vl_limits_default(&lim);
+  lim.max_tensor_bytes = 64;
+  assert_int_equal(vl_view_copy(x, size, 1, NULL, &lim, &out, &err), VL_ERR_TOO_LARGE);
+  assert_null(out);
+  vl_tensor_free(x);
+}
+
+static void logical_copy_rejects_mismatched_dtype_and_count(void **state) {
+  (void)state;
+  const int64_t a[] = {6}, b[] = {5};
+  vl_spec sa = make_spec(VL_DTYPE_FLOAT32, 1, a, NULL), sb = make_spec(VL_DTYPE_INT32, 1, a, NULL);
+  vl_spec sc = make_spec(VL_DTYPE_FLOAT32, 1, b, NULL);
+  float x[6] = {0}, y[6] = {0};
+  vl_error err;
+  assert_kernel_error(vl_copy_logical(&sb, y, &sa, x, &err), &err, "dtypes differ");
+  assert_kernel_error(vl_copy_logical(&sc, y, &sa, x, &err), &err, "counts differ");
+}
+
+static void permute_rejects_a_bad_permutation_or_shape(void **state) {
+  (void)state;
+  const int64_t shape[] = {2, 3}, dup[] = {0, 0}, swap[] = {1, 0};
+  vl_spec s = make_spec(VL_DTYPE_FLOAT32, 2, shape, NULL);
+  float x[6] = {0}, y[6] = {0};
+  vl_error err;
+  assert_kernel_error(vl_copy_permute(&s, y, &s, x, dup, &err), &err, "permutation");
+  assert_kernel_error(vl_copy_permute(&s, y, &s, x, swap, &err), &err, "cannot give shape");
+}
+
+/* ---- randomized property tests --------------------------------------------------------------- */
+
+/* A random shape of rank 0..6 with mostly small sizes; now and then one long dim (to cross
+ * transpose tiles) or a zero. */
+static void rnd_shape(uint64_t *rs, uint8_t *rank, int64_t *shape) {
+  *rank = (uint8_t)rnd_below(rs, 7);
+  for (int d = 0; d < *rank; d++) {
+    int64_t r = rnd_below(rs, 100);
+    shape[d] = r < 2 ? 0 : r < 15 ? 1 : r < 90 ? 2 + rnd_below(rs, 5) : 17 + rnd_below(rs, 40);
+  }
+}
+
+static const vl_dtype sized_dtypes[] = {VL_DTYPE_UINT8, VL_DTYPE_INT16, VL_DTYPE_FLOAT32,
+                                        VL_DTYPE_INT64};
+
+static void check_one_logical_case(uint64_t *rs, int iter) {
+  vl_spec src, dst;
+  uint8_t rank;
+  int64_t shape[VL_MAX_RANK], numel;
+  vl_dtype dt = sized_dtypes[rnd_below(rs, 4)];
+  rnd_shape(rs, &rank, shape);
+  src = make_spec(dt, rank, shape, NULL);
+  rnd_permutation(rs, src.dim_order, rank);
+  dst = src;
+  rnd_permutation(rs, dst.dim_order, rank);
+  if (!vl_spec_numel(&src, &numel) || numel > 4000000) return;
+  size_t nb = (size_t)numel * vl_dtype_size(dt) + 1;
+  char *s = malloc(nb), *d = malloc(nb), *want = malloc(nb);
+  assert_true(s && d && want);
+  fill_random_bytes(rs, s, (int64_t)nb);
+  memset(d, 0xA5, nb);
+  memset(want, 0xA5, nb);
+  vl_error err;
+  assert_int_equal(vl_copy_logical(&dst, d, &src, s, &err), VL_OK);
+  reference_logical(&dst, want, &src, s);
+  if (memcmp(d, want, nb) != 0) fail_msg("logical copy case %d differs from the reference", iter);
+  free(s);
+  free(d);
+  free(want);
+}
+
+static void logical_copy_matches_reference_on_random_layouts(void **state) {
+  (void)state;
+  uint64_t rs = 0x5EED0001u;
+  for (int i = 0; i < 3000; i++) check_one_logical_case(&rs, i);
+}
+
+/* A random factorisation of numel into rank 1..6 (for reshapes), or rank 0 when numel is 1. */
+static uint8_t rnd_reshape(uint64_t *rs, int64_t numel, int64_t *shape) {
+  uint8_t rank = 0;
+  while (numel > 1 && rank < 5) {
+    int64_t f = 2 + rnd_below(rs, 6);
+    if (numel % f != 0) f = numel;
+    shape[rank++] = f;
+    numel /= f;
+    if (rnd_below(rs, 4) == 0 && rank < 5) shape[rank++] = 1;
+  }
+  if (numel > 1 || (numel == 0)) shape[rank++] = numel;
+  return rank;
+}
+
+static void check_one_reshape_case(uint64_t *rs, int iter) {
+  vl_spec src, dst;
+  uint8_t rank;
+  int64_t shape[VL_MAX_RANK], numel;
+  vl_dtype dt = sized_dtypes[rnd_below(rs, 4)];
+  rnd_shape(rs, &rank, shape);
+  src = make_spec(dt, rank, shape, NULL);
+  rnd_permutation(rs, src.dim_order, rank);
+  if (!vl_spec_numel(&src, &numel) || numel > 4000000) return;
+  dst = make_spec(dt, rnd_reshape(rs, numel, shape), shape, NULL);
+  rnd_permutation(rs, dst.dim_order, dst.rank);
+  size_t nb = (size_t)numel * vl_dtype_size(dt) + 1;
+  char *s = malloc(nb), *d = malloc(nb), *want = malloc(nb);
+  assert_true(s && d && want);
+  fill_random_bytes(rs, s, (int64_t)nb);
+  memset(d, 0x5A, nb);
+  memset(want, 0x5A, nb);
+  vl_error err;
+  assert_int_equal(vl_copy_logical(&dst, d, &src, s, &err), VL_OK);
+  reference_logical(&dst, want, &src, s);
+  if (memcmp(d, want, nb) != 0) fail_msg("reshape case %d differs from the reference", iter);
+  free(s);
+  free(d);
+  free(want);
+}
+
+static void reshaping_copy_matches_reference_on_random_layouts(void **state) {
+  (void)state;
+  uint64_t rs = 0x5EED0002u;
+  for (int i = 0; i < 3000; i++) check_one_reshape_case(&rs, i);
+}
+
+/* Random non-dense strides: a random dim order with random gaps, element sizes 1..16. */
+static int64_t rnd_strides(uint64_t *rs, uint8_t rank, const int64_t *shape, int64_t *st) {
+  uint8_t order[VL_MAX_RANK];
+  int64_t acc = 1 + rnd_below(rs, 2);
+  rnd_permutation(rs, order, rank);
+  for (int i = rank - 1; i >= 0; i--) {
+    st[order[i]] = acc;
+    acc *= (shape[order[i]] > 0 ? shape[order[i]] : 1) + rnd_below(rs, 2);
+  }
+  return acc; /* elements spanned (upper bound) */
+}
+
+static void reference_strided(size_t es, uint8_t rank, const int64_t *shape, char *d,
+                              const int64_t *dst, const char *s, const int64_t *src, int64_t n) {
+  for (int64_t k = 0; k < n; k++) {
+    int64_t rem = k, od = 0, os = 0;
+    for (int i = rank - 1; i >= 0; i--) {
+      od += (rem % shape[i]) * dst[i];
+      os += (rem % shape[i]) * src[i];
+      rem /= shape[i];
+    }
+    memcpy(d + (size_t)od * es, s + (size_t)os * es, es);
+  }
+}
+
+static void check_one_strided_case(uint64_t *rs, int iter) {
+  static const size_t sizes[] = {1, 2, 3, 4, 8, 16};
+  uint8_t rank;
+  int64_t shape[VL_MAX_RANK], ds[VL_MAX_RANK], ss[VL_MAX_RANK], numel = 1;
+  size_t es = sizes[rnd_below(rs, 6)];
+  rnd_shape(rs, &rank, shape);
+  for (int i = 0; i < rank; i++) numel *= shape[i];
+  if (numel > 1000000) return;
+  size_t nd = (size_t)rnd_strides(rs, rank, shape, ds) * es;
+  size_t ns = (size_t)rnd_strides(rs, rank, shape, ss) * es;
+  char *s = malloc(ns), *d = malloc(nd), *want = malloc(nd);
+  assert_true(s && d && want);
+  fill_random_bytes(rs, s, (int64_t)ns);
+  memset(d, 0x33, nd);
+  memset(want, 0x33, nd);
+  vl_copy_strided(es, rank, shape, d, ds, s, ss);
+  reference_strided(es, rank, shape, want, ds, s, ss, numel);
+  if (memcmp(d, want, nd) != 0) fail_msg("strided copy case %d differs from the reference", iter);
+  free(s);
+  free(d);
+  free(want);
+}
+
+static void strided_copy_matches_reference_on_random_gapped_strides(void **state) {
+  (void)state;
+  uint64_t rs = 0x5EED0003u;
+  for (int i = 0; i < 3000; i++) check_one_strided_case(&rs, i);
+}
+
+static void permute_matches_reference_on_random_layouts(void **state) {
+  (void)state;
+  uint64_t rs = 0x5EED0004u;
+  for (int iter = 0; iter < 1000; iter++) {
+    uint8_t rank, p8[VL_MAX_RANK];
+    int64_t shape[VL_MAX_RANK], pshape[VL_MAX_RANK], perm[VL_MAX_RANK], numel;
+    vl_dtype dt = sized_dtypes[rnd_below(&rs, 4)];
+    rnd_shape(&rs, &rank, shape);
+    rnd_permutation(&rs, p8, rank);
+    for (int d = 0; d < rank; d++) perm[d] = p8[d], pshape[d] = shape[p8[d]];
+    vl_spec src = make_spec(dt, rank, shape, NULL), dst = make_spec(dt, rank, pshape, NULL);
+    rnd_permutation(&rs, src.dim_order, rank);
+    rnd_permutation(&rs, dst.dim_order, rank);
+    if (!vl_spec_numel(&src, &numel) || numel > 1000000) continue;
+    size_t es = vl_dtype_size(dt), nb = (size_t)numel * es + 1;
+    char *s = malloc(nb), *d = malloc(nb), *want = malloc(nb);
+    assert_true(s && d && want);
+    fill_random_bytes(&rs, s, (int64_t)nb);
+    memset(d, 0, nb);
+    memset(want, 0, nb);
+    vl_error err;
+    assert_int_equal(vl_copy_permute(&dst, d, &src, s, perm, &err), VL_OK);
+    /* reference: permuted strides of src, iterated over dst's shape */
+    int64_t sst[VL_MAX_RANK], pst[VL_MAX_RANK], dst_st[VL_MAX_RANK];
+    vl_layout_strides(&src, sst);
+    vl_layout_strides(&dst, dst_st);
+    for (int d2 = 0; d2 < rank; d2++) pst[d2] = sst[perm[d2]];
+    reference_strided(es, rank, pshape, want, dst_st, s, pst, numel);
+    if (memcmp(d, want, nb) != 0) fail_msg("permute case %d differs from the reference", iter);
+    free(s);
+    free(d);
+    free(want);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(channels_last_buffer_flattens_to_logical_order),
+      cmocka_unit_test(reading_the_buffer_as_an_alias_gives_buffer_order),
+      cmocka_unit_test(view_copy_into_channels_last_out_keeps_logical_order),
+      cmocka_unit_test(five_d_channels_last_flattens_to_logical_order),
+      cmocka_unit_test(one_channel_channels_last_is_a_plain_copy),
+      cmocka_unit_test(zero_element_tensors_copy_nothing),
+      cmocka_unit_test(strided_copy_of_an_empty_shape_leaves_dst_untouched),
+      cmocka_unit_test(rank_zero_tensor_copies_its_one_element),
+      cmocka_unit_test(every_dtype_flattens_channels_last_bit_exactly),
+      cmocka_unit_test(large_layout_changes_cross_tiles_for_every_element_size),
+      cmocka_unit_test(contiguous_copy_is_bytewise_identical),
+      cmocka_unit_test(layouts_without_a_common_refinement_still_copy_in_logical_order),
+      cmocka_unit_test(permute_moves_dims_like_pytorch),
+      cmocka_unit_test(view_copy_rejects_two_inferred_sizes),
+      cmocka_unit_test(view_copy_rejects_a_negative_size),
+      cmocka_unit_test(view_copy_rejects_an_inferred_size_beside_a_zero),
+      cmocka_unit_test(view_copy_rejects_an_inferred_size_that_does_not_divide),
+      cmocka_unit_test(view_copy_rejects_a_different_element_count),
+      cmocka_unit_test(view_copy_rejects_rank_above_sixteen),
+      cmocka_unit_test(view_copy_rejects_an_out_of_another_dtype),
+      cmocka_unit_test(view_copy_rejects_an_out_of_another_shape),
+      cmocka_unit_test(view_copy_rejects_an_out_dim_order_that_is_no_permutation),
+      cmocka_unit_test(view_copy_over_the_tensor_limit_is_too_large),
+      cmocka_unit_test(logical_copy_rejects_mismatched_dtype_and_count),
+      cmocka_unit_test(permute_rejects_a_bad_permutation_or_shape),
+      cmocka_unit_test(logical_copy_matches_reference_on_random_layouts),
+      cmocka_unit_test(reshaping_copy_matches_reference_on_random_layouts),
+      cmocka_unit_test(strided_copy_matches_reference_on_random_gapped_strides),
+      cmocka_unit_test(permute_matches_reference_on_random_layouts),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
