@@ -1,0 +1,244 @@
+/* graph.c - the graph model: ownership (free, clone), reference walking and rewriting, the
+ * users index, and target classification shared by the passes and the interpreter. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_internal.h"
+
+void vl__arg_free(vl_arg *a) {
+  if (a->kind == VL_ARG_LIST) {
+    for (uint32_t i = 0; i < a->u.list.count; i++) vl__arg_free(&a->u.list.items[i]);
+    free(a->u.list.items);
+  } else if (a->kind == VL_ARG_STRING) {
+    free(a->u.s);
+  }
+  a->kind = VL_ARG_NULL;
+}
+
+vl_status vl__arg_clone(const vl_arg *src, vl_arg *dst) {
+  *dst = *src;
+  if (src->kind == VL_ARG_STRING) {
+    dst->u.s = strdup(src->u.s);
+    return dst->u.s ? VL_OK : VL_ERR_NOMEM;
+  }
+  if (src->kind != VL_ARG_LIST || src->u.list.count == 0) return VL_OK;
+  dst->u.list.items = calloc(src->u.list.count, sizeof(vl_arg));
+  if (dst->u.list.items == NULL) {
+    dst->kind = VL_ARG_NULL;
+    return VL_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < src->u.list.count; i++) {
+    if (vl__arg_clone(&src->u.list.items[i], &dst->u.list.items[i]) != VL_OK) {
+      dst->u.list.count = i;
+      vl__arg_free(dst);
+      return VL_ERR_NOMEM;
+    }
+  }
+  return VL_OK;
+}
+
+void vl__node_clear(vl_node *n) {
+  free(n->name);
+  free(n->target);
+  for (uint32_t i = 0; i < n->n_args; i++) vl__arg_free(&n->args[i]);
+  free(n->args);
+  for (uint32_t i = 0; i < n->n_kwargs; i++) {
+    free(n->kwargs[i].key);
+    vl__arg_free(&n->kwargs[i].value);
+  }
+  free(n->kwargs);
+  free(n->mutates);
+  free(n->users);
+  memset(n, 0, sizeof *n);
+}
+
+void vl_graph_free(vl_graph *g) {
+  if (g == NULL) return;
+  for (uint32_t i = 0; i < g->n_nodes; i++) vl__node_clear(&g->nodes[i]);
+  free(g->nodes);
+  free(g->name);
+  free(g);
+}
+
+static void arg_for_each_ref(const vl_arg *a, vl__ref_fn fn, void *ctx) {
+  if (a->kind == VL_ARG_REF) fn(ctx, a->u.ref);
+  if (a->kind == VL_ARG_LIST)
+    for (uint32_t i = 0; i < a->u.list.count; i++) arg_for_each_ref(&a->u.list.items[i], fn, ctx);
+}
+
+void vl__node_for_each_ref(const vl_node *n, vl__ref_fn fn, void *ctx) {
+  for (uint32_t i = 0; i < n->n_args; i++) arg_for_each_ref(&n->args[i], fn, ctx);
+  for (uint32_t i = 0; i < n->n_kwargs; i++) arg_for_each_ref(&n->kwargs[i].value, fn, ctx);
+  for (uint32_t i = 0; i < n->n_mutates; i++) fn(ctx, n->mutates[i]);
+}
+
+static void arg_remap(vl_arg *a, const uint32_t *map) {
+  if (a->kind == VL_ARG_REF) a->u.ref = map[a->u.ref];
+  if (a->kind == VL_ARG_LIST)
+    for (uint32_t i = 0; i < a->u.list.count; i++) arg_remap(&a->u.list.items[i], map);
+}
+
+void vl__node_remap_refs(vl_node *n, const uint32_t *map) {
+  for (uint32_t i = 0; i < n->n_args; i++) arg_remap(&n->args[i], map);
+  for (uint32_t i = 0; i < n->n_kwargs; i++) arg_remap(&n->kwargs[i].value, map);
+  for (uint32_t i = 0; i < n->n_mutates; i++) n->mutates[i] = map[n->mutates[i]];
+  if (n->out != VL_NO_NODE) n->out = map[n->out];
+  if (n->alias_of != VL_NO_NODE) n->alias_of = map[n->alias_of];
+}
+
+/* Users are built in two sweeps (count, then fill); last[] makes each user count once. */
+typedef struct {
+  vl_graph *g;
+  uint32_t *last;
+  uint32_t user;
+  bool fill;
+} users_ctx;
+
+static void users_visit(void *p, uint32_t ref) {
+  users_ctx *c = p;
+  vl_node *r = &c->g->nodes[ref];
+  if (c->last[ref] == c->user) return;
+  c->last[ref] = c->user;
+  if (c->fill)
+    r->users[r->n_users++] = c->user;
+  else
+    r->n_users++;
+}
+
+static void users_sweep(users_ctx *c) {
+  for (uint32_t i = 0; i < c->g->n_nodes; i++) c->last[i] = VL_NO_NODE;
+  for (c->user = 0; c->user < c->g->n_nodes; c->user++)
+    vl__node_for_each_ref(&c->g->nodes[c->user], users_visit, c);
+}
+
+vl_status vl_graph_index_users(vl_graph *g) {
+  users_ctx c = {g, malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(uint32_t)), 0, false};
+  if (c.last == NULL) return VL_ERR_NOMEM;
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    free(g->nodes[i].users);
+    g->nodes[i].users = NULL;
+    g->nodes[i].n_users = 0;
+  }
+  users_sweep(&c);
+  vl_status st = VL_OK;
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    vl_node *n = &g->nodes[i];
+    if (n->n_users > 0 && (n->users = malloc(n->n_users * sizeof *n->users)) == NULL)
+      st = VL_ERR_NOMEM;
+    n->n_users = 0;
+  }
+  if (st == VL_OK) {
+    c.fill = true;
+    users_sweep(&c);
+  }
+  free(c.last);
+  return st;
+}
+
+const char *vl_target_operator(const char *target, char *buf, size_t n) {
+  const char *start = strchr(target, '.');
+  start = start ? start + 1 : target;
+  const char *end = strchr(start, '.');
+  size_t len = end ? (size_t)(end - start) : strlen(start);
+  if (n == 0) return buf;
+  if (len >= n) len = n - 1;
+  memcpy(buf, start, len);
+  buf[len] = '\0';
+  return buf;
+}
+
+const vl_arg *vl_node_kwarg(const vl_node *n, const char *key) {
+  for (uint32_t i = 0; i < n->n_kwargs; i++)
+    if (strcmp(n->kwargs[i].key, key) == 0) return &n->kwargs[i].value;
+  return NULL;
+}
+
+bool vl__target_is(const vl_node *n, const char *target) {
+  return n->op == VL_NODE_CALL && n->target != NULL && strcmp(n->target, target) == 0;
+}
+
+bool vl__is_view_copy(const vl_node *n) { return vl__target_is(n, "aten.view_copy.default"); }
+bool vl__is_memory_view(const vl_node *n) { return vl__target_is(n, "memory.view"); }
+
+bool vl__args_reference(const vl_node *n, uint32_t ref) {
+  for (uint32_t i = 0; i < n->n_args; i++)
+    if (n->args[i].kind == VL_ARG_REF && n->args[i].u.ref == ref) return true;
+  return false;
+}
+
+bool vl__node_is_inplace(const vl_node *n) {
+  if (n->op != VL_NODE_CALL || n->n_args == 0 || n->args[0].kind != VL_ARG_REF) return false;
+  char op[128];
+  vl_target_operator(n->target, op, sizeof op);
+  size_t len = strlen(op);
+  /* In-place by naming convention ("add_", "copy_"); a trailing "__" is a dunder name. */
+  return len >= 2 && op[len - 1] == '_' && op[len - 2] != '_';
+}
+
+void vl__node_for_each_write(const vl_node *n, vl__ref_fn fn, void *ctx) {
+  /* A node writing one argument twice (add_(x, out=x)) reports it twice: callers tolerate it. */
+  if (vl__node_is_inplace(n)) fn(ctx, n->args[0].u.ref);
+  if (n->out != VL_NO_NODE) fn(ctx, n->out);
+  for (uint32_t i = 0; i < n->n_mutates; i++) fn(ctx, n->mutates[i]);
+}
+
+bool vl__node_writes(const vl_node *n, uint32_t arg) {
+  if (n->op != VL_NODE_CALL) return false;
+  if (n->out == arg) return true;
+  for (uint32_t i = 0; i < n->n_mutates; i++)
+    if (n->mutates[i] == arg) return true;
+  return vl__node_is_inplace(n) && n->args[0].u.ref == arg;
+}
+
+static vl_status node_clone(const vl_node *s, vl_node *d) {
+  *d = *s;
+  d->name = d->target = NULL;
+  d->args = NULL;
+  d->kwargs = NULL;
+  d->mutates = d->users = NULL;
+  d->n_args = d->n_kwargs = d->n_mutates = d->n_users = 0;
+  if ((d->name = strdup(s->name)) == NULL) return VL_ERR_NOMEM;
+  if (s->target && (d->target = strdup(s->target)) == NULL) return VL_ERR_NOMEM;
+  if (s->n_args && (d->args = calloc(s->n_args, sizeof *d->args)) == NULL) return VL_ERR_NOMEM;
+  for (; d->n_args < s->n_args; d->n_args++)
+    if (vl__arg_clone(&s->args[d->n_args], &d->args[d->n_args]) != VL_OK) return VL_ERR_NOMEM;
+  if (s->n_kwargs && (d->kwargs = calloc(s->n_kwargs, sizeof *d->kwargs)) == NULL)
+    return VL_ERR_NOMEM;
+  for (; d->n_kwargs < s->n_kwargs; d->n_kwargs++) {
+    vl_kwarg *k = &d->kwargs[d->n_kwargs];
+    if ((k->key = strdup(s->kwargs[d->n_kwargs].key)) == NULL ||
+        vl__arg_clone(&s->kwargs[d->n_kwargs].value, &k->value) != VL_OK) {
+      free(k->key);
+      return VL_ERR_NOMEM;
+    }
+  }
+  if (s->n_mutates) {
+    if ((d->mutates = malloc(s->n_mutates * sizeof *d->mutates)) == NULL) return VL_ERR_NOMEM;
+    memcpy(d->mutates, s->mutates, s->n_mutates * sizeof *d->mutates);
+    d->n_mutates = s->n_mutates;
+  }
+  return VL_OK;
+}
+
+vl_status vl_graph_clone(const vl_graph *g, vl_graph **out, vl_error *err) {
+  vl_graph *c = calloc(1, sizeof *c);
+  if (c == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  *c = *g;
+  c->name = NULL;
+  c->nodes = NULL;
+  c->n_nodes = 0;
+  vl_status st = VL_OK;
+  if (g->name && (c->name = strdup(g->name)) == NULL) st = VL_ERR_NOMEM;
+  if (st == VL_OK && (c->nodes = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *c->nodes)) == NULL)
+    st = VL_ERR_NOMEM;
+  for (; st == VL_OK && c->n_nodes < g->n_nodes; c->n_nodes++)
+    st = node_clone(&g->nodes[c->n_nodes], &c->nodes[c->n_nodes]);
+  if (st == VL_OK) st = vl_graph_index_users(c);
+  if (st != VL_OK) {
+    if (c->n_nodes < g->n_nodes && c->nodes) c->n_nodes++; /* free the partial node too */
+    vl_graph_free(c);
+    return vl_error_set(err, st, "", "out of memory cloning the graph");
+  }
+  *out = c;
+  return VL_OK;
+}

@@ -1,0 +1,91 @@
+/* graph_check.c - semantic validation after parsing (SPEC §2): the skip_dim_order spelling
+ * rule, and view nodes (view_copy / memory.view) whose size argument, val and base agree. */
+#include <stdio.h>
+#include <string.h>
+
+#include "graph_internal.h"
+
+vl_status vl__graph_check(vl_graph *g, vl_error *err);
+
+static vl_status node_error(vl_error *err, uint32_t i, const char *sub, const char *msg) {
+  char path[VL_ERROR_PATH_MAX];
+  snprintf(path, sizeof path, "/nodes/%u%s", i, sub);
+  return vl_error_set(err, VL_ERR_INVALID_GRAPH, path, "%s", msg);
+}
+
+static bool starts_with(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static vl_status check_spelling(const vl_graph *g, uint32_t i, vl_error *err) {
+  const vl_node *n = &g->nodes[i];
+  if (g->skip_dim_order) {
+    if (starts_with(n->target, "dim_order_ops."))
+      return node_error(err, i, "/target",
+                        "dim_order_ops targets are not allowed when skip_dim_order is true "
+                        "(use aten._to_copy / aten.clone with memory_format)");
+    return VL_OK;
+  }
+  if (!starts_with(n->target, "aten._to_copy.") && !starts_with(n->target, "aten.clone.") &&
+      strcmp(n->target, "aten._to_copy") != 0 && strcmp(n->target, "aten.clone") != 0)
+    return VL_OK;
+  const vl_arg *mf = vl_node_kwarg(n, "memory_format");
+  if (mf == NULL || mf->kind == VL_ARG_NULL) return VL_OK;
+  if (mf->kind == VL_ARG_STRING && strcmp(mf->u.s, "preserve_format") == 0) return VL_OK;
+  return node_error(err, i, "/kwargs/memory_format",
+                    "layout changes use dim_order_ops._to_dim_order_copy / _clone_dim_order "
+                    "with kwargs.dim_order when skip_dim_order is false");
+}
+
+static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
+  const vl_node *n = &g->nodes[i];
+  char msg[VL_ERROR_MESSAGE_MAX];
+  if (n->n_args != 2 || n->args[0].kind != VL_ARG_REF)
+    return node_error(err, i, "/args", "a view takes two arguments: the base node and a size list");
+  const vl_node *base = &g->nodes[n->args[0].u.ref];
+  if (!base->has_val) return node_error(err, i, "/args/0", "the base must be a tensor node");
+  const vl_arg *size = &n->args[1];
+  if (size->kind != VL_ARG_LIST) return node_error(err, i, "/args/1", "the size must be a list of integers");
+  int64_t sizes[VL_MAX_RANK];
+  if (size->u.list.count > VL_MAX_RANK)
+    return node_error(err, i, "/args/1", "the size has more than 16 entries");
+  for (uint32_t k = 0; k < size->u.list.count; k++) {
+    if (size->u.list.items[k].kind != VL_ARG_INT) {
+      char sub[32];
+      snprintf(sub, sizeof sub, "/args/1/%u", k);
+      return node_error(err, i, sub, "a size must be an integer");
+    }
+    sizes[k] = size->u.list.items[k].u.i;
+  }
+  if (base->val.dtype != n->val.dtype) {
+    snprintf(msg, sizeof msg, "dtype %s differs from the base's %s", vl_dtype_name(n->val.dtype),
+             vl_dtype_name(base->val.dtype));
+    return node_error(err, i, "/val/dtype", msg);
+  }
+  int64_t base_numel = 0, numel = 0, shape[VL_MAX_RANK];
+  vl_spec_numel(&base->val, &base_numel);
+  vl_spec_numel(&n->val, &numel);
+  if (numel != base_numel) {
+    snprintf(msg, sizeof msg, "%lld elements but the base %.64s has %lld", (long long)numel,
+             base->name, (long long)base_numel);
+    return node_error(err, i, "/val/shape", msg);
+  }
+  vl_error e;
+  if (vl_view_size_infer(base_numel, sizes, size->u.list.count, shape, &e) != VL_OK)
+    return node_error(err, i, "/args/1", e.message);
+  bool same = size->u.list.count == n->val.rank;
+  for (uint32_t k = 0; same && k < n->val.rank; k++) same = shape[k] == n->val.shape[k];
+  if (!same) return node_error(err, i, "/val/shape", "disagrees with the size argument");
+  return VL_OK;
+}
+
+vl_status vl__graph_check(vl_graph *g, vl_error *err) {
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    const vl_node *n = &g->nodes[i];
+    if (n->op != VL_NODE_CALL) continue;
+    vl_status st = check_spelling(g, i, err);
+    if (st == VL_OK && (vl__is_view_copy(n) || vl__is_memory_view(n))) st = check_view(g, i, err);
+    if (st != VL_OK) return st;
+  }
+  return VL_OK;
+}

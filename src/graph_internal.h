@@ -1,0 +1,30 @@
+/* graph_internal.h - graph helpers shared by the parser, the passes and the interpreter. */
+#ifndef VIEWLOWER_GRAPH_INTERNAL_H
+#define VIEWLOWER_GRAPH_INTERNAL_H
+
+#include "viewlower/graph.h"
+
+/* Calls fn(ctx, ref) for every node reference of n: args at any depth, kwargs.out, mutates
+ * (in that order; a node referenced twice is visited twice). */
+typedef void (*vl__ref_fn)(void *ctx, uint32_t ref);
+void vl__node_for_each_ref(const vl_node *n, vl__ref_fn fn, void *ctx);
+/* Calls fn(ctx, ref) for every argument n writes: an in-place op's arg 0, kwargs.out, mutates. */
+void vl__node_for_each_write(const vl_node *n, vl__ref_fn fn, void *ctx);
+/* Rewrites every reference of n through map (old index -> new index). */
+void vl__node_remap_refs(vl_node *n, const uint32_t *map);
+void vl__arg_free(vl_arg *a);
+vl_status vl__arg_clone(const vl_arg *src, vl_arg *dst);
+void vl__node_clear(vl_node *n);
+
+/* Target tests. */
+bool vl__target_is(const vl_node *n, const char *target);
+bool vl__is_view_copy(const vl_node *n);   /* aten.view_copy.default */
+bool vl__is_memory_view(const vl_node *n); /* memory.view */
+/* Is n in-place by naming convention (operator name ends in one "_"), writing arg 0? */
+bool vl__node_is_inplace(const vl_node *n);
+/* Does node n write its argument reference arg (SPEC §3: in-place name, kwargs.out, mutates)? */
+bool vl__node_writes(const vl_node *n, uint32_t arg);
+/* Is index a position of n's args (top level) whose value is a reference to ref? */
+bool vl__args_reference(const vl_node *n, uint32_t ref);
+
+#endif

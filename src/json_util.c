@@ -1,0 +1,94 @@
+/* json_util.c - strict cJSON helpers: key sets, duplicate keys, exact integers, paths. */
+#include "json_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void vl__path_join(char *out, const char *path, const char *token) {
+  snprintf(out, VL_ERROR_PATH_MAX, "%s", path);
+  vl_pointer_append(out, VL_ERROR_PATH_MAX, token);
+}
+
+void vl__path_join_index(char *out, const char *path, size_t index) {
+  snprintf(out, VL_ERROR_PATH_MAX, "%s", path);
+  vl_pointer_append_index(out, VL_ERROR_PATH_MAX, index);
+}
+
+static bool key_in(const char *key, const char *const *list) {
+  for (; list != NULL && *list != NULL; list++)
+    if (strcmp(key, *list) == 0) return true;
+  return false;
+}
+
+vl_status vl__json_check_keys(const cJSON *obj, const char *const *allowed,
+                              const char *const *extra, const char *path, vl_status code,
+                              vl_error *err) {
+  char p[VL_ERROR_PATH_MAX];
+  for (const cJSON *c = obj->child; c != NULL; c = c->next) {
+    vl__path_join(p, path, c->string);
+    if (!key_in(c->string, allowed) && !key_in(c->string, extra))
+      return vl_error_set(err, code, p, "unknown key \"%.64s\"", c->string);
+    /* Objects here have a handful of keys, so the quadratic scan is bounded. */
+    for (const cJSON *d = obj->child; d != c; d = d->next)
+      if (strcmp(d->string, c->string) == 0)
+        return vl_error_set(err, code, p, "duplicate key \"%.64s\"", c->string);
+  }
+  return VL_OK;
+}
+
+bool vl__json_int(const cJSON *item, int64_t min, int64_t max, int64_t *out) {
+  if (!cJSON_IsNumber(item)) return false;
+  double v = item->valuedouble;
+  if (!isfinite(v) || floor(v) != v || fabs(v) > VL__JSON_INT_MAX) return false;
+  if (v < (double)min || v > (double)max) return false;
+  *out = (int64_t)v;
+  return true;
+}
+
+vl_status vl__json_int_array(const cJSON *arr, size_t max_len, int64_t min, int64_t max,
+                             int64_t *out, size_t *len, const char *path, vl_status code,
+                             vl_error *err) {
+  if (!cJSON_IsArray(arr)) return vl_error_set(err, code, path, "must be an array of integers");
+  size_t n = 0;
+  char p[VL_ERROR_PATH_MAX];
+  for (const cJSON *c = arr->child; c != NULL; c = c->next, n++) {
+    if (n >= max_len)
+      return vl_error_set(err, code, path, "has more than %zu entries", max_len);
+    if (!vl__json_int(c, min, max, &out[n])) {
+      vl__path_join_index(p, path, n);
+      if (cJSON_IsNumber(c) && c->valuedouble < (double)min && min == 0)
+        return vl_error_set(err, code, p, "must not be negative");
+      return vl_error_set(err, code, p, "must be a whole number in [%lld, %lld]",
+                          (long long)min, (long long)max);
+    }
+  }
+  *len = n;
+  return VL_OK;
+}
+
+bool vl__utf8_valid(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0;
+  while (i < len) {
+    unsigned char c = p[i];
+    size_t n;
+    uint32_t cp;
+    if (c == 0) return false;
+    if (c < 0x80) { i++; continue; }
+    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1Fu; }
+    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0Fu; }
+    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07u; }
+    else return false;
+    for (size_t k = 1; k <= n; k++) {
+      if (i + k >= len || (p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3Fu);
+    }
+    /* Overlong forms, surrogates and values past U+10FFFF are invalid. */
+    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}

@@ -1,0 +1,32 @@
+/* json_util.h - strict helpers over cJSON shared by the core's parsers (internal).
+ * cJSON keeps duplicate keys and saturates valueint: these helpers reject duplicates and read
+ * integers from valuedouble, requiring whole numbers within +-2^53. */
+#ifndef VIEWLOWER_JSON_UTIL_H
+#define VIEWLOWER_JSON_UTIL_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "viewlower/status.h"
+
+#define VL__JSON_INT_MAX 9007199254740992.0 /* 2^53 */
+
+/* Rejects keys of obj not in allowed (NULL-terminated; extra may add more) and duplicate keys.
+ * path is the pointer of obj; errors get code. */
+vl_status vl__json_check_keys(const cJSON *obj, const char *const *allowed,
+                              const char *const *extra, const char *path, vl_status code,
+                              vl_error *err);
+/* A whole JSON number within [min, max] (and +-2^53). */
+bool vl__json_int(const cJSON *item, int64_t min, int64_t max, int64_t *out);
+/* Reads an array of at most max_len integers in [min, max]; errors name path/index. */
+vl_status vl__json_int_array(const cJSON *arr, size_t max_len, int64_t min, int64_t max,
+                             int64_t *out, size_t *len, const char *path, vl_status code,
+                             vl_error *err);
+/* path + "/" + token into out (size VL_ERROR_PATH_MAX). */
+void vl__path_join(char *out, const char *path, const char *token);
+void vl__path_join_index(char *out, const char *path, size_t index);
+/* Does the string hold valid UTF-8 and no NUL before len? */
+bool vl__utf8_valid(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,260 @@
+/* lower.c - the passes of SPEC §3 in order: normalize view_copy bases to their root, remove
+ * dead view_copy nodes, and replace each remaining view_copy by memory.view when every
+ * condition holds, recording every failed condition otherwise. All passes are linear.
+ *
+ * Normalization also refuses to step over a view_copy whose root storage is written between
+ * that view_copy and this one (policy safe): the composed reshape would read the written
+ * values, which no copy did. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "alias.h"
+#include "graph_internal.h"
+#include "lower_internal.h"
+
+void vl_lower_options_default(vl_lower_options *o) {
+  o->remove_view_copy = true;
+  o->policy = VL_POLICY_SAFE;
+}
+
+/* ---- pass 1: normalize ---- */
+
+typedef struct {
+  vl_alias *alias;
+  uint32_t *last_write; /* per class: latest writer seen so far in the sweep */
+  uint32_t w;
+} sweep_ctx;
+
+static void note_write(void *p, uint32_t ref) {
+  sweep_ctx *s = p;
+  s->last_write[vl__alias_class(s->alias, ref)] = s->w;
+}
+
+/* May v read root r instead of view_copy b (b's base is r)? Not when r's storage was written
+ * after b was taken: b holds the older values. */
+static bool may_skip(const sweep_ctx *s, vl_alias *a, uint32_t b, uint32_t r, bool safe) {
+  uint32_t lw = s->last_write[vl__alias_class(a, r)];
+  return !safe || lw == VL_NO_NODE || lw < b;
+}
+
+static vl_status normalize(vl_graph *g, bool safe, vl_report *r) {
+  vl_alias a;
+  if (vl__alias_build(&a, g) != VL_OK) return VL_ERR_NOMEM;
+  sweep_ctx s = {&a, malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(uint32_t)), 0};
+  if (s.last_write == NULL) {
+    vl__alias_free(&a);
+    return VL_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < g->n_nodes; i++) s.last_write[i] = VL_NO_NODE;
+  for (s.w = 0; s.w < g->n_nodes; s.w++) {
+    vl_node *v = &g->nodes[s.w];
+    if (vl__is_view_copy(v)) {
+      uint32_t base = v->args[0].u.ref, start = base;
+      while (vl__is_view_copy(&g->nodes[base]) &&
+             may_skip(&s, &a, base, g->nodes[base].args[0].u.ref, safe))
+        base = g->nodes[base].args[0].u.ref;
+      if (base != start) {
+        v->args[0].u.ref = base;
+        r->normalized++;
+      }
+    }
+    vl__node_for_each_write(v, note_write, &s);
+  }
+  free(s.last_write);
+  vl__alias_free(&a);
+  return vl_graph_index_users(g);
+}
+
+/* ---- pass 2: dead view_copy removal ---- */
+
+typedef struct {
+  uint32_t *users_left;
+  uint32_t *seen; /* last node whose references were dropped, per referee */
+  uint32_t node;
+} drop_ctx;
+
+static void drop_ref(void *p, uint32_t ref) {
+  drop_ctx *d = p;
+  if (d->seen[ref] == d->node) return; /* users count each user once */
+  d->seen[ref] = d->node;
+  d->users_left[ref]--;
+}
+
+/* Removes nodes marked dead and renumbers every reference. */
+static vl_status compact(vl_graph *g, const bool *dead) {
+  uint32_t *map = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *map);
+  if (map == NULL) return VL_ERR_NOMEM;
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    map[i] = dead[i] ? VL_NO_NODE : kept;
+    if (dead[i]) {
+      vl__node_clear(&g->nodes[i]);
+      continue;
+    }
+    if (kept != i) g->nodes[kept] = g->nodes[i];
+    vl__node_remap_refs(&g->nodes[kept], map);
+    kept++;
+  }
+  g->output = map[g->output];
+  g->n_nodes = kept;
+  free(map);
+  return vl_graph_index_users(g);
+}
+
+static vl_status remove_dead(vl_graph *g, vl_report *r) {
+  uint32_t n = g->n_nodes;
+  drop_ctx d = {malloc(n * sizeof(uint32_t)), malloc(n * sizeof(uint32_t)), 0};
+  bool *dead = calloc(n, sizeof *dead);
+  vl_status st = VL_ERR_NOMEM;
+  if (d.users_left && d.seen && dead) {
+    for (uint32_t i = 0; i < n; i++) {
+      d.users_left[i] = g->nodes[i].n_users;
+      d.seen[i] = VL_NO_NODE;
+    }
+    /* Backwards, so a view_copy whose only user was a dead view_copy goes too. */
+    for (uint32_t i = n; i-- > 0;) {
+      if (!vl__is_view_copy(&g->nodes[i]) || d.users_left[i] != 0) continue;
+      dead[i] = true;
+      r->removed_dead++;
+      d.node = i;
+      vl__node_for_each_ref(&g->nodes[i], drop_ref, &d);
+    }
+    st = r->removed_dead ? compact(g, dead) : VL_OK;
+  }
+  free(d.users_left);
+  free(d.seen);
+  free(dead);
+  return st;
+}
+
+/* ---- pass 3: replace ---- */
+
+typedef struct {
+  vl_graph *g;
+  const vl_lower_options *opts;
+  vl_report *r;
+  vl_alias alias;
+  uint32_t *storage; /* per class root: the class whose buffer it really uses */
+  bool *is_output;   /* per node: listed in the output */
+} replacer;
+
+static uint32_t storage_of(replacer *x, uint32_t node) {
+  return x->storage[vl__alias_class(&x->alias, node)];
+}
+
+static uint32_t failed_conditions(replacer *x, uint32_t v, lower_facts *f) {
+  const vl_node *view = &x->g->nodes[v];
+  const vl_node *base = &x->g->nodes[view->args[0].u.ref];
+  uint32_t reasons = 0;
+  if (x->is_output[v]) reasons |= 1u << VL_REASON_FEEDS_OUTPUT;
+  if (x->opts->policy == VL_POLICY_LEGACY) return reasons;
+  if (!vl_layout_view_keeps_offsets(&base->val, &view->val)) {
+    if (!vl__spec_is_contiguous(&base->val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
+    if (!vl__spec_is_contiguous(&view->val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;
+  }
+  uint32_t vc = vl__alias_class(&x->alias, v), bs = storage_of(x, view->args[0].u.ref);
+  f->view_writer = x->alias.first_writer[vc];
+  if (f->view_writer != VL_NO_NODE) reasons |= 1u << VL_REASON_VIEW_MUTATED;
+  f->last_read = x->alias.last_read[vc];
+  f->base_writer = vl__alias_next_write(&x->alias, bs, v);
+  if (f->base_writer != VL_NO_NODE && f->last_read != VL_NO_NODE && f->base_writer <= f->last_read)
+    reasons |= 1u << VL_REASON_BASE_MUTATED;
+  const vl_node *owner = &x->g->nodes[bs];
+  if (owner->op == VL_NODE_PLACEHOLDER && owner->mutated)
+    reasons |= 1u << VL_REASON_BASE_MUTABLE_INPUT;
+  if (x->alias.is_output[bs]) reasons |= 1u << VL_REASON_BASE_FEEDS_OUTPUT;
+  if (base->val.dynamic != view->val.dynamic) reasons |= 1u << VL_REASON_DYNAMIC_SHAPE;
+  return reasons;
+}
+
+static vl_status decide(replacer *x, uint32_t v) {
+  vl_node *view = &x->g->nodes[v];
+  lower_facts f = {VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, VL_NO_NODE};
+  uint32_t reasons = failed_conditions(x, v, &f);
+  f.owner = storage_of(x, view->args[0].u.ref);
+  vl_decision *d = &x->r->decisions[x->r->n_decisions];
+  vl_status st = vl__decision_init(d, x->g, v, reasons, &f);
+  if (st != VL_OK) return st;
+  x->r->n_decisions++;
+  if (reasons != 0) {
+    x->r->kept++;
+    return VL_OK;
+  }
+  char *target = strdup("memory.view");
+  if (target == NULL) return VL_ERR_NOMEM;
+  free(view->target);
+  view->target = target;
+  view->alias_of = f.owner;
+  /* From here on the view shares its base's buffer: later decisions see it as an alias. */
+  uint32_t vc = vl__alias_class(&x->alias, v);
+  x->storage[vc] = f.owner;
+  x->alias.is_output[f.owner] |= x->alias.is_output[vc];
+  int64_t nbytes = 0;
+  vl_spec_nbytes(&view->val, &nbytes);
+  x->r->replaced++;
+  x->r->bytes_saved += nbytes;
+  return VL_OK;
+}
+
+static vl_status replace(vl_graph *g, const vl_lower_options *opts, vl_report *r) {
+  replacer x = {g, opts, r, {0}, NULL, NULL};
+  uint32_t n = g->n_nodes, views = 0;
+  for (uint32_t i = 0; i < n; i++) views += vl__is_view_copy(&g->nodes[i]);
+  if (views == 0) return VL_OK;
+  vl_status st = vl__alias_build(&x.alias, g);
+  x.storage = malloc(n * sizeof *x.storage);
+  x.is_output = calloc(n, sizeof *x.is_output);
+  r->decisions = calloc(views, sizeof *r->decisions);
+  if (st != VL_OK || !x.storage || !x.is_output || !r->decisions) st = VL_ERR_NOMEM;
+  if (st == VL_OK) {
+    for (uint32_t i = 0; i < n; i++) x.storage[i] = i;
+    const vl_node *out = &g->nodes[g->output];
+    for (uint32_t k = 0; k < out->n_args; k++) x.is_output[out->args[k].u.ref] = true;
+  }
+  for (uint32_t i = 0; st == VL_OK && i < n; i++)
+    if (vl__is_view_copy(&g->nodes[i])) st = decide(&x, i);
+  vl__alias_free(&x.alias);
+  free(x.storage);
+  free(x.is_output);
+  return st;
+}
+
+/* With remove_view_copy off nothing changes: every view_copy is kept as "disabled". */
+static vl_status report_disabled(const vl_graph *g, vl_report *r) {
+  if (r->view_copy_nodes == 0) return VL_OK;
+  r->decisions = calloc(r->view_copy_nodes, sizeof *r->decisions);
+  if (r->decisions == NULL) return VL_ERR_NOMEM;
+  lower_facts f = {VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, VL_NO_NODE};
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    if (!vl__is_view_copy(&g->nodes[i])) continue;
+    vl_status st = vl__decision_init(&r->decisions[r->n_decisions], g, i,
+                                     1u << VL_REASON_DISABLED, &f);
+    if (st != VL_OK) return st;
+    r->n_decisions++;
+    r->kept++;
+  }
+  return VL_OK;
+}
+
+vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report, vl_error *err) {
+  vl_lower_options dflt;
+  if (opts == NULL) {
+    vl_lower_options_default(&dflt);
+    opts = &dflt;
+  }
+  memset(report, 0, sizeof *report);
+  for (uint32_t i = 0; i < g->n_nodes; i++) report->view_copy_nodes += vl__is_view_copy(&g->nodes[i]);
+  vl_status st;
+  if (!opts->remove_view_copy) {
+    st = report_disabled(g, report);
+  } else {
+    st = normalize(g, opts->policy == VL_POLICY_SAFE, report);
+    if (st == VL_OK) st = remove_dead(g, report);
+    if (st == VL_OK) st = replace(g, opts, report);
+  }
+  if (st != VL_OK) {
+    vl_report_clear(report);
+    return vl_error_set(err, st, "", "out of memory while lowering");
+  }
+  return VL_OK;
+}

@@ -1,0 +1,221 @@
+/* lower_report.c - reason codes, decision messages for people, the report as JSON, and the
+ * lowering options from JSON. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_internal.h"
+#include "json_util.h"
+#include "lower_internal.h"
+
+static const char *const reason_names[] = {
+#define ROW(e, name) name,
+    VL_REASON_MAP(ROW)
+#undef ROW
+};
+
+const char *vl_reason_name(vl_reason r) {
+  return (unsigned)r < VL_REASON_COUNT ? reason_names[r] : "?";
+}
+
+bool vl__spec_is_contiguous(const vl_spec *s) {
+  return s->dynamic ? vl_layout_is_default_order(s) : vl_layout_is_contiguous(s);
+}
+
+/* A bounded string builder: appends are truncated, never overflow. */
+typedef struct {
+  char buf[768];
+  size_t len;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+  if (t->len >= sizeof t->buf - 1) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(t->buf + t->len, sizeof t->buf - t->len, fmt, ap);
+  va_end(ap);
+  if (n > 0) t->len += (size_t)n < sizeof t->buf - t->len ? (size_t)n : sizeof t->buf - t->len - 1;
+}
+
+static void put_list(text *t, const int64_t *v, uint8_t n) {
+  put(t, "[");
+  for (uint8_t i = 0; i < n; i++) put(t, i ? ",%lld" : "%lld", (long long)v[i]);
+  put(t, "]");
+}
+
+static void put_order(text *t, const vl_spec *s) {
+  int64_t o[VL_MAX_RANK];
+  for (uint8_t i = 0; i < s->rank; i++) o[i] = s->dim_order[i];
+  put_list(t, o, s->rank);
+}
+
+static void put_layout_reason(text *t, const vl_node *view, const vl_node *base, uint32_t reasons) {
+  if (reasons & (1u << VL_REASON_BASE_LAYOUT)) {
+    put(t, "base %s has dim_order ", base->name);
+    put_order(t, &base->val);
+  } else {
+    put(t, "%s is declared with dim_order ", view->name);
+    put_order(t, &view->val);
+  }
+  put(t, "; viewing it as ");
+  if (vl_layout_is_default_order(&view->val)) {
+    put(t, "contiguous ");
+  } else {
+    put(t, "dim_order ");
+    put_order(t, &view->val);
+    put(t, " ");
+  }
+  put_list(t, view->val.shape, view->val.rank);
+  put(t, " would reorder elements");
+}
+
+static const char *name_of(const vl_graph *g, uint32_t i) {
+  return i == VL_NO_NODE ? "?" : g->nodes[i].name;
+}
+
+static void put_reason(text *t, const vl_graph *g, uint32_t v, vl_reason r, uint32_t reasons,
+                       const lower_facts *f) {
+  const vl_node *view = &g->nodes[v];
+  const vl_node *base = &g->nodes[view->args[0].u.ref];
+  if (t->len > 0) put(t, "; ");
+  switch (r) {
+  case VL_REASON_DISABLED: put(t, "remove_view_copy is off"); break;
+  case VL_REASON_FEEDS_OUTPUT:
+    put(t, "%s is a graph output (its storage may be swapped at run time)", view->name);
+    break;
+  case VL_REASON_BASE_LAYOUT: put_layout_reason(t, view, base, reasons); break;
+  case VL_REASON_VIEW_LAYOUT:
+    if (!(reasons & (1u << VL_REASON_BASE_LAYOUT))) put_layout_reason(t, view, base, reasons);
+    else put(t, "and the view's own dim_order is not contiguous either");
+    break;
+  case VL_REASON_VIEW_MUTATED:
+    put(t, "%s writes through the view %s", name_of(g, f->view_writer), view->name);
+    break;
+  case VL_REASON_BASE_MUTATED:
+    put(t, "%s writes the storage of base %s while %s still reads the view", name_of(g, f->base_writer),
+        base->name, name_of(g, f->last_read));
+    break;
+  case VL_REASON_BASE_MUTABLE_INPUT:
+    put(t, "the storage of base %s belongs to %s, an input the program mutates", base->name,
+        name_of(g, f->owner));
+    break;
+  case VL_REASON_BASE_FEEDS_OUTPUT:
+    put(t, "the storage of base %s is a graph output (it may be swapped at run time, leaving "
+           "the alias stale)", base->name);
+    break;
+  case VL_REASON_DYNAMIC_SHAPE:
+    put(t, "base %s is %s but the view is %s", base->name,
+        base->val.dynamic ? "dynamic" : "static", view->val.dynamic ? "dynamic" : "static");
+    break;
+  case VL_REASON_COUNT: break;
+  }
+}
+
+vl_status vl__decision_init(vl_decision *d, const vl_graph *g, uint32_t v, uint32_t reasons,
+                            const lower_facts *f) {
+  const vl_node *view = &g->nodes[v];
+  const vl_node *base = &g->nodes[view->args[0].u.ref];
+  text t = {.len = 0};
+  t.buf[0] = '\0';
+  for (int r = 0; r < VL_REASON_COUNT; r++)
+    if (reasons & (1u << r)) put_reason(&t, g, v, (vl_reason)r, reasons, f);
+  if (reasons == 0) {
+    int64_t nbytes = 0;
+    vl_spec_nbytes(&view->val, &nbytes);
+    put(&t, "aliases %s: every element keeps its memory offset and nothing writes the storage "
+            "while the view is read; saves %lld bytes", name_of(g, f->owner), (long long)nbytes);
+  }
+  d->node = strdup(view->name);
+  d->base = strdup(base->name);
+  d->message = strdup(t.buf);
+  d->replaced = reasons == 0;
+  d->reasons = reasons;
+  if (d->node && d->base && d->message) return VL_OK;
+  free(d->node);
+  free(d->base);
+  free(d->message);
+  memset(d, 0, sizeof *d);
+  return VL_ERR_NOMEM;
+}
+
+void vl_report_clear(vl_report *r) {
+  if (r == NULL) return;
+  for (uint32_t i = 0; i < r->n_decisions; i++) {
+    free(r->decisions[i].node);
+    free(r->decisions[i].base);
+    free(r->decisions[i].message);
+  }
+  free(r->decisions);
+  memset(r, 0, sizeof *r);
+}
+
+static cJSON *decision_to_json(const vl_decision *d) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON *reasons = cJSON_CreateArray();
+  bool ok = o && reasons && cJSON_AddStringToObject(o, "node", d->node) &&
+            cJSON_AddStringToObject(o, "base", d->base) &&
+            cJSON_AddStringToObject(o, "decision", d->replaced ? "replaced" : "kept");
+  if (ok && cJSON_AddItemToObject(o, "reasons", reasons)) {
+    reasons = NULL;
+    for (int r = 0; ok && r < VL_REASON_COUNT; r++)
+      if (d->reasons & (1u << r))
+        ok = cJSON_AddItemToArray(cJSON_GetObjectItem(o, "reasons"),
+                                  cJSON_CreateString(vl_reason_name((vl_reason)r)));
+    ok = ok && cJSON_AddStringToObject(o, "message", d->message);
+  } else {
+    ok = false;
+  }
+  cJSON_Delete(reasons);
+  if (!ok) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+cJSON *vl_report_to_json(const vl_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = o && cJSON_AddNumberToObject(o, "view_copy_nodes", r->view_copy_nodes) &&
+            cJSON_AddNumberToObject(o, "replaced", r->replaced) &&
+            cJSON_AddNumberToObject(o, "kept", r->kept) &&
+            cJSON_AddNumberToObject(o, "normalized", r->normalized) &&
+            cJSON_AddNumberToObject(o, "removed_dead", r->removed_dead) &&
+            cJSON_AddNumberToObject(o, "bytes_saved", (double)r->bytes_saved);
+  cJSON *list = ok ? cJSON_AddArrayToObject(o, "decisions") : NULL;
+  ok = list != NULL;
+  for (uint32_t i = 0; ok && i < r->n_decisions; i++) {
+    cJSON *d = decision_to_json(&r->decisions[i]);
+    ok = d && cJSON_AddItemToArray(list, d);
+    if (!ok) cJSON_Delete(d);
+  }
+  if (!ok) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, vl_error *err) {
+  static const char *const keys[] = {"remove_view_copy", "policy", NULL};
+  vl_lower_options o;
+  vl_lower_options_default(&o);
+  if (opts != NULL && !cJSON_IsNull(opts)) {
+    if (!cJSON_IsObject(opts)) return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "must be an object");
+    vl_status st = vl__json_check_keys(opts, keys, NULL, "", VL_ERR_INVALID_PARAMS, err);
+    if (st != VL_OK) return st;
+    const cJSON *rvc = cJSON_GetObjectItemCaseSensitive(opts, "remove_view_copy");
+    const cJSON *pol = cJSON_GetObjectItemCaseSensitive(opts, "policy");
+    if (rvc != NULL && !cJSON_IsBool(rvc))
+      return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/remove_view_copy", "must be true or false");
+    if (rvc != NULL) o.remove_view_copy = cJSON_IsTrue(rvc);
+    if (pol != NULL) {
+      if (cJSON_IsString(pol) && strcmp(pol->valuestring, "safe") == 0) o.policy = VL_POLICY_SAFE;
+      else if (cJSON_IsString(pol) && strcmp(pol->valuestring, "legacy") == 0) o.policy = VL_POLICY_LEGACY;
+      else return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/policy", "must be \"safe\" or \"legacy\"");
+    }
+  }
+  *out = o;
+  return VL_OK;
+}

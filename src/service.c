@@ -1,0 +1,294 @@
+/* service.c - the methods of SPEC §6 as pure calls (a table: adding a method is adding a row).
+ * JSON params and a binary payload in, JSON result and payload out; error paths relative to
+ * params. The daemon and viewlowerctl --local both call vl_service_call. */
+#include "viewlower/service.h"
+
+#include <string.h>
+
+#include "json_util.h"
+#include "viewlower/copy.h"
+#include "viewlower/graph.h"
+#include "viewlower/interp.h"
+#include "viewlower/lower.h"
+#include "viewlower/tensor_json.h"
+
+#ifndef VL_VERSION_STRING
+#define VL_VERSION_STRING "0.0.0"
+#endif
+
+const char *vl_version(void) { return VL_VERSION_STRING; }
+
+typedef struct {
+  const cJSON *params;
+  const uint8_t *payload;
+  size_t payload_len;
+  const vl_limits *lim;
+  vl_buf *out_payload;
+  vl_call_stats *stats;
+  vl_error *err;
+} call;
+
+typedef vl_status (*method_fn)(call *c, cJSON *result);
+
+static const cJSON *param(const call *c, const char *key) {
+  return cJSON_GetObjectItemCaseSensitive(c->params, key);
+}
+
+static vl_status need_keys(call *c, const char *const *keys) {
+  return vl__json_check_keys(c->params, keys, NULL, "", VL_ERR_INVALID_PARAMS, c->err);
+}
+
+/* Results are built into `result`; a NULL from cJSON means out of memory. */
+static vl_status attach(call *c, cJSON *result, const char *key, cJSON *item) {
+  if (item != NULL && cJSON_AddItemToObject(result, key, item)) return VL_OK;
+  cJSON_Delete(item);
+  return vl_error_set(c->err, VL_ERR_NOMEM, "", "out of memory building the result");
+}
+
+static vl_status get_graph(call *c, vl_graph **g) {
+  const cJSON *graph = param(c, "graph");
+  if (graph == NULL) return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/graph", "is required");
+  vl_status st = vl_graph_from_json(graph, c->lim, g, c->err);
+  if (st != VL_OK) vl_error_prefix(c->err, "/graph");
+  return st;
+}
+
+static vl_status get_encoding(call *c, vl_encoding *enc) {
+  const cJSON *e = param(c, "encoding");
+  *enc = VL_ENCODING_VALUES;
+  if (e == NULL || cJSON_IsNull(e)) return VL_OK;
+  if (!cJSON_IsString(e) || !vl_encoding_from_name(e->valuestring, enc))
+    return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/encoding",
+                        "must be \"values\", \"base64\" or \"blob\"");
+  return VL_OK;
+}
+
+static vl_status get_inputs(call *c, vl_tensor_map **inputs) {
+  const cJSON *in = param(c, "inputs");
+  *inputs = NULL;
+  if (in == NULL || cJSON_IsNull(in)) return VL_OK;
+  vl_status st = vl_tensor_map_from_json(in, c->payload, c->payload_len, c->lim, inputs, c->err);
+  if (st != VL_OK) vl_error_prefix(c->err, "/inputs");
+  return st;
+}
+
+static vl_status m_ping(call *c, cJSON *result) {
+  (void)c;
+  return cJSON_AddTrueToObject(result, "pong") ? VL_OK : VL_ERR_NOMEM;
+}
+
+static vl_status m_version(call *c, cJSON *result) {
+  (void)c;
+  bool ok = cJSON_AddStringToObject(result, "version", vl_version()) &&
+            cJSON_AddNumberToObject(result, "protocol", VL_PROTOCOL_VERSION);
+  return ok ? VL_OK : VL_ERR_NOMEM;
+}
+
+static vl_status m_validate(call *c, cJSON *result) {
+  static const char *const keys[] = {"graph", NULL};
+  vl_graph *g = NULL;
+  vl_status st = need_keys(c, keys);
+  if (st == VL_OK) st = get_graph(c, &g);
+  if (st == VL_OK) st = attach(c, result, "graph", vl_graph_to_json(g));
+  vl_graph_free(g);
+  return st;
+}
+
+static vl_status get_options(call *c, vl_lower_options *o) {
+  vl_status st = vl_lower_options_from_json(param(c, "options"), o, c->err);
+  if (st != VL_OK) vl_error_prefix(c->err, "/options");
+  return st;
+}
+
+static vl_status m_lower(call *c, cJSON *result) {
+  static const char *const keys[] = {"graph", "options", NULL};
+  vl_graph *g = NULL;
+  vl_lower_options o;
+  vl_report r = {0};
+  vl_status st = need_keys(c, keys);
+  if (st == VL_OK) st = get_options(c, &o);
+  if (st == VL_OK) st = get_graph(c, &g);
+  if (st == VL_OK) st = vl_lower(g, &o, &r, c->err);
+  if (st == VL_OK) st = attach(c, result, "graph", vl_graph_to_json(g));
+  if (st == VL_OK) st = attach(c, result, "report", vl_report_to_json(&r));
+  if (st == VL_OK && c->stats) {
+    c->stats->views_replaced = r.replaced;
+    c->stats->bytes_saved = r.bytes_saved;
+  }
+  vl_report_clear(&r);
+  vl_graph_free(g);
+  return st;
+}
+
+static vl_status m_execute(call *c, cJSON *result) {
+  static const char *const keys[] = {"graph", "inputs", "encoding", NULL};
+  vl_graph *g = NULL;
+  vl_tensor_map *inputs = NULL, *outputs = NULL;
+  vl_encoding enc;
+  vl_status st = need_keys(c, keys);
+  if (st == VL_OK) st = get_encoding(c, &enc);
+  if (st == VL_OK) st = get_graph(c, &g);
+  if (st == VL_OK) st = get_inputs(c, &inputs);
+  if (st == VL_OK) {
+    st = vl_interp_run(g, inputs, c->lim, &outputs, c->err);
+    /* Missing inputs are named relative to the inputs object, everything else to the graph. */
+    if (st != VL_OK) vl_error_prefix(c->err, st == VL_ERR_INVALID_PARAMS ||
+                                                     st == VL_ERR_INVALID_TENSOR
+                                                 ? "/inputs"
+                                                 : "/graph");
+  }
+  cJSON *list = st == VL_OK ? cJSON_CreateArray() : NULL;
+  if (st == VL_OK) st = attach(c, result, "outputs", list);
+  for (size_t i = 0; st == VL_OK && i < outputs->count; i++) {
+    cJSON *t = vl_tensor_to_json(outputs->tensors[i], enc, c->out_payload);
+    if (t == NULL || !cJSON_AddItemToArray(list, t)) {
+      cJSON_Delete(t);
+      st = vl_error_set(c->err, VL_ERR_NOMEM, "", "out of memory encoding outputs");
+    }
+  }
+  vl_tensor_map_free(outputs);
+  vl_tensor_map_free(inputs);
+  vl_graph_free(g);
+  return st;
+}
+
+static vl_status get_seed(call *c, uint64_t *seed) {
+  const cJSON *s = param(c, "seed");
+  int64_t v = 0;
+  *seed = 0;
+  if (s == NULL || cJSON_IsNull(s)) return VL_OK;
+  if (!vl__json_int(s, 0, INT64_MAX, &v))
+    return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/seed", "must be a whole number in [0, 2^53]");
+  *seed = (uint64_t)v;
+  return VL_OK;
+}
+
+static vl_status m_verify(call *c, cJSON *result) {
+  static const char *const keys[] = {"graph", "options", "inputs", "seed", NULL};
+  vl_graph *g = NULL;
+  vl_tensor_map *inputs = NULL;
+  vl_lower_options o;
+  vl_verify_result vr;
+  uint64_t seed = 0;
+  memset(&vr, 0, sizeof vr);
+  vl_status st = need_keys(c, keys);
+  if (st == VL_OK) st = get_options(c, &o);
+  if (st == VL_OK) st = get_seed(c, &seed);
+  if (st == VL_OK) st = get_graph(c, &g);
+  if (st == VL_OK) st = get_inputs(c, &inputs);
+  if (st == VL_OK) {
+    st = vl_verify(g, &o, inputs, seed, c->lim, &vr, c->err);
+    if (st != VL_OK) vl_error_prefix(c->err, st == VL_ERR_INVALID_PARAMS ||
+                                                     st == VL_ERR_INVALID_TENSOR
+                                                 ? "/inputs"
+                                                 : "/graph");
+  }
+  cJSON *json = st == VL_OK ? vl_verify_result_to_json(&vr) : NULL;
+  /* The verify result's keys are the result's keys. */
+  while (st == VL_OK && json != NULL && json->child != NULL) {
+    cJSON *item = json->child;
+    char *key = item->string;
+    cJSON_DetachItemViaPointer(json, item);
+    item->string = NULL;
+    st = attach(c, result, key, item);
+    cJSON_free(key);
+  }
+  if (st == VL_OK && json == NULL) st = vl_error_set(c->err, VL_ERR_NOMEM, "", "out of memory");
+  if (st == VL_OK && c->stats) {
+    c->stats->views_replaced = vr.report.replaced;
+    c->stats->bytes_saved = vr.report.bytes_saved;
+  }
+  cJSON_Delete(json);
+  vl_verify_result_clear(&vr);
+  vl_tensor_map_free(inputs);
+  vl_graph_free(g);
+  return st;
+}
+
+static vl_status get_dims(call *c, const char *key, int64_t min, int64_t max, int64_t *v,
+                          size_t *n) {
+  char path[VL_ERROR_PATH_MAX];
+  vl__path_join(path, "", key);
+  return vl__json_int_array(param(c, key), VL_MAX_RANK, min, max, v, n, path,
+                            VL_ERR_INVALID_PARAMS, c->err);
+}
+
+static vl_status m_view_copy(call *c, cJSON *result) {
+  static const char *const keys[] = {"input", "size", "out_dim_order", "encoding", NULL};
+  vl_tensor *in = NULL, *out = NULL;
+  int64_t size[VL_MAX_RANK], order[VL_MAX_RANK];
+  uint8_t dim_order[VL_MAX_RANK];
+  size_t rank = 0, order_rank = 0;
+  vl_encoding enc;
+  vl_status st = need_keys(c, keys);
+  if (st == VL_OK) st = get_encoding(c, &enc);
+  if (st == VL_OK && param(c, "size") == NULL)
+    st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/size", "is required");
+  if (st == VL_OK) st = get_dims(c, "size", INT64_MIN, INT64_MAX, size, &rank);
+  bool has_order = param(c, "out_dim_order") != NULL && !cJSON_IsNull(param(c, "out_dim_order"));
+  if (st == VL_OK && has_order) st = get_dims(c, "out_dim_order", 0, VL_MAX_RANK - 1, order, &order_rank);
+  if (st == VL_OK && has_order && order_rank != rank)
+    st = vl_error_set(c->err, VL_ERR_KERNEL, "/out_dim_order", "has %zu entries but the size has %zu",
+                      order_rank, rank);
+  for (size_t i = 0; i < order_rank; i++) dim_order[i] = (uint8_t)order[i];
+  if (st == VL_OK && param(c, "input") == NULL)
+    st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/input", "is required");
+  if (st == VL_OK) {
+    st = vl_tensor_from_json(param(c, "input"), c->payload, c->payload_len, c->lim, &in, c->err);
+    if (st != VL_OK) vl_error_prefix(c->err, "/input");
+  }
+  if (st == VL_OK) {
+    st = vl_view_copy(in, size, rank, has_order ? dim_order : NULL, c->lim, &out, c->err);
+    if (st != VL_OK && c->err->path[0] == '\0') vl_error_prefix(c->err, "/size");
+  }
+  if (st == VL_OK) st = attach(c, result, "output", vl_tensor_to_json(out, enc, c->out_payload));
+  vl_tensor_free(in);
+  vl_tensor_free(out);
+  return st;
+}
+
+static const struct {
+  const char *name;
+  method_fn fn;
+} methods[] = {
+    {"ping", m_ping},         {"version", m_version}, {"validate", m_validate},
+    {"lower", m_lower},       {"execute", m_execute}, {"verify", m_verify},
+    {"view_copy", m_view_copy},
+};
+
+static method_fn find_method(const char *name) {
+  for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
+    if (strcmp(methods[i].name, name) == 0) return methods[i].fn;
+  return NULL;
+}
+
+bool vl_service_has_method(const char *method) { return find_method(method) != NULL; }
+
+vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t *payload,
+                          size_t payload_len, const vl_limits *lim, cJSON **result,
+                          vl_buf *out_payload, vl_call_stats *stats, vl_error *err) {
+  vl_limits dflt;
+  if (lim == NULL) {
+    vl_limits_default(&dflt);
+    lim = &dflt;
+  }
+  vl_error_clear(err);
+  method_fn fn = find_method(method);
+  if (fn == NULL) return vl_error_set(err, VL_ERR_UNKNOWN_METHOD, "", "unknown method \"%.64s\"", method);
+  cJSON empty = {0};
+  empty.type = cJSON_Object;
+  if (params == NULL || cJSON_IsNull(params)) params = &empty;
+  if (!cJSON_IsObject(params)) return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "params must be an object");
+  if (stats) memset(stats, 0, sizeof *stats);
+  cJSON *res = cJSON_CreateObject();
+  if (res == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  call c = {params, payload, payload_len, lim, out_payload, stats, err};
+  vl_status st = fn(&c, res);
+  if (st != VL_OK) {
+    if (err->code == VL_OK) vl_error_set(err, st, "", "%s", vl_status_text(st));
+    cJSON_Delete(res);
+    return st;
+  }
+  *result = res;
+  return VL_OK;
+}
