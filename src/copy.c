@@ -17,8 +17,10 @@
 /* Loops the engine handles at once. Each kept dim has size >= 2, so a copy that fits in memory
  * has far fewer than 64 of them; more are peeled off one by one (see vl_copy_strided). */
 #define MAX_LOOPS 64
-/* Transpose tile edge in elements: a tile of 8-byte elements is 2 KiB per side of the copy. */
-#define TILE 16
+/* Transpose tiles: TILE_X_BYTES of each source row (the source-contiguous dim) by TILE_Y rows,
+ * so a tile keeps about 16 KiB of each side in cache. Tuned with viewlower-bench. */
+#define TILE_X_BYTES 128
+#define TILE_Y 128
 /* Runs at least this many bytes long go through memcpy; shorter ones are moved as words. */
 #define MEMCPY_MIN_RUN 64
 
@@ -134,33 +136,76 @@ VL__DEFINE_LINE(uint16_t, line_u16)
 VL__DEFINE_LINE(uint32_t, line_u32)
 VL__DEFINE_LINE(uint64_t, line_u64)
 
-/* A 2-D block: element (x, y) sits at d + x*dx + y*sizeof(T) and at s + x*sizeof(T) + y*sy,
- * i.e. the destination is contiguous along y and the source along x. Full TILE x TILE blocks
- * have constant trip counts so the compiler unrolls them; edges take the general loop. */
-#define VL__DEFINE_TILE(T, name, line)                                                       \
-  static void name##_full(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {             \
-    T buf[TILE][TILE];                                                                       \
-    for (int y = 0; y < TILE; y++, s += sy) memcpy(buf[y], s, sizeof buf[y]);                \
-    for (int x = 0; x < TILE; x++, d += dx) {                                                \
-      T row[TILE];                                                                           \
-      for (int y = 0; y < TILE; y++) row[y] = buf[y][x];                                     \
-      memcpy(d, row, sizeof row);                                                            \
-    }                                                                                        \
-  }                                                                                          \
-  static void name(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,           \
-                   ptrdiff_t sy) {                                                           \
-    if (nx == TILE && ny == TILE) {                                                          \
-      name##_full(d, s, dx, sy);                                                             \
-      return;                                                                                \
-    }                                                                                        \
-    for (int64_t x = 0; x < nx; x++, d += dx, s += sizeof(T))                                \
-      line(d, s, ny, (ptrdiff_t)sizeof(T), sy);                                              \
+/* 2-D blocks: element (x, y) sits at d + x*dx + y*sizeof(T) and at s + x*sizeof(T) + y*sy, i.e.
+ * the destination is contiguous along y and the source along x. The core is a K x K block held
+ * in K 16-byte vectors (K = 16 / sizeof(T)), transposed by log2(K) rounds of one interleave:
+ * row'[2i] = low halves of rows i and i + K/2 interleaved, row'[2i+1] = high halves. Compilers
+ * without vector shuffles get the same block as plain loops. */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define VL__VECTOR_BLOCKS 1
+typedef uint8_t v_u8 __attribute__((vector_size(16)));
+typedef uint16_t v_u16 __attribute__((vector_size(16)));
+typedef uint32_t v_u32 __attribute__((vector_size(16)));
+typedef uint64_t v_u64 __attribute__((vector_size(16)));
+#define LO_u8(a, b) \
+  __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23)
+#define HI_u8(a, b) \
+  __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
+#define LO_u16(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
+#define HI_u16(a, b) __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
+#define LO_u32(a, b) __builtin_shufflevector(a, b, 0, 4, 1, 5)
+#define HI_u32(a, b) __builtin_shufflevector(a, b, 2, 6, 3, 7)
+#define LO_u64(a, b) __builtin_shufflevector(a, b, 0, 2)
+#define HI_u64(a, b) __builtin_shufflevector(a, b, 1, 3)
+
+#define VL__DEFINE_BLOCK(T, sfx)                                                           \
+  static void block_##sfx(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {            \
+    enum { K = 16 / sizeof(T) };                                                           \
+    v_##sfx r[K], t[K];                                                                    \
+    for (int y = 0; y < K; y++) memcpy(&r[y], s + y * sy, sizeof r[y]);                    \
+    for (int round = K; round > 1; round /= 2) {                                           \
+      for (int i = 0; i < K / 2; i++) {                                                    \
+        t[2 * i] = LO_##sfx(r[i], r[i + K / 2]);                                           \
+        t[2 * i + 1] = HI_##sfx(r[i], r[i + K / 2]);                                       \
+      }                                                                                    \
+      memcpy(r, t, sizeof r);                                                              \
+    }                                                                                      \
+    for (int x = 0; x < K; x++) memcpy(d + x * dx, &r[x], sizeof r[x]);                    \
+  }
+#else
+#define VL__DEFINE_BLOCK(T, sfx)                                                           \
+  static void block_##sfx(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {            \
+    enum { K = 16 / sizeof(T) };                                                           \
+    T r[K][K];                                                                             \
+    for (int y = 0; y < K; y++) memcpy(r[y], s + y * sy, sizeof r[y]);                     \
+    for (int x = 0; x < K; x++) {                                                          \
+      T row[K];                                                                            \
+      for (int y = 0; y < K; y++) row[y] = r[y][x];                                        \
+      memcpy(d + x * dx, row, sizeof row);                                                 \
+    }                                                                                      \
+  }
+#endif
+
+/* One tile of nx x ny elements: whole K x K blocks, then the ragged edges as strided lines. */
+#define VL__DEFINE_TILE(T, sfx)                                                            \
+  VL__DEFINE_BLOCK(T, sfx)                                                                 \
+  static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,     \
+                         ptrdiff_t sy) {                                                   \
+    enum { K = 16 / sizeof(T) };                                                           \
+    const ptrdiff_t e = (ptrdiff_t)sizeof(T);                                              \
+    int64_t fx = nx & ~(int64_t)(K - 1), fy = ny & ~(int64_t)(K - 1);                      \
+    for (int64_t x = 0; x < fx; x += K)                                                    \
+      for (int64_t y = 0; y < fy; y += K)                                                  \
+        block_##sfx(d + x * dx + y * e, s + x * e + y * sy, dx, sy);                       \
+    for (int64_t x = 0; x < fx && fy < ny; x++)                                            \
+      line_##sfx(d + x * dx + fy * e, s + x * e + fy * sy, ny - fy, e, sy);                \
+    for (int64_t x = fx; x < nx; x++) line_##sfx(d + x * dx, s + x * e, ny, e, sy);        \
   }
 
-VL__DEFINE_TILE(uint8_t, tile_u8, line_u8)
-VL__DEFINE_TILE(uint16_t, tile_u16, line_u16)
-VL__DEFINE_TILE(uint32_t, tile_u32, line_u32)
-VL__DEFINE_TILE(uint64_t, tile_u64, line_u64)
+VL__DEFINE_TILE(uint8_t, u8)
+VL__DEFINE_TILE(uint16_t, u16)
+VL__DEFINE_TILE(uint32_t, u32)
+VL__DEFINE_TILE(uint64_t, u64)
 
 static line_fn line_for(size_t elem) {
   switch (elem) {
@@ -201,16 +246,16 @@ static void run_line(const inner *k, char *d, const char *s) {
 }
 
 /* Loop x (n - 2) is contiguous in the source, loop y (n - 1) in the destination; the plane is
- * walked in TILE x TILE blocks so both sides stay in cache. */
+ * walked in tiles so both sides stay in cache. */
 static void run_transpose(const inner *k, char *d, const char *s) {
   const loops *L = k->L;
   size_t x = L->n - 2, y = L->n - 1;
-  int64_t nx = L->size[x], ny = L->size[y];
+  int64_t nx = L->size[x], ny = L->size[y], tx = TILE_X_BYTES / (int64_t)L->elem;
   ptrdiff_t dx = L->dst[x], sy = L->src[y], e = (ptrdiff_t)L->elem;
-  for (int64_t y0 = 0; y0 < ny; y0 += TILE) {
-    int64_t by = ny - y0 < TILE ? ny - y0 : TILE;
-    for (int64_t x0 = 0; x0 < nx; x0 += TILE) {
-      int64_t bx = nx - x0 < TILE ? nx - x0 : TILE;
+  for (int64_t y0 = 0; y0 < ny; y0 += TILE_Y) {
+    int64_t by = ny - y0 < TILE_Y ? ny - y0 : TILE_Y;
+    for (int64_t x0 = 0; x0 < nx; x0 += tx) {
+      int64_t bx = nx - x0 < tx ? nx - x0 : tx;
       k->tile(d + x0 * dx + y0 * e, s + x0 * e + y0 * sy, bx, by, dx, sy);
     }
   }
