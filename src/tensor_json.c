@@ -8,8 +8,9 @@
  * - Integers travel as JSON numbers only while they are exact in a double: |v| <= 2^53 - 1. A
  *   JSON number that reads as 2^53 may have been written as 2^53 + 1, so int64 values beyond
  *   that range are written and must be given as decimal strings.
- * - Floats print in the shortest "%.Ng" form that reads back to the same bits (through strtod,
- *   as cJSON reads, and for float32 also through strtof); nan/inf are the strings "nan", "inf",
+ * - Floats print with the fewest significant digits that read back to the same bits (through
+ *   strtod, as cJSON reads, and for float32 also through strtof), laid out as Python's repr
+ *   does (plain for exponents -4..15, else 1.5e+20); nan/inf are the strings "nan", "inf",
  *   "-inf". Numbers go into the tree as cJSON raw nodes so the text is exactly those digits.
  * - A JSON number arrives as the nearest double (cJSON); float32/float16/bfloat16 round from
  *   that double to nearest even. A decimal within half a double ulp of a tie between two
@@ -346,17 +347,76 @@ static bool f64_reads_back(const char *text, const void *elem) {
   return same_bits(&d, elem, sizeof d);
 }
 
-/* The first of "%.1g" .. "%.<max_digits>g" that reads back to elem; "%.17g" (exact for any
- * value that fits a double) when none does. */
+/* The shortest "%.*e" text of v (1 .. max_digits significant digits) that reads back to elem.
+ * max_digits always reads back (17 digits identify any double; 9 any float). Rounding to more
+ * digits never moves further from v, so reading back is monotone in the digit count and a
+ * binary search finds the fewest digits in about four tries. */
+static void shortest_e(double v, int max_digits, reads_back_fn reads_back, const void *elem,
+                       char *text, size_t n) {
+  int lo = 1, hi = max_digits;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    snprintf(text, n, "%.*e", mid - 1, v);
+    if (reads_back(text, elem))
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  snprintf(text, n, "%.*e", hi - 1, v);
+}
+
+static void put_chars(char **o, char c, size_t count) {
+  for (size_t i = 0; i < count; i++) *(*o)++ = c;
+}
+
+static void put_text(char **o, const char *s, size_t len) {
+  memcpy(*o, s, len);
+  *o += len;
+}
+
+/* Rewrites "-d.ddde+x" (same decimal value) as Python's repr would: plain notation when
+ * -4 <= x < 16 ("10", "0.0001", "16777216"), else "d.ddde+xx". out has NUM_TEXT_MAX bytes. */
+static void decimal_from_e(const char *e_text, char *out) {
+  char digits[NUM_TEXT_MAX];
+  size_t k = 0;
+  const char *p = e_text + (*e_text == '-');
+  for (; *p != 'e'; p++)
+    if (*p != '.') digits[k++] = *p;
+  while (k > 1 && digits[k - 1] == '0') k--;
+  int x = (int)strtol(p + 1, NULL, 10);
+  char *o = out;
+  if (*e_text == '-') *o++ = '-';
+  if (x >= 16 || x < -4) {
+    put_text(&o, digits, 1);
+    if (k > 1) {
+      put_chars(&o, '.', 1);
+      put_text(&o, digits + 1, k - 1);
+    }
+    snprintf(o, NUM_TEXT_MAX - (size_t)(o - out), "e%c%02d", x < 0 ? '-' : '+', abs(x));
+    return;
+  }
+  if (x < 0) {
+    put_text(&o, "0.", 2);
+    put_chars(&o, '0', (size_t)(-x - 1));
+    put_text(&o, digits, k);
+  } else if ((size_t)x + 1 >= k) {
+    put_text(&o, digits, k);
+    put_chars(&o, '0', (size_t)x + 1 - k);
+  } else {
+    put_text(&o, digits, (size_t)x + 1);
+    put_chars(&o, '.', 1);
+    put_text(&o, digits + x + 1, k - (size_t)x - 1);
+  }
+  *o = '\0';
+}
+
+/* A float as the shortest decimal that reads back to elem, or "nan"/"inf"/"-inf". */
 static cJSON *float_node(double v, int max_digits, reads_back_fn reads_back, const void *elem) {
-  char text[NUM_TEXT_MAX];
+  char e_text[NUM_TEXT_MAX], text[NUM_TEXT_MAX];
   if (isnan(v)) return cJSON_CreateString("nan");
   if (isinf(v)) return cJSON_CreateString(v < 0 ? "-inf" : "inf");
-  for (int digits = 1; digits <= max_digits; digits++) {
-    snprintf(text, sizeof text, "%.*g", digits, v);
-    if (reads_back(text, elem)) return cJSON_CreateRaw(text);
-  }
-  snprintf(text, sizeof text, "%.17g", v);
+  shortest_e(v, max_digits, reads_back, elem, e_text, sizeof e_text);
+  decimal_from_e(e_text, text);
   return cJSON_CreateRaw(text);
 }
 
