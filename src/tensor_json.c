@@ -12,9 +12,10 @@
  *   strtod, as cJSON reads, and for float32 also through strtof), laid out as Python's repr
  *   does (plain for exponents -4..15, else 1.5e+20); nan/inf are the strings "nan", "inf",
  *   "-inf". Numbers go into the tree as cJSON raw nodes so the text is exactly those digits.
- * - A JSON number arrives as the nearest double (cJSON); float32/float16/bfloat16 round from
- *   that double to nearest even. A decimal within half a double ulp of a tie between two
- *   narrower values therefore rounds as the tie does (only inputs with more than 17 digits).
+ * - A JSON number arrives as the nearest double (cJSON); float32/float16/bfloat16 round once
+ *   from that double, to nearest even. A decimal that is not itself a tie between two narrower
+ *   values but lies within half a double ulp of one rounds as the tie does (such inputs carry
+ *   far more digits than the narrow type holds).
  * - Raw bytes are little-endian (the host must be, see below). Printing assumes the C locale. */
 #include <inttypes.h>
 #include <math.h>
@@ -117,9 +118,10 @@ double vl_bf16_to_double(uint16_t h) {
 static const struct {
   int64_t min, max;
 } int_range[VL_DTYPE_COUNT] = {
-    [VL_DTYPE_UINT8] = {0, UINT8_MAX},          [VL_DTYPE_INT8] = {INT8_MIN, INT8_MAX},
-    [VL_DTYPE_INT16] = {INT16_MIN, INT16_MAX},  [VL_DTYPE_INT32] = {INT32_MIN, INT32_MAX},
-    [VL_DTYPE_INT64] = {INT64_MIN, INT64_MAX},
+    [VL_DTYPE_UINT8] = {0, UINT8_MAX},
+    [VL_DTYPE_INT8] = {INT8_MIN, INT8_MAX},
+    [VL_DTYPE_INT16] = {INT16_MIN, INT16_MAX},
+    [VL_DTYPE_INT32] = {INT32_MIN, INT32_MAX},
 };
 
 static void store_int(vl_dtype dt, int64_t x, void *dst) {
@@ -217,8 +219,7 @@ typedef enum { I64_OK, I64_NOT_INTEGER, I64_FRACTIONAL, I64_INEXACT, I64_BAD_STR
 
 static i64_result json_int64(const cJSON *v, int64_t *out) {
   double d;
-  if (cJSON_IsString(v))
-    return parse_decimal_int64(v->valuestring, out) ? I64_OK : I64_BAD_STRING;
+  if (cJSON_IsString(v)) return parse_decimal_int64(v->valuestring, out) ? I64_OK : I64_BAD_STRING;
   if (!number_value(v, &d)) return I64_NOT_INTEGER;
   if (!isfinite(d) || floor(d) != d) return I64_FRACTIONAL;
   if (fabs(d) > (double)SAFE_INT_MAX) return I64_INEXACT;
@@ -265,7 +266,6 @@ static vl_status read_int(const elem_ctx *c, const cJSON *v, void *dst) {
   const char *name = vl_dtype_name(c->dtype);
   int64_t lo = int_range[c->dtype].min, hi = int_range[c->dtype].max;
   double d;
-  if (c->dtype == VL_DTYPE_INT64) return read_int64(c, v, dst);
   if (!number_value(v, &d)) return elem_fail(c, "%s value must be a JSON number", name);
   if (!isfinite(d) || floor(d) != d) return elem_fail(c, "%s value must be a whole number", name);
   if (d < (double)lo || d > (double)hi)
@@ -278,30 +278,43 @@ static void store_float(vl_dtype dt, double d, void *dst) {
   uint16_t h;
   float f;
   switch (dt) {
-    case VL_DTYPE_FLOAT16: h = vl_f16_from_double(d); memcpy(dst, &h, sizeof h); break;
-    case VL_DTYPE_BFLOAT16: h = vl_bf16_from_double(d); memcpy(dst, &h, sizeof h); break;
-    case VL_DTYPE_FLOAT32: f = (float)d; memcpy(dst, &f, sizeof f); break;
+    case VL_DTYPE_FLOAT16:
+      h = vl_f16_from_double(d);
+      memcpy(dst, &h, sizeof h);
+      break;
+    case VL_DTYPE_BFLOAT16:
+      h = vl_bf16_from_double(d);
+      memcpy(dst, &h, sizeof h);
+      break;
+    case VL_DTYPE_FLOAT32:
+      f = (float)d;
+      memcpy(dst, &f, sizeof f);
+      break;
     default: memcpy(dst, &d, sizeof d); break;
   }
 }
 
+static const struct {
+  const char *text;
+  double value;
+} float_words[] = {{"nan", NAN}, {"inf", INFINITY}, {"-inf", -INFINITY}};
+
 static vl_status read_float(const elem_ctx *c, const cJSON *v, void *dst) {
   const char *name = vl_dtype_name(c->dtype);
   double d;
-  if (cJSON_IsString(v)) {
-    if (strcmp(v->valuestring, "nan") == 0)
-      d = NAN;
-    else if (strcmp(v->valuestring, "inf") == 0)
-      d = INFINITY;
-    else if (strcmp(v->valuestring, "-inf") == 0)
-      d = -INFINITY;
-    else
-      return elem_fail(c, "%s string must be \"nan\", \"inf\" or \"-inf\"", name);
-  } else if (!number_value(v, &d)) {
-    return elem_fail(c, "%s value must be a JSON number or \"nan\", \"inf\", \"-inf\"", name);
+  if (number_value(v, &d)) {
+    store_float(c->dtype, d, dst);
+    return VL_OK;
   }
-  store_float(c->dtype, d, dst);
-  return VL_OK;
+  for (size_t i = 0; cJSON_IsString(v) && i < sizeof float_words / sizeof float_words[0]; i++) {
+    if (strcmp(v->valuestring, float_words[i].text) == 0) {
+      store_float(c->dtype, float_words[i].value, dst);
+      return VL_OK;
+    }
+  }
+  if (cJSON_IsString(v))
+    return elem_fail(c, "%s string must be \"nan\", \"inf\" or \"-inf\"", name);
+  return elem_fail(c, "%s value must be a JSON number or \"nan\", \"inf\", \"-inf\"", name);
 }
 
 static vl_status read_bool(const elem_ctx *c, const cJSON *v, void *dst) {
@@ -313,10 +326,11 @@ static vl_status read_bool(const elem_ctx *c, const cJSON *v, void *dst) {
 typedef vl_status (*elem_read_fn)(const elem_ctx *c, const cJSON *v, void *dst);
 
 static const elem_read_fn elem_readers[VL_DTYPE_COUNT] = {
-    [VL_DTYPE_UINT8] = read_int,      [VL_DTYPE_INT8] = read_int,      [VL_DTYPE_INT16] = read_int,
-    [VL_DTYPE_INT32] = read_int,      [VL_DTYPE_INT64] = read_int,     [VL_DTYPE_FLOAT16] = read_float,
-    [VL_DTYPE_BFLOAT16] = read_float, [VL_DTYPE_FLOAT32] = read_float, [VL_DTYPE_FLOAT64] = read_float,
-    [VL_DTYPE_BOOL] = read_bool,
+    [VL_DTYPE_UINT8] = read_int,      [VL_DTYPE_INT8] = read_int,
+    [VL_DTYPE_INT16] = read_int,      [VL_DTYPE_INT32] = read_int,
+    [VL_DTYPE_INT64] = read_int64,    [VL_DTYPE_FLOAT16] = read_float,
+    [VL_DTYPE_BFLOAT16] = read_float, [VL_DTYPE_FLOAT32] = read_float,
+    [VL_DTYPE_FLOAT64] = read_float,  [VL_DTYPE_BOOL] = read_bool,
 };
 
 /* ---------------------------------------------------------------- scalar printing */
@@ -465,10 +479,11 @@ static cJSON *print_bool(vl_dtype dt, const void *elem) {
 typedef cJSON *(*elem_print_fn)(vl_dtype dt, const void *elem);
 
 static const elem_print_fn elem_printers[VL_DTYPE_COUNT] = {
-    [VL_DTYPE_UINT8] = print_int,     [VL_DTYPE_INT8] = print_int,    [VL_DTYPE_INT16] = print_int,
-    [VL_DTYPE_INT32] = print_int,     [VL_DTYPE_INT64] = print_int,   [VL_DTYPE_FLOAT16] = print_f16,
-    [VL_DTYPE_BFLOAT16] = print_bf16, [VL_DTYPE_FLOAT32] = print_f32, [VL_DTYPE_FLOAT64] = print_f64,
-    [VL_DTYPE_BOOL] = print_bool,
+    [VL_DTYPE_UINT8] = print_int,     [VL_DTYPE_INT8] = print_int,
+    [VL_DTYPE_INT16] = print_int,     [VL_DTYPE_INT32] = print_int,
+    [VL_DTYPE_INT64] = print_int,     [VL_DTYPE_FLOAT16] = print_f16,
+    [VL_DTYPE_BFLOAT16] = print_bf16, [VL_DTYPE_FLOAT32] = print_f32,
+    [VL_DTYPE_FLOAT64] = print_f64,   [VL_DTYPE_BOOL] = print_bool,
 };
 
 cJSON *vl_scalar_to_json(vl_dtype dt, const void *elem) {
@@ -586,7 +601,8 @@ static vl_status find_body(const cJSON *obj, tensor_head *h, vl_error *err) {
     }
   }
   if (h->body == NULL)
-    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "", "a tensor needs one of values, data or blob");
+    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "",
+                        "a tensor needs one of values, data or blob");
   return VL_OK;
 }
 
@@ -808,7 +824,9 @@ fail:
 
 cJSON *vl_tensor_to_json(const vl_tensor *t, vl_encoding enc, vl_buf *payload) {
   size_t saved_len = payload != NULL ? payload->len : 0;
-  const char *key = enc == VL_ENCODING_BASE64 ? "data" : enc == VL_ENCODING_BLOB ? "blob" : "values";
+  const char *key = enc == VL_ENCODING_BASE64 ? "data"
+                    : enc == VL_ENCODING_BLOB ? "blob"
+                                              : "values";
   cJSON *obj = vl_spec_to_json(&t->spec);
   cJSON *body = NULL;
   if (obj != NULL) {
@@ -872,8 +890,8 @@ static vl_status map_add(vl_tensor_map *m, const cJSON *c, const uint8_t *payloa
   tensor_head h;
   size_t len = strlen(c->string);
   if (len > lim->max_name_len)
-    return vl_error_set(err, VL_ERR_TOO_LARGE, "", "name of %zu bytes exceeds the limit of %u",
-                        len, lim->max_name_len);
+    return vl_error_set(err, VL_ERR_TOO_LARGE, "", "name of %zu bytes exceeds the limit of %u", len,
+                        lim->max_name_len);
   if (!vl__utf8_valid(c->string, len))
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "", "name is not valid UTF-8");
   vl_status st = parse_head(c, lim, &h, err);
@@ -913,7 +931,8 @@ vl_status vl_tensor_map_from_json(const cJSON *obj, const uint8_t *payload, size
   lim = limits_or_default(lim, &defaults);
   if (payload == NULL) payload_len = 0;
   if (!cJSON_IsObject(obj))
-    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "", "must be an object mapping names to tensors");
+    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "",
+                        "must be an object mapping names to tensors");
   size_t count = 0;
   for (const cJSON *c = obj->child; c != NULL; c = c->next) count++;
   vl_status st = map_check_names(obj, count, err);
