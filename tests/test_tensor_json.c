@@ -520,6 +520,20 @@ static void float_values_accept_nan_and_infinity_strings_and_round_float32(void 
   vl_tensor_free(t);
 }
 
+static void json_numbers_beyond_the_float_range_round_to_infinity(void **state) {
+  (void)state;
+  vl_tensor *t = parse_ok("{\"dtype\":\"float32\",\"shape\":[3],"
+                          "\"values\":[3.40282356e38,3.4028235677973366e38,-1e39]}");
+  const float *f = t->data;
+  assert_true(f[0] == 3.4028234663852886e38f); /* below the tie with 2^128: FLT_MAX */
+  assert_true(isinf(f[1]) && f[1] > 0);        /* 2^128 - 2^103, the tie: to even, inf */
+  assert_true(isinf(f[2]) && f[2] < 0);
+  vl_tensor_free(t);
+  t = parse_ok("{\"dtype\":\"float64\",\"shape\":[1],\"values\":[1e400]}");
+  assert_true(isinf(*(const double *)t->data));
+  vl_tensor_free(t);
+}
+
 /* ---------------------------------------------------------------- errors */
 
 static void wrong_value_count_is_rejected_at_values(void **state) {
@@ -849,6 +863,7 @@ int main(void) {
       cmocka_unit_test(integers_print_exactly_and_int64_beyond_2_53_as_strings),
       cmocka_unit_test(int64_values_are_read_from_decimal_strings),
       cmocka_unit_test(float_values_accept_nan_and_infinity_strings_and_round_float32),
+      cmocka_unit_test(json_numbers_beyond_the_float_range_round_to_infinity),
       cmocka_unit_test(wrong_value_count_is_rejected_at_values),
       cmocka_unit_test(fractional_integer_is_rejected_at_its_index),
       cmocka_unit_test(out_of_range_integers_are_rejected_at_their_index),
