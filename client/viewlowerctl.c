@@ -1,0 +1,721 @@
+/* viewlowerctl.c - the command-line tool (SPEC §8): a subcommand table over one transport.
+ * The transport is either the daemon (libviewlower-client) or, with --local, the core's
+ * vl_service_call in process: both get the same params and print the same results and
+ * errors. Over the socket, tensors travel as raw payload ("blob") and are re-encoded here. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "viewlower/client.h"
+#include "viewlower/lower.h"
+#include "viewlower/service.h"
+#include "viewlower/tensor_json.h"
+
+enum { EXIT_MISMATCH = 1, EXIT_INVALID = 2, EXIT_UNREACHABLE = 3, EXIT_SERVER = 4, EXIT_USAGE = 64 };
+#define MAX_FILE_BYTES ((size_t)4 << 30)
+#define MAX_POSITIONAL 4096
+
+typedef struct {
+  const char *socket;
+  bool local;
+  int timeout_ms;
+  vl_client *client;
+  vl_limits lim;
+  /* per command */
+  const char *positional[MAX_POSITIONAL];
+  size_t n_positional;
+  const char *out, *inputs, *seed, *size, *out_dim_order, *policy, *encoding;
+  bool keep_view_copy;
+} ctl;
+
+static void usage(FILE *f) {
+  fputs("usage: viewlowerctl [--socket PATH | --local] [--timeout-ms N] COMMAND ...\n"
+        "  validate GRAPH\n"
+        "  lower GRAPH... [-o OUT] [--keep-view-copy] [--policy safe|legacy]\n"
+        "  explain GRAPH [--keep-view-copy] [--policy safe|legacy]\n"
+        "  verify GRAPH [--inputs FILE] [--seed N] [--keep-view-copy] [--policy safe|legacy]\n"
+        "  run GRAPH --inputs FILE [-o OUT] [--encoding values|base64]\n"
+        "  view-copy TENSOR --size 1,2,-1 [--out-dim-order 0,1,2] [-o OUT] [--encoding values|base64]\n"
+        "  ping | stats | version\n"
+        "GRAPH, TENSOR and FILE may be - for standard input.\n"
+        "Exit: 0 ok, 1 verify mismatch, 2 invalid input, 3 daemon unreachable or protocol error,\n"
+        "      4 server-side failure, 64 usage error.\n",
+        f);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "viewlowerctl: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, " (see viewlowerctl --help)\n");
+  va_end(ap);
+  return EXIT_USAGE;
+}
+
+static int exit_code(vl_status s) {
+  switch (s) {
+  case VL_OK: return 0;
+  case VL_ERR_PARSE:
+  case VL_ERR_INVALID_PARAMS:
+  case VL_ERR_INVALID_GRAPH:
+  case VL_ERR_INVALID_TENSOR:
+  case VL_ERR_KERNEL:
+  case VL_ERR_UNSUPPORTED:
+  case VL_ERR_TOO_LARGE: return EXIT_INVALID;
+  case VL_ERR_IO:
+  case VL_ERR_TIMEOUT:
+  case VL_ERR_PROTOCOL:
+  case VL_ERR_INVALID_REQUEST:
+  case VL_ERR_UNKNOWN_METHOD:
+  case VL_ERR_NOT_PERMITTED: return EXIT_UNREACHABLE;
+  default: return EXIT_SERVER;
+  }
+}
+
+/* Prints the one error line. A params pointer is made relative to the file it came from. */
+static int report(const char *file, const vl_error *err) {
+  static const struct {
+    const char *prefix, *flag;
+  } files[] = {{"/graph", NULL}, {"/inputs", NULL}, {"/input", NULL}},
+    flags[] = {{"/size", "--size"}, {"/out_dim_order", "--out-dim-order"}, {"/seed", "--seed"},
+               {"/options/policy", "--policy"}};
+  const char *path = err->path;
+  const char *where = file;
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    size_t n = strlen(files[i].prefix);
+    if (strncmp(path, files[i].prefix, n) == 0 && (path[n] == '/' || path[n] == '\0')) {
+      path += n;
+      break;
+    }
+  }
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+    if (strcmp(err->path, flags[i].prefix) == 0) {
+      where = flags[i].flag;
+      path = "";
+    }
+  fprintf(stderr, "viewlowerctl: %s%s%s%s%s\n", where ? where : "", where ? ": " : "", path,
+          path[0] ? ": " : "", err->message[0] ? err->message : vl_status_text(err->code));
+  return exit_code(err->code);
+}
+
+static char *read_file(const char *path, size_t *len, vl_error *err) {
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (f == NULL) {
+    vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "cannot open: %s", strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf != NULL) {
+    n += fread(buf + n, 1, cap - n - 1, f);
+    if (n < cap - 1) break;
+    if (cap >= MAX_FILE_BYTES) {
+      free(buf);
+      buf = NULL;
+      vl_error_set(err, VL_ERR_TOO_LARGE, "", "file is larger than %zu bytes", MAX_FILE_BYTES);
+      break;
+    }
+    char *bigger = realloc(buf, cap * 2);
+    if (bigger == NULL) free(buf);
+    buf = bigger;
+    cap *= 2;
+  }
+  if (buf == NULL && err->code == VL_OK) vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  if (buf != NULL && ferror(f)) {
+    free(buf);
+    buf = NULL;
+    vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "read error: %s", strerror(errno));
+  }
+  if (f != stdin) fclose(f);
+  if (buf != NULL) buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+static cJSON *read_json(const char *path, vl_error *err) {
+  size_t len;
+  vl_error_clear(err);
+  char *text = read_file(path, &len, err);
+  if (text == NULL) return NULL;
+  const char *end = NULL;
+  cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, false);
+  if (doc == NULL)
+    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu (or nested too deeply)",
+                 end ? (size_t)(end - text) : 0);
+  free(text);
+  return doc;
+}
+
+/* ---- transport ---- */
+
+static vl_status connect_daemon(ctl *c, vl_error *err) {
+  if (c->client != NULL) return VL_OK;
+  return vl_client_connect(c->socket, c->timeout_ms, &c->client, err);
+}
+
+static vl_status call(ctl *c, const char *method, const cJSON *params, const vl_buf *payload,
+                      cJSON **result, vl_buf *out_payload, vl_error *err) {
+  const uint8_t *p = payload ? payload->data : NULL;
+  size_t n = payload ? payload->len : 0;
+  vl_error_clear(err);
+  if (c->local) return vl_service_call(method, params, p, n, &c->lim, result, out_payload, NULL, err);
+  vl_status st = connect_daemon(c, err);
+  if (st != VL_OK) return st;
+  return vl_client_call(c->client, method, params, p, n, result, out_payload, err);
+}
+
+/* Over the socket a tensor goes as a blob in the payload; in process it stays as it is.
+ * item (a child of parent) is replaced in place. */
+/* Puts json where item is in parent (keeping item's key) and frees item. */
+static bool replace_item(cJSON *parent, cJSON *item, cJSON *json) {
+  if (json == NULL) return false;
+  if (item->string != NULL && (json->string = strdup(item->string)) == NULL) return false;
+  return cJSON_ReplaceItemViaPointer(parent, item, json);
+}
+
+static vl_status tensor_for_transport(ctl *c, cJSON *parent, cJSON *item, vl_buf *payload,
+                                      vl_error *err) {
+  if (c->local) return VL_OK;
+  vl_tensor *t = NULL;
+  vl_status st = vl_tensor_from_json(item, NULL, 0, &c->lim, &t, err);
+  if (st != VL_OK) return st;
+  cJSON *blob = vl_tensor_to_json(t, VL_ENCODING_BLOB, payload);
+  vl_tensor_free(t);
+  if (!replace_item(parent, item, blob)) {
+    cJSON_Delete(blob);
+    return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  }
+  return VL_OK;
+}
+
+/* Turns a blob output (a child of parent) back into the encoding the user asked for. */
+static vl_status tensor_from_transport(ctl *c, cJSON *parent, cJSON *item, const vl_buf *payload,
+                                       vl_encoding enc, vl_error *err) {
+  if (c->local) return VL_OK;
+  vl_tensor *t = NULL;
+  vl_status st = vl_tensor_from_json(item, payload->data, payload->len, NULL, &t, err);
+  if (st != VL_OK)
+    return vl_error_set(err, VL_ERR_PROTOCOL, "", "bad tensor from the daemon: %.200s", err->message);
+  cJSON *json = vl_tensor_to_json(t, enc, NULL);
+  vl_tensor_free(t);
+  if (!replace_item(parent, item, json)) {
+    cJSON_Delete(json);
+    return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  }
+  return VL_OK;
+}
+
+static vl_status inputs_for_transport(ctl *c, cJSON *inputs, vl_buf *payload, vl_error *err) {
+  if (!cJSON_IsObject(inputs))
+    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "",
+                        "an inputs file is a JSON object mapping names to tensors");
+  cJSON *next;
+  for (cJSON *t = inputs->child; t != NULL; t = next) {
+    next = t->next;
+    vl_status st = tensor_for_transport(c, inputs, t, payload, err);
+    if (st != VL_OK) {
+      char prefix[VL_ERROR_PATH_MAX] = "";
+      vl_pointer_append(prefix, sizeof prefix, t->string);
+      vl_error_prefix(err, prefix);
+      return st;
+    }
+  }
+  return VL_OK;
+}
+
+/* ---- output ---- */
+
+static int write_json(const char *out, const cJSON *json) {
+  char *text = cJSON_PrintUnformatted(json);
+  if (text == NULL) {
+    fprintf(stderr, "viewlowerctl: out of memory\n");
+    return EXIT_SERVER;
+  }
+  FILE *f = out && strcmp(out, "-") != 0 ? fopen(out, "w") : stdout;
+  if (f == NULL) {
+    fprintf(stderr, "viewlowerctl: %s: cannot write: %s\n", out, strerror(errno));
+    free(text);
+    return EXIT_INVALID;
+  }
+  fprintf(f, "%s\n", text);
+  int rc = (f != stdout ? fclose(f) : fflush(f)) == 0 ? 0 : EXIT_INVALID;
+  if (rc != 0) fprintf(stderr, "viewlowerctl: %s: write failed\n", out ? out : "stdout");
+  free(text);
+  return rc;
+}
+
+static cJSON *options_json(const ctl *c) {
+  cJSON *o = cJSON_CreateObject();
+  if (o == NULL) return NULL;
+  if (c->keep_view_copy) cJSON_AddFalseToObject(o, "remove_view_copy");
+  if (c->policy) cJSON_AddStringToObject(o, "policy", c->policy);
+  return o;
+}
+
+/* Builds {"graph": <file>, extra...}; takes no ownership of extra. */
+static cJSON *graph_params(ctl *c, const char *file, bool with_options, vl_error *err) {
+  cJSON *graph = read_json(file, err);
+  if (graph == NULL) return NULL;
+  cJSON *params = cJSON_CreateObject();
+  if (params == NULL || !cJSON_AddItemToObject(params, "graph", graph)) {
+    cJSON_Delete(graph);
+    cJSON_Delete(params);
+    vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+    return NULL;
+  }
+  if (with_options && !cJSON_AddItemToObject(params, "options", options_json(c))) {
+    cJSON_Delete(params);
+    vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+    return NULL;
+  }
+  return params;
+}
+
+/* ---- commands ---- */
+
+static int simple_graph_command(ctl *c, const char *method, bool with_options, const char *key) {
+  vl_error err;
+  cJSON *params = graph_params(c, c->positional[0], with_options, &err), *result = NULL;
+  if (params == NULL) return report(c->positional[0], &err);
+  vl_status st = call(c, method, params, NULL, &result, NULL, &err);
+  cJSON_Delete(params);
+  if (st != VL_OK) return report(c->positional[0], &err);
+  int rc = write_json(c->out, key ? cJSON_GetObjectItem(result, key) : result);
+  cJSON_Delete(result);
+  return rc;
+}
+
+static int cmd_validate(ctl *c) { return simple_graph_command(c, "validate", false, "graph"); }
+
+static void print_explain(const cJSON *report) {
+  const cJSON *d;
+  printf("%-20s %-20s %-9s %-28s %s\n", "NODE", "BASE", "DECISION", "REASONS", "MESSAGE");
+  cJSON_ArrayForEach(d, cJSON_GetObjectItem(report, "decisions")) {
+    char reasons[256] = "-";
+    size_t len = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItem(d, "reasons")) {
+      int n = snprintf(reasons + len, sizeof reasons - len, "%s%s", len ? "," : "", r->valuestring);
+      if (n > 0) len = len + (size_t)n < sizeof reasons ? len + (size_t)n : sizeof reasons - 1;
+    }
+    printf("%-20s %-20s %-9s %-28s %s\n", cJSON_GetObjectItem(d, "node")->valuestring,
+           cJSON_GetObjectItem(d, "base")->valuestring,
+           cJSON_GetObjectItem(d, "decision")->valuestring, reasons,
+           cJSON_GetObjectItem(d, "message")->valuestring);
+  }
+  printf("\n%d view_copy nodes: %d replaced, %d kept, %d removed as dead; %d bases normalized; "
+         "%.0f bytes saved\n",
+         cJSON_GetObjectItem(report, "view_copy_nodes")->valueint,
+         cJSON_GetObjectItem(report, "replaced")->valueint,
+         cJSON_GetObjectItem(report, "kept")->valueint,
+         cJSON_GetObjectItem(report, "removed_dead")->valueint,
+         cJSON_GetObjectItem(report, "normalized")->valueint,
+         cJSON_GetObjectItem(report, "bytes_saved")->valuedouble);
+}
+
+static int cmd_explain(ctl *c) {
+  vl_error err;
+  cJSON *params = graph_params(c, c->positional[0], true, &err), *result = NULL;
+  if (params == NULL) return report(c->positional[0], &err);
+  vl_status st = call(c, "lower", params, NULL, &result, NULL, &err);
+  cJSON_Delete(params);
+  if (st != VL_OK) return report(c->positional[0], &err);
+  print_explain(cJSON_GetObjectItem(result, "report"));
+  cJSON_Delete(result);
+  return fflush(stdout) == 0 ? 0 : EXIT_INVALID;
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* Where result i of a multi-graph lower goes: DIR/<input file name>, or stdout. */
+static int write_lowered(ctl *c, size_t i, const cJSON *result) {
+  if (c->out == NULL) return write_json(NULL, result);
+  char path[4096];
+  const char *name = strcmp(c->positional[i], "-") == 0 ? "stdin.json" : base_name(c->positional[i]);
+  snprintf(path, sizeof path, "%s/%s", c->out, name);
+  return write_json(path, result);
+}
+
+static void progress(size_t done, size_t total) {
+  if (isatty(STDERR_FILENO)) fprintf(stderr, "\rlowered %zu/%zu%s", done, total, done == total ? "\n" : "");
+}
+
+static int worst(int a, int b) { return a > b ? a : b; }
+
+/* In process: one graph after another. */
+static int lower_many_local(ctl *c, cJSON **results, int *codes) {
+  int rc = 0;
+  for (size_t i = 0; i < c->n_positional; i++) {
+    vl_error err;
+    cJSON *params = graph_params(c, c->positional[i], true, &err);
+    vl_status st = params ? call(c, "lower", params, NULL, &results[i], NULL, &err) : err.code;
+    cJSON_Delete(params);
+    codes[i] = st == VL_OK ? 0 : report(c->positional[i], &err);
+    rc = worst(rc, codes[i]);
+    progress(i + 1, c->n_positional);
+  }
+  return rc;
+}
+
+/* Over the socket: pipelined on one connection, a bounded window of requests in flight. */
+static int lower_many_remote(ctl *c, cJSON **results, int *codes) {
+  enum { WINDOW = 8 };
+  vl_error err;
+  if (connect_daemon(c, &err) != VL_OK) return report(NULL, &err);
+  size_t sent = 0, done = 0, inflight = 0;
+  int rc = 0;
+  while (done < c->n_positional) {
+    while (sent < c->n_positional && inflight < WINDOW) {
+      cJSON *params = graph_params(c, c->positional[sent], true, &err);
+      vl_status st = params ? vl_client_send(c->client, sent, "lower", params, NULL, 0, &err) : err.code;
+      cJSON_Delete(params);
+      if (st != VL_OK) {
+        codes[sent] = report(c->positional[sent], &err);
+        rc = worst(rc, codes[sent]);
+        done++;
+        if (vl_client_is_transport_error(st)) return rc;
+      } else {
+        inflight++;
+      }
+      sent++;
+    }
+    if (inflight == 0) continue;
+    uint64_t id = VL_CLIENT_NO_ID;
+    cJSON *result = NULL;
+    vl_status st = vl_client_recv(c->client, &id, &result, NULL, &err);
+    if (vl_client_is_transport_error(st) || id >= c->n_positional) {
+      rc = worst(rc, report(NULL, &err));
+      cJSON_Delete(result);
+      return rc;
+    }
+    inflight--;
+    done++;
+    results[id] = result;
+    codes[id] = st == VL_OK ? 0 : report(c->positional[id], &err);
+    rc = worst(rc, codes[id]);
+    progress(done, c->n_positional);
+  }
+  return rc;
+}
+
+static int cmd_lower(ctl *c) {
+  size_t n = c->n_positional;
+  if (n == 1) return simple_graph_command(c, "lower", true, NULL);
+  if (c->out != NULL) {
+    struct stat sb;
+    if (stat(c->out, &sb) != 0 && mkdir(c->out, 0777) != 0)
+      return usage_error("-o %s: cannot create the directory", c->out);
+    if (stat(c->out, &sb) == 0 && !S_ISDIR(sb.st_mode))
+      return usage_error("-o %s: with several graphs -o names a directory", c->out);
+  }
+  cJSON **results = calloc(n, sizeof *results);
+  int *codes = calloc(n, sizeof *codes);
+  if (results == NULL || codes == NULL) {
+    free(results);
+    free(codes);
+    fprintf(stderr, "viewlowerctl: out of memory\n");
+    return EXIT_SERVER;
+  }
+  int rc = c->local ? lower_many_local(c, results, codes) : lower_many_remote(c, results, codes);
+  /* Written in input order once all are in, so stdout lines follow the arguments. */
+  for (size_t i = 0; i < n; i++) {
+    if (results[i] != NULL && codes[i] == 0) rc = worst(rc, write_lowered(c, i, results[i]));
+    cJSON_Delete(results[i]);
+  }
+  free(results);
+  free(codes);
+  return rc;
+}
+
+/* Adds the inputs file to params (as blobs over the socket). */
+static vl_status add_inputs(ctl *c, cJSON *params, vl_buf *payload, vl_error *err) {
+  if (c->inputs == NULL) return VL_OK;
+  cJSON *inputs = read_json(c->inputs, err);
+  if (inputs == NULL) return err->code;
+  vl_status st = inputs_for_transport(c, inputs, payload, err);
+  if (st != VL_OK) {
+    cJSON_Delete(inputs);
+    vl_error_prefix(err, "/inputs");
+    return st;
+  }
+  if (!cJSON_AddItemToObject(params, "inputs", inputs)) {
+    cJSON_Delete(inputs);
+    return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  }
+  return VL_OK;
+}
+
+/* Which file an error belongs to: the inputs file for /inputs pointers, else the graph. */
+static const char *error_file(const ctl *c, const vl_error *err, const char *graph) {
+  return strncmp(err->path, "/inputs", 7) == 0 && c->inputs ? c->inputs : graph;
+}
+
+static int cmd_verify(ctl *c) {
+  vl_error err;
+  vl_buf payload = {0};
+  cJSON *params = graph_params(c, c->positional[0], true, &err), *result = NULL;
+  if (params == NULL) return report(c->positional[0], &err);
+  vl_status st = add_inputs(c, params, &payload, &err);
+  if (st == VL_OK && c->seed != NULL) {
+    char *end;
+    errno = 0;
+    unsigned long long seed = strtoull(c->seed, &end, 10);
+    if (errno || *end || c->seed[0] == '-' || c->seed[0] == '\0' || seed > (1ull << 53)) {
+      cJSON_Delete(params);
+      vl_buf_free(&payload);
+      return usage_error("--seed %s: not a whole number in [0, 2^53]", c->seed);
+    }
+    if (!cJSON_AddNumberToObject(params, "seed", (double)seed)) st = VL_ERR_NOMEM;
+  }
+  if (st == VL_OK) st = call(c, "verify", params, &payload, &result, NULL, &err);
+  cJSON_Delete(params);
+  vl_buf_free(&payload);
+  if (st != VL_OK) return report(error_file(c, &err, c->positional[0]), &err);
+  int rc = write_json(c->out, result);
+  if (rc == 0 && !cJSON_IsTrue(cJSON_GetObjectItem(result, "equal"))) rc = EXIT_MISMATCH;
+  cJSON_Delete(result);
+  return rc;
+}
+
+static bool encoding_option(const ctl *c, vl_encoding *enc) {
+  *enc = VL_ENCODING_VALUES;
+  if (c->encoding == NULL) return true;
+  return vl_encoding_from_name(c->encoding, enc) && *enc != VL_ENCODING_BLOB;
+}
+
+/* Re-encodes each tensor of list (a JSON array) from the transport form. */
+static vl_status outputs_from_transport(ctl *c, cJSON *list, const vl_buf *payload,
+                                        vl_encoding enc, vl_error *err) {
+  cJSON *next;
+  for (cJSON *t = list ? list->child : NULL; t != NULL; t = next) {
+    next = t->next;
+    vl_status st = tensor_from_transport(c, list, t, payload, enc, err);
+    if (st != VL_OK) return st;
+  }
+  return VL_OK;
+}
+
+static int cmd_run(ctl *c) {
+  vl_error err;
+  vl_encoding enc;
+  if (c->inputs == NULL) return usage_error("run needs --inputs FILE");
+  if (!encoding_option(c, &enc)) return usage_error("--encoding %s: use values or base64", c->encoding);
+  vl_buf payload = {0}, out_payload = {0};
+  cJSON *params = graph_params(c, c->positional[0], false, &err), *result = NULL;
+  if (params == NULL) return report(c->positional[0], &err);
+  vl_status st = add_inputs(c, params, &payload, &err);
+  const char *wire = c->local ? (c->encoding ? c->encoding : "values") : "blob";
+  if (st == VL_OK && !cJSON_AddStringToObject(params, "encoding", wire)) st = VL_ERR_NOMEM;
+  if (st == VL_OK) st = call(c, "execute", params, &payload, &result, &out_payload, &err);
+  cJSON_Delete(params);
+  vl_buf_free(&payload);
+  if (st == VL_OK)
+    st = outputs_from_transport(c, cJSON_GetObjectItem(result, "outputs"), &out_payload, enc, &err);
+  vl_buf_free(&out_payload);
+  if (st != VL_OK) {
+    cJSON_Delete(result);
+    return report(error_file(c, &err, c->positional[0]), &err);
+  }
+  int rc = write_json(c->out, result);
+  cJSON_Delete(result);
+  return rc;
+}
+
+/* "1,2,-1" -> sizes; "" is rank 0. */
+static bool parse_list(const char *text, int64_t *v, size_t *n) {
+  *n = 0;
+  if (text[0] == '\0') return true;
+  const char *p = text;
+  for (;;) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(p, &end, 10);
+    if (end == p || errno || *n >= VL_MAX_RANK) return false;
+    v[(*n)++] = x;
+    if (*end == '\0') return true;
+    if (*end != ',') return false;
+    p = end + 1;
+  }
+}
+
+static cJSON *int_list_json(const int64_t *v, size_t n) {
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; arr && i < n; i++)
+    if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v[i]))) {
+      cJSON_Delete(arr);
+      return NULL;
+    }
+  return arr;
+}
+
+static int cmd_view_copy(ctl *c) {
+  int64_t size[VL_MAX_RANK], order[VL_MAX_RANK];
+  size_t rank, order_rank = 0;
+  vl_encoding enc;
+  if (c->size == NULL) return usage_error("view-copy needs --size");
+  if (!parse_list(c->size, size, &rank)) return usage_error("--size %s: not a comma list of integers", c->size);
+  if (c->out_dim_order && !parse_list(c->out_dim_order, order, &order_rank))
+    return usage_error("--out-dim-order %s: not a comma list of integers", c->out_dim_order);
+  if (!encoding_option(c, &enc)) return usage_error("--encoding %s: use values or base64", c->encoding);
+  vl_error err;
+  vl_buf payload = {0}, out_payload = {0};
+  cJSON *input = read_json(c->positional[0], &err), *result = NULL;
+  if (input == NULL) return report(c->positional[0], &err);
+  cJSON *params = cJSON_CreateObject();
+  vl_status st = VL_ERR_NOMEM;
+  if (params && cJSON_AddItemToObject(params, "input", input)) {
+    input = NULL;
+    st = tensor_for_transport(c, params, cJSON_GetObjectItem(params, "input"), &payload, &err);
+  }
+  cJSON_Delete(input);
+  if (st == VL_OK && !cJSON_AddItemToObject(params, "size", int_list_json(size, rank))) st = VL_ERR_NOMEM;
+  if (st == VL_OK && c->out_dim_order &&
+      !cJSON_AddItemToObject(params, "out_dim_order", int_list_json(order, order_rank)))
+    st = VL_ERR_NOMEM;
+  const char *wire = c->local ? (c->encoding ? c->encoding : "values") : "blob";
+  if (st == VL_OK && !cJSON_AddStringToObject(params, "encoding", wire)) st = VL_ERR_NOMEM;
+  if (st == VL_ERR_NOMEM && err.code != VL_ERR_NOMEM) vl_error_set(&err, st, "", "out of memory");
+  if (st == VL_OK) st = call(c, "view_copy", params, &payload, &result, &out_payload, &err);
+  else if (err.path[0] != '\0' || st != VL_ERR_NOMEM) vl_error_prefix(&err, "/input");
+  cJSON_Delete(params);
+  vl_buf_free(&payload);
+  if (st == VL_OK)
+    st = tensor_from_transport(c, result, cJSON_GetObjectItem(result, "output"), &out_payload, enc, &err);
+  vl_buf_free(&out_payload);
+  if (st != VL_OK) {
+    cJSON_Delete(result);
+    return report(c->positional[0], &err);
+  }
+  int rc = write_json(c->out, cJSON_GetObjectItem(result, "output"));
+  cJSON_Delete(result);
+  return rc;
+}
+
+static int cmd_plain(ctl *c, const char *method) {
+  vl_error err;
+  cJSON *result = NULL;
+  if (c->local && strcmp(method, "stats") == 0)
+    return usage_error("stats: counters belong to the daemon; not available with --local");
+  vl_status st = call(c, method, NULL, NULL, &result, NULL, &err);
+  if (st != VL_OK) return report(NULL, &err);
+  int rc = write_json(c->out, result);
+  cJSON_Delete(result);
+  return rc;
+}
+
+static int cmd_ping(ctl *c) { return cmd_plain(c, "ping"); }
+static int cmd_stats(ctl *c) { return cmd_plain(c, "stats"); }
+static int cmd_version(ctl *c) { return cmd_plain(c, "version"); }
+
+/* ---- argument parsing: a table of commands, each with its options ---- */
+
+enum { OPT_OUT = 1 << 0, OPT_KEEP = 1 << 1, OPT_POLICY = 1 << 2, OPT_INPUTS = 1 << 3,
+       OPT_SEED = 1 << 4, OPT_ENCODING = 1 << 5, OPT_SIZE = 1 << 6, OPT_ORDER = 1 << 7 };
+
+static const struct command {
+  const char *name;
+  int (*fn)(ctl *);
+  size_t min_args, max_args;
+  unsigned options;
+} commands[] = {
+    {"validate", cmd_validate, 1, 1, 0},
+    {"lower", cmd_lower, 1, MAX_POSITIONAL, OPT_OUT | OPT_KEEP | OPT_POLICY},
+    {"explain", cmd_explain, 1, 1, OPT_KEEP | OPT_POLICY},
+    {"verify", cmd_verify, 1, 1, OPT_INPUTS | OPT_SEED | OPT_KEEP | OPT_POLICY},
+    {"run", cmd_run, 1, 1, OPT_INPUTS | OPT_OUT | OPT_ENCODING},
+    {"view-copy", cmd_view_copy, 1, 1, OPT_SIZE | OPT_ORDER | OPT_OUT | OPT_ENCODING},
+    {"ping", cmd_ping, 0, 0, 0},
+    {"stats", cmd_stats, 0, 0, 0},
+    {"version", cmd_version, 0, 0, 0},
+};
+
+static const struct option_row {
+  const char *flag;
+  unsigned bit;
+  size_t offset; /* of the const char * field in ctl; 0 for --keep-view-copy */
+} option_rows[] = {
+    {"-o", OPT_OUT, offsetof(ctl, out)},
+    {"--policy", OPT_POLICY, offsetof(ctl, policy)},
+    {"--inputs", OPT_INPUTS, offsetof(ctl, inputs)},
+    {"--seed", OPT_SEED, offsetof(ctl, seed)},
+    {"--encoding", OPT_ENCODING, offsetof(ctl, encoding)},
+    {"--size", OPT_SIZE, offsetof(ctl, size)},
+    {"--out-dim-order", OPT_ORDER, offsetof(ctl, out_dim_order)},
+    {"--keep-view-copy", OPT_KEEP, 0},
+};
+
+static int parse_command_args(ctl *c, const struct command *cmd, int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-' || strcmp(a, "-") == 0) {
+      if (c->n_positional >= cmd->max_args) return usage_error("unexpected argument %s", a);
+      c->positional[c->n_positional++] = a;
+      continue;
+    }
+    const struct option_row *row = NULL;
+    for (size_t k = 0; k < sizeof option_rows / sizeof *option_rows; k++)
+      if (strcmp(option_rows[k].flag, a) == 0 && (cmd->options & option_rows[k].bit)) row = &option_rows[k];
+    if (row == NULL) return usage_error("unknown option %s for this command", a);
+    if (row->bit == OPT_KEEP) {
+      c->keep_view_copy = true;
+      continue;
+    }
+    if (i + 1 >= argc) return usage_error("%s needs a value", a);
+    *(const char **)((char *)c + row->offset) = argv[++i];
+  }
+  if (c->n_positional < cmd->min_args) return usage_error("%s needs more arguments", cmd->name);
+  if (c->policy && strcmp(c->policy, "safe") != 0 && strcmp(c->policy, "legacy") != 0)
+    return usage_error("--policy %s: use safe or legacy", c->policy);
+  return 0;
+}
+
+static bool parse_int(const char *s, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || end == s || v < 0 || v > 86400000) return false;
+  *out = (int)v;
+  return true;
+}
+
+int main(int argc, char **argv) {
+  ctl c;
+  memset(&c, 0, sizeof c);
+  vl_limits_default(&c.lim);
+  c.timeout_ms = 120000;
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--local") == 0) {
+      c.local = true;
+    } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+      c.socket = argv[++i];
+    } else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc) {
+      if (!parse_int(argv[++i], &c.timeout_ms)) return usage_error("--timeout-ms %s: not a number of milliseconds", argv[i]);
+    } else {
+      return usage_error("unknown option %s", argv[i]);
+    }
+  }
+  if (c.local && c.socket) return usage_error("--socket and --local exclude each other");
+  if (i >= argc) return usage_error("a command is required");
+  const struct command *cmd = NULL;
+  for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
+    if (strcmp(commands[k].name, argv[i]) == 0) cmd = &commands[k];
+  if (cmd == NULL) return usage_error("unknown command %s", argv[i]);
+  int rc = parse_command_args(&c, cmd, argc - i - 1, argv + i + 1);
+  if (rc == 0) rc = cmd->fn(&c);
+  vl_client_close(c.client);
+  return rc;
+}

@@ -1,0 +1,307 @@
+/* test_graph.c - graph JSON: parsing, strict validation with JSON pointers, printing back,
+ * and linear behaviour on large graphs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "viewlower/graph.h"
+
+#define HEAD "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
+#define X "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}"
+#define OUT(a) "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"" a "\"]}"
+
+static char *read_text(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+/* Parses text expecting failure with the given status, pointer and message fragment. */
+static void expect_error(const char *json, vl_status code, const char *path, const char *msg) {
+  vl_graph *g = NULL;
+  vl_error err;
+  vl_error_clear(&err);
+  vl_status st = vl_graph_parse(json, strlen(json), NULL, &g, &err);
+  if (st != code || strcmp(err.path, path) != 0 || strstr(err.message, msg) == NULL)
+    fail_msg("for %s\n got %d %s: %s\n want %d %s: ...%s...", json, st, err.path, err.message,
+             code, path, msg);
+  assert_null(g);
+}
+
+static vl_graph *parse_ok(const char *json) {
+  vl_graph *g = NULL;
+  vl_error err;
+  vl_status st = vl_graph_parse(json, strlen(json), NULL, &g, &err);
+  if (st != VL_OK) fail_msg("%s: %s", err.path, err.message);
+  return g;
+}
+
+static void the_patch_embed_example_parses_with_resolved_references(void **state) {
+  (void)state;
+  size_t len;
+  char *text = read_text(VL_EXAMPLES_DIR "/graphs/patch_embed.json", &len);
+  vl_graph *g = NULL;
+  vl_error err;
+  assert_int_equal(vl_graph_parse(text, len, NULL, &g, &err), VL_OK);
+  assert_int_equal(g->n_nodes, 5);
+  assert_int_equal(g->output, 4);
+  assert_string_equal(g->name, "patch_embed");
+  const vl_node *flat = &g->nodes[2];
+  assert_string_equal(flat->target, "aten.view_copy.default");
+  assert_int_equal(flat->args[0].kind, VL_ARG_REF);
+  assert_int_equal(flat->args[0].u.ref, 1);
+  assert_int_equal(flat->args[1].kind, VL_ARG_LIST);
+  assert_int_equal(flat->args[1].u.list.items[2].u.i, -1);
+  assert_int_equal(g->nodes[1].val.dim_order[3], 1);
+  /* users: x_cl is used by flat, flat by tokens, tokens by out */
+  assert_int_equal(g->nodes[1].n_users, 1);
+  assert_int_equal(g->nodes[1].users[0], 2);
+  assert_int_equal(g->nodes[3].users[0], 4);
+  vl_graph_free(g);
+  free(text);
+}
+
+static void printing_then_parsing_gives_the_same_graph(void **state) {
+  (void)state;
+  static const char *files[] = {"patch_embed", "reshape_chain", "inplace_after_view",
+                                "remove_view_copy_model"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char path[512];
+    size_t len;
+    snprintf(path, sizeof path, "%s/graphs/%s.json", VL_EXAMPLES_DIR, files[i]);
+    char *text = read_text(path, &len);
+    vl_graph *g = parse_ok(text);
+    char *once = vl_graph_print(g);
+    vl_graph *g2 = parse_ok(once);
+    char *twice = vl_graph_print(g2);
+    assert_string_equal(once, twice);
+    vl_graph_free(g);
+    vl_graph_free(g2);
+    free(once);
+    free(twice);
+    free(text);
+  }
+}
+
+static void printed_vals_carry_dtype_shape_and_dim_order(void **state) {
+  (void)state;
+  vl_graph *g = parse_ok(HEAD
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[8,1,3,3],"
+      "\"strides\":[9,1,3,1],\"dynamic\":true}}," OUT("x") "]}");
+  char *text = vl_graph_print(g);
+  assert_non_null(strstr(text, "\"val\":{\"dtype\":\"float32\",\"shape\":[8,1,3,3],"
+                               "\"dim_order\":[0,2,3,1],\"dynamic\":true}"));
+  assert_non_null(strstr(text, "\"kind\":\"user_input\""));
+  free(text);
+  vl_graph_free(g);
+}
+
+static void literals_keep_their_kinds(void **state) {
+  (void)state;
+  vl_graph *g = parse_ok(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\","
+      "\"args\":[\"x\",[1,[2.5,null]],true,-7],\"kwargs\":{\"mode\":\"fast\",\"alpha\":0.1},"
+      "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}");
+  const vl_node *y = &g->nodes[1];
+  assert_int_equal(y->n_args, 4);
+  assert_int_equal(y->args[1].u.list.items[1].u.list.items[0].kind, VL_ARG_FLOAT);
+  assert_int_equal(y->args[1].u.list.items[1].u.list.items[1].kind, VL_ARG_NULL);
+  assert_int_equal(y->args[2].kind, VL_ARG_BOOL);
+  assert_int_equal(y->args[3].u.i, -7);
+  assert_int_equal(vl_node_kwarg(y, "mode")->kind, VL_ARG_STRING);
+  char *text = vl_graph_print(g);
+  assert_non_null(strstr(text, "\"args\":[\"x\",[1,[2.5,null]],true,-7],"
+                               "\"kwargs\":{\"mode\":\"fast\",\"alpha\":0.1}"));
+  free(text);
+  vl_graph_free(g);
+}
+
+static void structural_errors_name_the_place(void **state) {
+  (void)state;
+  expect_error("{\"format\":\"onnx\",\"version\":1,\"nodes\":[]}", VL_ERR_INVALID_GRAPH, "/format", "unknown format");
+  expect_error("{\"format\":\"viewlower.graph\",\"version\":2,\"nodes\":[]}", VL_ERR_INVALID_GRAPH, "/version", "unsupported version");
+  expect_error("{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[],\"extra\":1}", VL_ERR_INVALID_GRAPH, "/extra", "unknown key");
+  expect_error("{\"format\":\"viewlower.graph\",\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[]}",
+               VL_ERR_INVALID_GRAPH, "/format", "duplicate key");
+  expect_error(HEAD X "," X "," OUT("x") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/name", "duplicate name \"x\"");
+  expect_error(HEAD "{\"op\":\"placeholder\"}]}", VL_ERR_INVALID_GRAPH, "/nodes/0/name", "is required");
+  expect_error(HEAD X "," OUT("nope") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/args/0", "unknown node \"nope\"");
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+               "\"args\":[\"z\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
+               "{\"name\":\"z\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
+               OUT("y") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/args/0", "defined later");
+  expect_error(HEAD X "," OUT("x") ",{\"name\":\"out2\",\"op\":\"output\",\"args\":[\"x\"]}]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/op", "must be the last");
+  expect_error(HEAD X "]}", VL_ERR_INVALID_GRAPH, "/nodes/0/op", "last node must be the output");
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call\"}," OUT("x") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/op", "must be placeholder");
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"relu\",\"args\":[\"x\"],"
+               "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/target", "namespace.operator");
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"a.b\",\"args\":[\"x\"]},"
+               OUT("y") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/val", "is required");
+  expect_error("{\"format\":", VL_ERR_PARSE, "", "malformed JSON");
+  expect_error(HEAD X "," OUT("x") "]} trailing", VL_ERR_PARSE, "", "trailing data");
+}
+
+static void spec_errors_name_the_field(void **state) {
+  (void)state;
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float\",\"shape\":[2]}}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/0/val/dtype", "unknown dtype");
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,3,4,5],"
+               "\"dim_order\":[0,1,1,3]}}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/0/val/dim_order", "not a permutation of 0..3");
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,3],"
+               "\"dim_order\":[0]}}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/0/val/dim_order", "has 1 entries but the rank is 2");
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,-3]}}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape/1", "must not be negative");
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,3],"
+               "\"strides\":[4,1]}}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/0/val/strides", "not dense");
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\","
+               "\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape", "rank 17 exceeds");
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\","
+               "\"shape\":[4294967296,4294967296]}}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape", "overflows");
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2.5]}}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape/0", "whole number");
+}
+
+#define CL "\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1]}"
+
+static void layout_spelling_must_follow_skip_dim_order(void **state) {
+  (void)state;
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
+               "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten._to_copy.default\",\"args\":[\"x\"],"
+               "\"kwargs\":{\"memory_format\":\"channels_last\"}," CL "}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/memory_format", "skip_dim_order is false");
+  expect_error("{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["
+               "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
+               "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"dim_order_ops._to_dim_order_copy.default\","
+               "\"args\":[\"x\"],\"kwargs\":{\"dim_order\":[0,2,3,1]}," CL "}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/target", "skip_dim_order is true");
+  vl_graph *g = parse_ok(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
+               "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.clone.default\",\"args\":[\"x\"],"
+               "\"kwargs\":{\"memory_format\":\"preserve_format\"},\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
+               OUT("y") "]}");
+  vl_graph_free(g);
+}
+
+#define VIEW(args, val) \
+  ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\",\"args\":" args \
+  ",\"val\":" val "}," OUT("v") "]}"
+
+static void view_copy_nodes_must_agree_with_their_size_and_base(void **state) {
+  (void)state;
+  expect_error(HEAD X VIEW("[\"x\",[3,3]]", "{\"dtype\":\"float32\",\"shape\":[3,3]}"),
+               VL_ERR_INVALID_GRAPH, "/nodes/1/val/shape", "9 elements but the base x has 6");
+  expect_error(HEAD X VIEW("[\"x\",[3,2]]", "{\"dtype\":\"int32\",\"shape\":[3,2]}"),
+               VL_ERR_INVALID_GRAPH, "/nodes/1/val/dtype", "differs from the base");
+  expect_error(HEAD X VIEW("[\"x\",[6]]", "{\"dtype\":\"float32\",\"shape\":[3,2]}"),
+               VL_ERR_INVALID_GRAPH, "/nodes/1/val/shape", "disagrees with the size argument");
+  expect_error(HEAD X VIEW("[\"x\",[-1,-1]]", "{\"dtype\":\"float32\",\"shape\":[3,2]}"),
+               VL_ERR_INVALID_GRAPH, "/nodes/1/args/1", "only one size may be -1");
+  expect_error(HEAD X VIEW("[\"x\",[-3,-2]]", "{\"dtype\":\"float32\",\"shape\":[3,2]}"),
+               VL_ERR_INVALID_GRAPH, "/nodes/1/args/1", "negative");
+  vl_graph *g = parse_ok(HEAD X VIEW("[\"x\",[3,-1]]", "{\"dtype\":\"float32\",\"shape\":[3,2]}"));
+  vl_graph_free(g);
+}
+
+static void mutates_and_out_must_name_arguments(void **state) {
+  (void)state;
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[],"
+               "\"mutates\":[\"x\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/mutates/0", "not among the node's arguments");
+  vl_graph *g = parse_ok(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.out\","
+               "\"args\":[\"x\"],\"kwargs\":{\"out\":\"x\"},\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
+               OUT("y") "]}");
+  assert_int_equal(g->nodes[1].out, 0);
+  vl_graph_free(g);
+}
+
+static void deep_nesting_is_an_error_not_a_crash(void **state) {
+  (void)state;
+  size_t depth = 100000;
+  char *text = malloc(2 * depth + 1);
+  memset(text, '[', depth);
+  memset(text + depth, ']', depth);
+  text[2 * depth] = '\0';
+  vl_graph *g = NULL;
+  vl_error err;
+  assert_int_equal(vl_graph_parse(text, 2 * depth, NULL, &g, &err), VL_ERR_PARSE);
+  free(text);
+}
+
+static void too_many_nodes_is_too_large(void **state) {
+  (void)state;
+  vl_limits lim;
+  vl_limits_default(&lim);
+  lim.max_nodes = 1;
+  const char *json = HEAD X "," OUT("x") "]}";
+  vl_graph *g = NULL;
+  vl_error err;
+  assert_int_equal(vl_graph_parse(json, strlen(json), &lim, &g, &err), VL_ERR_TOO_LARGE);
+  assert_string_equal(err.path, "/nodes");
+}
+
+/* A chain x -> relu -> relu ... of n nodes. */
+static char *chain(uint32_t n, size_t *len) {
+  size_t cap = (size_t)n * 160 + 256, at = 0;
+  char *buf = malloc(cap);
+  at += (size_t)sprintf(buf + at, HEAD "{\"name\":\"n0\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[4,4]}}");
+  for (uint32_t i = 1; i + 1 < n; i++)
+    at += (size_t)sprintf(buf + at, ",{\"name\":\"n%u\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+                          "\"args\":[\"n%u\"],\"val\":{\"dtype\":\"float32\",\"shape\":[4,4]}}", i, i - 1);
+  at += (size_t)sprintf(buf + at, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%u\"]}]}", n - 2);
+  *len = at;
+  return buf;
+}
+
+static void a_100000_node_chain_parses_and_prints(void **state) {
+  (void)state;
+  size_t len;
+  char *text = chain(100000, &len);
+  vl_graph *g = NULL;
+  vl_error err;
+  assert_int_equal(vl_graph_parse(text, len, NULL, &g, &err), VL_OK);
+  assert_int_equal(g->n_nodes, 100000);
+  assert_int_equal(g->nodes[99998].users[0], 99999);
+  char *printed = vl_graph_print(g);
+  assert_non_null(printed);
+  vl_graph_free(g);
+  free(printed);
+  free(text);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(the_patch_embed_example_parses_with_resolved_references),
+      cmocka_unit_test(printing_then_parsing_gives_the_same_graph),
+      cmocka_unit_test(printed_vals_carry_dtype_shape_and_dim_order),
+      cmocka_unit_test(literals_keep_their_kinds),
+      cmocka_unit_test(structural_errors_name_the_place),
+      cmocka_unit_test(spec_errors_name_the_field),
+      cmocka_unit_test(layout_spelling_must_follow_skip_dim_order),
+      cmocka_unit_test(view_copy_nodes_must_agree_with_their_size_and_base),
+      cmocka_unit_test(mutates_and_out_must_name_arguments),
+      cmocka_unit_test(deep_nesting_is_an_error_not_a_crash),
+      cmocka_unit_test(too_many_nodes_is_too_large),
+      cmocka_unit_test(a_100000_node_chain_parses_and_prints),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
