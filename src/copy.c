@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_internal.h"
+
 /* Loops the engine handles at once. Each kept dim has size >= 2, so a copy that fits in memory
  * has far fewer than 64 of them; more are peeled off one by one (see vl_copy_strided). */
 #define MAX_LOOPS 64
@@ -334,7 +336,7 @@ void vl_copy_strided(size_t elem_size, size_t rank, const int64_t *shape, void *
 
 /* ---- logical-order copies ------------------------------------------------------------------ */
 
-static const char *shape_text(char *buf, size_t n, size_t rank, const int64_t *shape) {
+const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shape) {
   size_t at = 0;
   buf[0] = '\0';
   at += (size_t)snprintf(buf, n, "[");
@@ -446,13 +448,13 @@ static vl_status check_permute(const vl_spec *dst, const vl_spec *src, const int
   for (size_t d = 0; d < src->rank; d++) {
     if (perm[d] < 0 || perm[d] >= src->rank || seen[perm[d]])
       return vl_error_set(err, VL_ERR_KERNEL, "", "dims %s are not a permutation of 0..%d",
-                          shape_text(a, sizeof a, src->rank, perm), src->rank - 1);
+                          vl__shape_text(a, sizeof a, src->rank, perm), src->rank - 1);
     seen[perm[d]] = true;
     if (dst->shape[d] != src->shape[perm[d]])
       return vl_error_set(err, VL_ERR_KERNEL, "", "permute of %s by %s cannot give shape %s",
-                          shape_text(a, sizeof a, src->rank, src->shape),
-                          shape_text(b, sizeof b, src->rank, perm),
-                          shape_text(b, sizeof b, dst->rank, dst->shape));
+                          vl__shape_text(a, sizeof a, src->rank, src->shape),
+                          vl__shape_text(b, sizeof b, src->rank, perm),
+                          vl__shape_text(b, sizeof b, dst->rank, dst->shape));
   }
   return VL_OK;
 }
@@ -502,8 +504,8 @@ vl_status vl_view_copy_out(const vl_tensor *self, const int64_t *size, size_t si
   if (out->spec.rank != size_rank ||
       (size_rank > 0 && memcmp(out->spec.shape, shape, size_rank * sizeof *shape) != 0))
     return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: out has shape %s, size gives %s",
-                        shape_text(a, sizeof a, out->spec.rank, out->spec.shape),
-                        shape_text(b, sizeof b, size_rank, shape));
+                        vl__shape_text(a, sizeof a, out->spec.rank, out->spec.shape),
+                        vl__shape_text(b, sizeof b, size_rank, shape));
   return vl_copy_logical(&out->spec, out->data, &self->spec, self->data, err);
 }
 
@@ -518,7 +520,7 @@ vl_status vl_view_copy(const vl_tensor *self, const int64_t *size, size_t size_r
   vl_spec_init(&spec, self->spec.dtype, (uint8_t)size_rank, shape);
   if (out_dim_order != NULL) {
     if (!vl_dim_order_is_permutation(out_dim_order, size_rank))
-      return vl_error_set(err, VL_ERR_KERNEL, "",
+      return vl_error_set(err, VL_ERR_KERNEL, "/out_dim_order",
                           "view_copy: out dim order is not a permutation of 0..%zu",
                           size_rank > 0 ? size_rank - 1 : 0);
     memcpy(spec.dim_order, out_dim_order, size_rank);

@@ -1,0 +1,590 @@
+/* interp.c - the graph interpreter with real aliasing (SPEC §4).
+ *
+ * Every node that yields a tensor gets a slot: a storage (an owned buffer) and the spec through
+ * which the node reads it. A call allocates a fresh storage in its declared layout (node->val);
+ * memory.view takes its base's storage with its own declared spec, so a lowering that aliases
+ * the wrong layout really reads wrong values; in-place ops (add_, relu_, copy_) and kwargs.out
+ * write into the written argument's storage and their node shares that slot. Ops come from one
+ * table: adding an op is adding a row. Every byte allocated counts against
+ * lim->max_total_bytes; all storages live until the run ends. */
+#include "viewlower/interp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise.h"
+#include "kernel_internal.h"
+#include "viewlower/copy.h"
+
+#define NO_STORE UINT32_MAX
+
+typedef struct storage {
+  void *data;
+  int64_t nbytes;
+} storage;
+
+typedef struct slot {
+  uint32_t store; /* index into run.stores, NO_STORE before the node ran */
+  vl_spec spec;
+} slot;
+
+typedef struct run {
+  const vl_graph *g;
+  const vl_limits *lim;
+  storage *stores;
+  uint32_t n_stores;
+  slot *slots;
+  int64_t total; /* bytes allocated so far, temporaries included while alive */
+  vl_error *err;
+} run;
+
+/* A tensor as an op sees it: bytes plus the spec they are read through. */
+typedef struct tview {
+  void *data;
+  vl_spec spec;
+  uint32_t store;
+} tview;
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+static vl_status budget_take(run *r, int64_t nbytes) {
+  if (nbytes > r->lim->max_total_bytes - r->total)
+    return vl_error_set(r->err, VL_ERR_TOO_LARGE, "",
+                        "execution needs more than the limit of %lld bytes of buffers",
+                        (long long)r->lim->max_total_bytes);
+  r->total += nbytes;
+  return VL_OK;
+}
+
+/* A zero-filled buffer of nbytes, counted against the limits. */
+static vl_status buffer_new(run *r, int64_t nbytes, void **out) {
+  if (nbytes > r->lim->max_tensor_bytes)
+    return vl_error_set(r->err, VL_ERR_TOO_LARGE, "/val",
+                        "tensor of %lld bytes exceeds the limit of %lld bytes", (long long)nbytes,
+                        (long long)r->lim->max_tensor_bytes);
+  vl_status st = budget_take(r, nbytes);
+  if (st != VL_OK) return st;
+  *out = calloc(nbytes > 0 ? (size_t)nbytes : 1, 1);
+  if (*out == NULL) {
+    r->total -= nbytes;
+    return vl_error_set(r->err, VL_ERR_NOMEM, "", "out of memory allocating %lld bytes",
+                        (long long)nbytes);
+  }
+  return VL_OK;
+}
+
+static void buffer_release(run *r, void *p, int64_t nbytes) {
+  if (p == NULL) return;
+  free(p);
+  r->total -= nbytes;
+}
+
+/* A new storage for spec, bound to node i's slot; *v describes it. */
+static vl_status slot_alloc(run *r, uint32_t i, const vl_spec *spec, tview *v) {
+  int64_t nbytes;
+  void *data = NULL;
+  if (!vl_spec_nbytes(spec, &nbytes))
+    return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val", "byte size overflows");
+  vl_status st = buffer_new(r, nbytes, &data);
+  if (st != VL_OK) return st;
+  r->stores[r->n_stores] = (storage){.data = data, .nbytes = nbytes};
+  r->slots[i] = (slot){.store = r->n_stores++, .spec = *spec};
+  *v = (tview){.data = data, .spec = *spec, .store = r->slots[i].store};
+  return VL_OK;
+}
+
+static tview slot_view(const run *r, uint32_t i) {
+  const slot *s = &r->slots[i];
+  return (tview){.data = r->stores[s->store].data, .spec = s->spec, .store = s->store};
+}
+
+static void run_free(run *r) {
+  for (uint32_t i = 0; i < r->n_stores; i++) free(r->stores[i].data);
+  free(r->stores);
+  free(r->slots);
+}
+
+/* ---- arguments --------------------------------------------------------------------------- */
+
+static vl_status arg_error(run *r, uint32_t k, const char *what) {
+  char path[32];
+  snprintf(path, sizeof path, "/args/%u", k);
+  return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, path, "argument %u must be %s", k, what);
+}
+
+/* Argument k of node n as a tensor that has been computed. */
+static vl_status arg_tensor(run *r, const vl_node *n, uint32_t k, tview *v) {
+  if (k >= n->n_args || n->args[k].kind != VL_ARG_REF ||
+      r->slots[n->args[k].u.ref].store == NO_STORE)
+    return arg_error(r, k, "a tensor");
+  *v = slot_view(r, n->args[k].u.ref);
+  return VL_OK;
+}
+
+static vl_status arg_int(run *r, const vl_node *n, uint32_t k, int64_t *v) {
+  if (k >= n->n_args || n->args[k].kind != VL_ARG_INT) return arg_error(r, k, "an integer");
+  *v = n->args[k].u.i;
+  return VL_OK;
+}
+
+static vl_status arg_int_list(run *r, const vl_node *n, uint32_t k, int64_t *v, size_t *count) {
+  if (k >= n->n_args || n->args[k].kind != VL_ARG_LIST ||
+      n->args[k].u.list.count > VL_MAX_RANK)
+    return arg_error(r, k, "a list of at most 16 integers");
+  const vl_arg *list = &n->args[k];
+  for (uint32_t j = 0; j < list->u.list.count; j++) {
+    if (list->u.list.items[j].kind != VL_ARG_INT) return arg_error(r, k, "a list of integers");
+    v[j] = list->u.list.items[j].u.i;
+  }
+  *count = list->u.list.count;
+  return VL_OK;
+}
+
+/* A dim index in [-rank, rank) made non-negative. */
+static vl_status dim_wrap(run *r, uint32_t k, int64_t d, uint8_t rank, int64_t *out) {
+  if (d < -(int64_t)rank || d >= (int64_t)rank || (rank == 0 && d != 0 && d != -1)) {
+    char path[32];
+    snprintf(path, sizeof path, "/args/%u", k);
+    return vl_error_set(r->err, VL_ERR_KERNEL, path, "dim %lld is out of range for rank %u",
+                        (long long)d, (unsigned)rank);
+  }
+  *out = d < 0 ? d + rank : d;
+  return VL_OK;
+}
+
+static vl_tensor as_tensor(const tview *v) {
+  int64_t nbytes = 0;
+  vl_spec_nbytes(&v->spec, &nbytes);
+  return (vl_tensor){.spec = v->spec, .nbytes = nbytes, .data = v->data};
+}
+
+static bool same_shape(const vl_spec *a, const vl_spec *b) {
+  return a->rank == b->rank && memcmp(a->shape, b->shape, a->rank * sizeof a->shape[0]) == 0;
+}
+
+static vl_status shape_error(run *r, const char *what, const vl_spec *a, const vl_spec *b) {
+  char sa[160], sb[160];
+  return vl_error_set(r->err, VL_ERR_KERNEL, "", "%s: shape %s differs from %s", what,
+                      vl__shape_text(sa, sizeof sa, a->rank, a->shape),
+                      vl__shape_text(sb, sizeof sb, b->rank, b->shape));
+}
+
+/* ---- contiguous logical arrays (for elementwise ops) -------------------------------------- */
+
+/* v's elements in logical order as dtype dt: v's own bytes when that already holds (and the
+ * caller allows it), else a new temporary (*tmp, tmp_bytes set; release with buffer_release). */
+static vl_status logical_array(run *r, const tview *v, vl_dtype dt, bool allow_alias,
+                               const void **out, void **tmp, int64_t *tmp_bytes) {
+  int64_t numel = 0, nbytes;
+  *tmp = NULL;
+  *tmp_bytes = 0;
+  if (allow_alias && v->spec.dtype == dt && vl_layout_is_contiguous(&v->spec)) {
+    *out = v->data;
+    return VL_OK;
+  }
+  vl_spec_numel(&v->spec, &numel);
+  vl_spec dense = v->spec;
+  vl_dim_order_default(dense.dim_order, dense.rank);
+  dense.dtype = dt;
+  vl_spec_nbytes(&dense, &nbytes);
+  int64_t extra = v->spec.dtype != dt ? numel * (int64_t)vl_dtype_size(v->spec.dtype) : 0;
+  vl_status st = buffer_new(r, nbytes + extra, tmp);
+  if (st != VL_OK) return st;
+  *tmp_bytes = nbytes + extra;
+  char *same = v->spec.dtype == dt ? *tmp : (char *)*tmp + nbytes;
+  dense.dtype = v->spec.dtype;
+  st = vl_copy_logical(&dense, same, &v->spec, v->data, r->err);
+  if (st == VL_OK && v->spec.dtype != dt) vl__ew_cast(dt, *tmp, v->spec.dtype, same, numel);
+  *out = *tmp;
+  return st;
+}
+
+/* Writes the contiguous logical array res into dst (layout and all). */
+static vl_status store_logical(run *r, const tview *dst, const void *res) {
+  vl_spec dense = dst->spec;
+  vl_dim_order_default(dense.dim_order, dense.rank);
+  return vl_copy_logical(&dst->spec, dst->data, &dense, res, r->err);
+}
+
+/* ---- node destinations -------------------------------------------------------------------- */
+
+/* Where node i writes: kwargs.out's storage, an in-place op's arg 0, or a fresh storage in the
+ * node's declared layout. The node's slot is set to it. *fresh: nothing else can see it. */
+static vl_status node_dest(run *r, uint32_t i, bool inplace, tview *dst, bool *fresh) {
+  const vl_node *n = &r->g->nodes[i];
+  *fresh = false;
+  if (inplace && (n->n_args == 0 || n->args[0].kind != VL_ARG_REF))
+    return arg_error(r, 0, "a tensor");
+  if (n->out != VL_NO_NODE || inplace) {
+    uint32_t w = n->out != VL_NO_NODE ? n->out : n->args[0].u.ref;
+    if (r->slots[w].store == NO_STORE)
+      return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, n->out != VL_NO_NODE ? "/kwargs/out" : "/args/0",
+                          "the written argument is not a computed tensor");
+    r->slots[i] = r->slots[w];
+    *dst = slot_view(r, w);
+    return VL_OK;
+  }
+  *fresh = true;
+  return slot_alloc(r, i, &n->val, dst);
+}
+
+/* ---- ops ----------------------------------------------------------------------------------- */
+
+typedef vl_status (*op_fn)(run *r, uint32_t i, const tview *dst, bool fresh);
+
+static vl_status op_view_copy(run *r, uint32_t i, const tview *dst, bool fresh) {
+  const vl_node *n = &r->g->nodes[i];
+  int64_t size[VL_MAX_RANK];
+  size_t rank = 0;
+  tview self;
+  (void)fresh;
+  vl_status st = arg_tensor(r, n, 0, &self);
+  if (st == VL_OK) st = arg_int_list(r, n, 1, size, &rank);
+  if (st != VL_OK) return st;
+  vl_tensor in = as_tensor(&self), out = as_tensor(dst);
+  return vl_view_copy_out(&in, size, rank, &out, r->err);
+}
+
+static vl_status op_permute(run *r, uint32_t i, const tview *dst, bool fresh) {
+  const vl_node *n = &r->g->nodes[i];
+  int64_t perm[VL_MAX_RANK];
+  size_t rank = 0;
+  tview self;
+  (void)fresh;
+  vl_status st = arg_tensor(r, n, 0, &self);
+  if (st == VL_OK) st = arg_int_list(r, n, 1, perm, &rank);
+  if (st == VL_OK && rank != self.spec.rank)
+    return vl_error_set(r->err, VL_ERR_KERNEL, "/args/1", "permute of rank %u by %zu dims",
+                        (unsigned)self.spec.rank, rank);
+  for (size_t d = 0; st == VL_OK && d < rank; d++) st = dim_wrap(r, 1, perm[d], self.spec.rank, &perm[d]);
+  if (st != VL_OK) return st;
+  return vl_copy_permute(&dst->spec, dst->data, &self.spec, self.data, perm, r->err);
+}
+
+static vl_status op_transpose(run *r, uint32_t i, const tview *dst, bool fresh) {
+  const vl_node *n = &r->g->nodes[i];
+  int64_t perm[VL_MAX_RANK], d0, d1;
+  tview self;
+  (void)fresh;
+  vl_status st = arg_tensor(r, n, 0, &self);
+  if (st == VL_OK) st = arg_int(r, n, 1, &d0);
+  if (st == VL_OK) st = arg_int(r, n, 2, &d1);
+  if (st == VL_OK) st = dim_wrap(r, 1, d0, self.spec.rank, &d0);
+  if (st == VL_OK) st = dim_wrap(r, 2, d1, self.spec.rank, &d1);
+  if (st != VL_OK) return st;
+  for (uint8_t d = 0; d < self.spec.rank; d++) perm[d] = d;
+  if (self.spec.rank > 0) perm[d0] = d1, perm[d1] = d0;
+  return vl_copy_permute(&dst->spec, dst->data, &self.spec, self.data, perm, r->err);
+}
+
+/* Copies src into dst in logical order, casting when dtypes differ. A source sharing dst's
+ * storage is first copied out, so overlapping layouts cannot smear. */
+static vl_status copy_into(run *r, const tview *dst, const tview *src) {
+  if (!same_shape(&dst->spec, &src->spec)) return shape_error(r, "copy", &src->spec, &dst->spec);
+  if (src->spec.dtype == dst->spec.dtype && src->store != dst->store)
+    return vl_copy_logical(&dst->spec, dst->data, &src->spec, src->data, r->err);
+  const void *arr;
+  void *tmp;
+  int64_t tmp_bytes;
+  vl_status st = logical_array(r, src, dst->spec.dtype, false, &arr, &tmp, &tmp_bytes);
+  if (st == VL_OK) st = store_logical(r, dst, arr);
+  buffer_release(r, tmp, tmp_bytes);
+  return st;
+}
+
+/* _to_copy, clone and their dim_order spellings: the declared val says the layout (and dtype). */
+static vl_status op_layout_copy(run *r, uint32_t i, const tview *dst, bool fresh) {
+  tview self;
+  (void)fresh;
+  vl_status st = arg_tensor(r, &r->g->nodes[i], 0, &self);
+  return st != VL_OK ? st : copy_into(r, dst, &self);
+}
+
+static vl_status op_copy_(run *r, uint32_t i, const tview *dst, bool fresh) {
+  tview src;
+  (void)fresh;
+  vl_status st = arg_tensor(r, &r->g->nodes[i], 1, &src);
+  return st != VL_OK ? st : copy_into(r, dst, &src);
+}
+
+/* The second operand of a binary op: a tensor of dst's shape, or a number literal. */
+typedef struct operand {
+  const void *data;
+  bool scalar;
+  void *tmp;
+  int64_t tmp_bytes;
+  uint64_t elem; /* storage for a scalar (8 bytes, aligned for every dtype) */
+} operand;
+
+static vl_status operand_get(run *r, const vl_node *n, uint32_t k, const tview *dst, operand *o) {
+  o->tmp = NULL;
+  o->tmp_bytes = 0;
+  o->scalar = k < n->n_args && n->args[k].kind != VL_ARG_REF;
+  if (o->scalar) {
+    if (!vl__ew_scalar(dst->spec.dtype, &n->args[k], &o->elem)) return arg_error(r, k, "a tensor or a number");
+    o->data = &o->elem;
+    return VL_OK;
+  }
+  tview v;
+  vl_status st = arg_tensor(r, n, k, &v);
+  if (st == VL_OK && !same_shape(&v.spec, &dst->spec))
+    st = shape_error(r, n->target, &v.spec, &dst->spec);
+  if (st != VL_OK) return st;
+  return logical_array(r, &v, dst->spec.dtype, true, &o->data, &o->tmp, &o->tmp_bytes);
+}
+
+/* Computes into a contiguous result: dst itself when fresh and contiguous, else a temporary. */
+static vl_status result_begin(run *r, const tview *dst, bool fresh, void **res, void **tmp,
+                              int64_t *tmp_bytes) {
+  *tmp = NULL;
+  *tmp_bytes = 0;
+  if (fresh && vl_layout_is_contiguous(&dst->spec)) {
+    *res = dst->data;
+    return VL_OK;
+  }
+  vl_spec_nbytes(&dst->spec, tmp_bytes);
+  vl_status st = buffer_new(r, *tmp_bytes, tmp);
+  if (st != VL_OK) *tmp_bytes = 0;
+  *res = *tmp;
+  return st;
+}
+
+static vl_status result_end(run *r, const tview *dst, void *tmp, int64_t tmp_bytes, vl_status st) {
+  if (st == VL_OK && tmp != NULL) st = store_logical(r, dst, tmp);
+  buffer_release(r, tmp, tmp_bytes);
+  return st;
+}
+
+/* b * alpha in place, for add(a, b, alpha=...) with alpha other than 1. */
+static vl_status apply_alpha(run *r, const vl_node *n, const tview *dst, operand *b, int64_t numel) {
+  const vl_arg *alpha = vl_node_kwarg(n, "alpha");
+  uint64_t ae = 0;
+  if (alpha == NULL || (alpha->kind == VL_ARG_INT && alpha->u.i == 1)) return VL_OK;
+  if (!vl__ew_scalar(dst->spec.dtype, alpha, &ae))
+    return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/kwargs/alpha", "must be a number");
+  int64_t count = b->scalar ? 1 : numel;
+  if (b->tmp == NULL) {
+    int64_t nbytes = count * (int64_t)vl_dtype_size(dst->spec.dtype);
+    vl_status st = buffer_new(r, nbytes, &b->tmp);
+    if (st != VL_OK) return st;
+    b->tmp_bytes = nbytes;
+    memcpy(b->tmp, b->data, (size_t)nbytes);
+    b->data = b->tmp;
+  }
+  vl__ew_binary(dst->spec.dtype, VL__EW_MUL, b->tmp, b->tmp, &ae, true, count);
+  return VL_OK;
+}
+
+static vl_status binary(run *r, uint32_t i, const tview *dst, bool fresh, vl__ew_op op) {
+  const vl_node *n = &r->g->nodes[i];
+  operand a = {0}, b = {0};
+  void *res = NULL, *tmp = NULL;
+  int64_t numel = 0, tmp_bytes = 0;
+  vl_spec_numel(&dst->spec, &numel);
+  vl_status st = operand_get(r, n, 0, dst, &a);
+  if (st == VL_OK && a.scalar) st = arg_error(r, 0, "a tensor");
+  if (st == VL_OK) st = operand_get(r, n, 1, dst, &b);
+  if (st == VL_OK && op == VL__EW_ADD) st = apply_alpha(r, n, dst, &b, numel);
+  if (st == VL_OK) st = result_begin(r, dst, fresh, &res, &tmp, &tmp_bytes);
+  if (st == VL_OK) vl__ew_binary(dst->spec.dtype, op, res, a.data, b.data, b.scalar, numel);
+  st = result_end(r, dst, tmp, tmp_bytes, st);
+  buffer_release(r, a.tmp, a.tmp_bytes);
+  buffer_release(r, b.tmp, b.tmp_bytes);
+  return st;
+}
+
+static vl_status op_add(run *r, uint32_t i, const tview *dst, bool fresh) {
+  return binary(r, i, dst, fresh, VL__EW_ADD);
+}
+
+static vl_status op_mul(run *r, uint32_t i, const tview *dst, bool fresh) {
+  return binary(r, i, dst, fresh, VL__EW_MUL);
+}
+
+static vl_status op_relu(run *r, uint32_t i, const tview *dst, bool fresh) {
+  operand a = {0};
+  void *res = NULL, *tmp = NULL;
+  int64_t numel = 0, tmp_bytes = 0;
+  vl_spec_numel(&dst->spec, &numel);
+  vl_status st = operand_get(r, &r->g->nodes[i], 0, dst, &a);
+  if (st == VL_OK && a.scalar) st = arg_error(r, 0, "a tensor");
+  if (st == VL_OK) st = result_begin(r, dst, fresh, &res, &tmp, &tmp_bytes);
+  if (st == VL_OK) vl__ew_relu(dst->spec.dtype, res, a.data, numel);
+  st = result_end(r, dst, tmp, tmp_bytes, st);
+  buffer_release(r, a.tmp, a.tmp_bytes);
+  return st;
+}
+
+/* memory.view: no buffer of its own; the base's storage read through this node's spec. */
+static vl_status op_memory_view(run *r, uint32_t i) {
+  const vl_node *n = &r->g->nodes[i];
+  tview base;
+  int64_t need;
+  vl_status st = arg_tensor(r, n, 0, &base);
+  if (st != VL_OK) return st;
+  if (n->val.dtype != base.spec.dtype || !vl_spec_nbytes(&n->val, &need) ||
+      need > r->stores[base.store].nbytes)
+    return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val",
+                        "memory.view of %s cannot alias the %lld bytes of its base",
+                        vl_dtype_name(n->val.dtype), (long long)r->stores[base.store].nbytes);
+  r->slots[i] = (slot){.store = base.store, .spec = n->val};
+  return VL_OK;
+}
+
+typedef enum { OP_NEW, OP_INPLACE, OP_ALIAS } op_kind;
+
+typedef struct op_row {
+  const char *target;
+  op_kind kind;
+  op_fn fn;
+} op_row;
+
+static const op_row op_table[] = {
+    {"aten.view_copy.default", OP_NEW, op_view_copy},
+    {"memory.view", OP_ALIAS, NULL},
+    {"aten.permute_copy.default", OP_NEW, op_permute},
+    {"aten.transpose_copy.int", OP_NEW, op_transpose},
+    {"aten._to_copy.default", OP_NEW, op_layout_copy},
+    {"aten.clone.default", OP_NEW, op_layout_copy},
+    {"dim_order_ops._to_dim_order_copy.default", OP_NEW, op_layout_copy},
+    {"dim_order_ops._clone_dim_order.default", OP_NEW, op_layout_copy},
+    {"aten.add.Tensor", OP_NEW, op_add},
+    {"aten.add_.Tensor", OP_INPLACE, op_add},
+    {"aten.mul.Tensor", OP_NEW, op_mul},
+    {"aten.relu.default", OP_NEW, op_relu},
+    {"aten.relu_.default", OP_INPLACE, op_relu},
+    {"aten.copy_.default", OP_INPLACE, op_copy_},
+};
+
+static const op_row *op_find(const char *target) {
+  for (size_t k = 0; k < sizeof op_table / sizeof op_table[0]; k++)
+    if (strcmp(op_table[k].target, target) == 0) return &op_table[k];
+  return NULL;
+}
+
+/* Runs call node i; error paths come back relative to the node. */
+static vl_status exec_call(run *r, uint32_t i) {
+  const vl_node *n = &r->g->nodes[i];
+  const op_row *op = op_find(n->target);
+  tview dst;
+  bool fresh;
+  if (op == NULL)
+    return vl_error_set(r->err, VL_ERR_UNSUPPORTED, "/target",
+                        "target %s is not supported by the interpreter", n->target);
+  if (!n->has_val) return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val", "is required");
+  if (op->kind == OP_ALIAS) return op_memory_view(r, i);
+  vl_status st = node_dest(r, i, op->kind == OP_INPLACE, &dst, &fresh);
+  return st != VL_OK ? st : op->fn(r, i, &dst, fresh);
+}
+
+/* ---- inputs and outputs ---------------------------------------------------------------------- */
+
+/* Binds placeholder i to its input, converted to the placeholder's layout. */
+static vl_status exec_placeholder(run *r, uint32_t i, const vl_tensor_map *inputs) {
+  const vl_node *n = &r->g->nodes[i];
+  long k = vl_tensor_map_find(inputs, n->name);
+  char sa[160], sb[160];
+  tview dst;
+  if (k < 0)
+    return vl_error_set(r->err, VL_ERR_INVALID_PARAMS, "", "no value for placeholder %s",
+                        n->name);
+  const vl_tensor *t = inputs->tensors[k];
+  if (t->spec.dtype != n->val.dtype)
+    return vl_error_set(r->err, VL_ERR_INVALID_TENSOR, "/dtype", "is %s, placeholder %s is %s",
+                        vl_dtype_name(t->spec.dtype), n->name, vl_dtype_name(n->val.dtype));
+  if (!same_shape(&t->spec, &n->val))
+    return vl_error_set(r->err, VL_ERR_INVALID_TENSOR, "/shape", "is %s, placeholder %s is %s",
+                        vl__shape_text(sa, sizeof sa, t->spec.rank, t->spec.shape), n->name,
+                        vl__shape_text(sb, sizeof sb, n->val.rank, n->val.shape));
+  vl_status st = slot_alloc(r, i, &n->val, &dst);
+  return st != VL_OK ? st : vl_copy_logical(&dst.spec, dst.data, &t->spec, t->data, r->err);
+}
+
+/* One fresh tensor per output arg, in the referenced node's declared layout. */
+static vl_status collect_outputs(run *r, vl_tensor_map *m) {
+  const vl_node *o = &r->g->nodes[r->g->output];
+  for (uint32_t k = 0; k < o->n_args; k++) {
+    tview v;
+    vl_status st = arg_tensor(r, o, k, &v);
+    if (st != VL_OK) return st;
+    const vl_node *src = &r->g->nodes[o->args[k].u.ref];
+    int64_t nbytes = 0;
+    vl_spec_nbytes(&src->val, &nbytes);
+    st = budget_take(r, nbytes);
+    if (st == VL_OK) st = vl__tensor_map_add(m, src->name, &src->val, r->lim, r->err);
+    if (st == VL_OK)
+      st = vl_copy_logical(&src->val, m->tensors[m->count - 1]->data, &v.spec, v.data, r->err);
+    if (st != VL_OK) return st;
+  }
+  return VL_OK;
+}
+
+static vl_status run_init(run *r, const vl_graph *g, const vl_limits *lim, vl_error *err) {
+  memset(r, 0, sizeof *r);
+  r->g = g;
+  r->lim = lim;
+  r->err = err;
+  r->stores = calloc(g->n_nodes > 0 ? g->n_nodes : 1, sizeof *r->stores);
+  r->slots = calloc(g->n_nodes > 0 ? g->n_nodes : 1, sizeof *r->slots);
+  if (r->stores == NULL || r->slots == NULL)
+    return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory for %u nodes", g->n_nodes);
+  for (uint32_t i = 0; i < g->n_nodes; i++) r->slots[i].store = NO_STORE;
+  return VL_OK;
+}
+
+/* Puts the failing node's place in front of the error path: the input's name for a missing or
+ * mismatched input (relative to the inputs object), else the node's pointer in the graph. */
+static void error_locate(run *r, uint32_t i, vl_status st) {
+  const vl_node *n = &r->g->nodes[i];
+  char prefix[VL_ERROR_PATH_MAX] = "";
+  if (n->op == VL_NODE_PLACEHOLDER && (st == VL_ERR_INVALID_PARAMS || st == VL_ERR_INVALID_TENSOR))
+    vl_pointer_append(prefix, sizeof prefix, n->name);
+  else
+    snprintf(prefix, sizeof prefix, "/nodes/%u", i);
+  vl_error_prefix(r->err, prefix);
+}
+
+static vl_status run_nodes(run *r, const vl_tensor_map *inputs) {
+  for (uint32_t i = 0; i < r->g->n_nodes; i++) {
+    const vl_node *n = &r->g->nodes[i];
+    vl_status st = VL_OK;
+    if (n->op == VL_NODE_PLACEHOLDER)
+      st = exec_placeholder(r, i, inputs);
+    else if (n->op == VL_NODE_CALL)
+      st = exec_call(r, i);
+    if (st != VL_OK) {
+      error_locate(r, i, st);
+      return st;
+    }
+  }
+  return VL_OK;
+}
+
+vl_status vl_interp_run(const vl_graph *g, const vl_tensor_map *inputs, const vl_limits *lim,
+                        vl_tensor_map **outputs, vl_error *err) {
+  vl_limits deflim;
+  vl_error local;
+  run r;
+  vl_tensor_map *m = NULL;
+  if (err == NULL) err = &local;
+  if (lim == NULL) {
+    vl_limits_default(&deflim);
+    lim = &deflim;
+  }
+  vl_status st = run_init(&r, g, lim, err);
+  if (st == VL_OK) st = vl__inputs_check_names(g, inputs, err);
+  if (st == VL_OK) st = run_nodes(&r, inputs);
+  if (st == VL_OK) st = vl__tensor_map_new(&m, err);
+  if (st == VL_OK) {
+    st = collect_outputs(&r, m);
+    if (st != VL_OK) error_locate(&r, g->output, st);
+  }
+  run_free(&r);
+  if (st != VL_OK) {
+    vl_tensor_map_free(m);
+    return st;
+  }
+  *outputs = m;
+  return VL_OK;
+}
