@@ -11,6 +11,8 @@
 #include "json_util.h"
 #include "viewlower/tensor_json.h"
 
+#define VL__MAX_KWARGS 256
+
 typedef struct {
   uint32_t *slots; /* node index + 1; 0 is empty */
   uint32_t mask;
@@ -148,6 +150,9 @@ static vl_status parse_kwargs(parser *p, vl_node *n, const cJSON *kw) {
   uint32_t count = 0;
   for (const cJSON *c = kw->child; c; c = c->next) count++;
   if (count == 0) return VL_OK;
+  /* Duplicates are found by a quadratic scan, so the key count is bounded. */
+  if (count > VL__MAX_KWARGS)
+    return fail(p, VL_ERR_TOO_LARGE, "/kwargs", "more than %d keyword arguments", VL__MAX_KWARGS);
   if ((n->kwargs = calloc(count, sizeof *n->kwargs)) == NULL) return VL_ERR_NOMEM;
   char sub[VL_ERROR_PATH_MAX];
   for (const cJSON *c = kw->child; c; c = c->next) {
@@ -187,6 +192,9 @@ static vl_status parse_mutates(parser *p, vl_node *n, const cJSON *m) {
   uint32_t count = 0;
   for (const cJSON *c = m->child; c; c = c->next) count++;
   if (count == 0) return VL_OK;
+  /* Each entry is looked up among the arguments, so the count is bounded like kwargs. */
+  if (count > VL__MAX_KWARGS)
+    return fail(p, VL_ERR_TOO_LARGE, "/mutates", "more than %d mutated arguments", VL__MAX_KWARGS);
   if ((n->mutates = malloc(count * sizeof *n->mutates)) == NULL) return VL_ERR_NOMEM;
   char sub[VL_ERROR_PATH_MAX];
   for (const cJSON *c = m->child; c; c = c->next) {
