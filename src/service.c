@@ -63,6 +63,24 @@ static vl_status get_encoding(call *c, vl_encoding *enc) {
   return VL_OK;
 }
 
+/* Writes t into result[key] (or appends to the array result when key is NULL). "values" costs
+ * a JSON node per element, so it is refused past a limit in favour of base64 or blob. */
+static vl_status put_tensor(call *c, cJSON *result, const char *key, const vl_tensor *t,
+                            vl_encoding enc) {
+  int64_t numel = 0;
+  vl_spec_numel(&t->spec, &numel);
+  if (enc == VL_ENCODING_VALUES && numel > c->lim->max_json_values)
+    return vl_error_set(c->err, VL_ERR_TOO_LARGE, "/encoding",
+                        "an output of %lld elements is too large for \"values\" (limit %lld): ask "
+                        "for \"base64\" or \"blob\"",
+                        (long long)numel, (long long)c->lim->max_json_values);
+  cJSON *json = vl_tensor_to_json(t, enc, c->out_payload);
+  if (key != NULL) return attach(c, result, key, json);
+  if (json != NULL && cJSON_AddItemToArray(result, json)) return VL_OK;
+  cJSON_Delete(json);
+  return vl_error_set(c->err, VL_ERR_NOMEM, "", "out of memory encoding outputs");
+}
+
 static vl_status get_inputs(call *c, vl_tensor_map **inputs) {
   const cJSON *in = param(c, "inputs");
   *inputs = NULL;
@@ -139,13 +157,8 @@ static vl_status m_execute(call *c, cJSON *result) {
   }
   cJSON *list = st == VL_OK ? cJSON_CreateArray() : NULL;
   if (st == VL_OK) st = attach(c, result, "outputs", list);
-  for (size_t i = 0; st == VL_OK && i < outputs->count; i++) {
-    cJSON *t = vl_tensor_to_json(outputs->tensors[i], enc, c->out_payload);
-    if (t == NULL || !cJSON_AddItemToArray(list, t)) {
-      cJSON_Delete(t);
-      st = vl_error_set(c->err, VL_ERR_NOMEM, "", "out of memory encoding outputs");
-    }
-  }
+  for (size_t i = 0; st == VL_OK && i < outputs->count; i++)
+    st = put_tensor(c, list, NULL, outputs->tensors[i], enc);
   vl_tensor_map_free(outputs);
   vl_tensor_map_free(inputs);
   vl_graph_free(g);
@@ -241,7 +254,7 @@ static vl_status m_view_copy(call *c, cJSON *result) {
     st = vl_view_copy(in, size, rank, has_order ? dim_order : NULL, c->lim, &out, c->err);
     if (st != VL_OK && c->err->path[0] == '\0') vl_error_prefix(c->err, "/size");
   }
-  if (st == VL_OK) st = attach(c, result, "output", vl_tensor_to_json(out, enc, c->out_payload));
+  if (st == VL_OK) st = put_tensor(c, result, "output", out, enc);
   vl_tensor_free(in);
   vl_tensor_free(out);
   return st;

@@ -22,6 +22,7 @@ void vl_limits_default(vl_limits *lim) {
   lim->max_tensor_bytes = (int64_t)1 << 30;
   lim->max_total_bytes = (int64_t)4 << 30;
   lim->max_name_len = 4096;
+  lim->max_json_values = (int64_t)1 << 24;
 }
 
 const char *vl_dtype_name(vl_dtype dt) {

@@ -44,6 +44,8 @@ typedef struct vl_limits {
   int64_t max_tensor_bytes;  /* bytes of one tensor (default 1 GiB) */
   int64_t max_total_bytes;   /* bytes of all buffers of one execution (default 4 GiB) */
   uint32_t max_name_len;     /* node name bytes (default 4096) */
+  int64_t max_json_values;   /* elements of one tensor written as JSON "values" (default 2^24);
+                                larger outputs must ask for base64 or blob */
 } vl_limits;
 
 VL_API void vl_limits_default(vl_limits *lim);
