@@ -203,6 +203,11 @@ static vl_status tensor_from_transport(ctl *c, cJSON *parent, cJSON *item, const
   vl_status st = vl_tensor_from_json(item, payload->data, payload->len, NULL, &t, err);
   if (st != VL_OK)
     return vl_error_set(err, VL_ERR_PROTOCOL, "", "bad tensor from the daemon: %.200s", err->message);
+  /* The same bound --local applies, so both modes answer alike. */
+  if ((st = vl_tensor_encoding_check(t, enc, &c->lim, err)) != VL_OK) {
+    vl_tensor_free(t);
+    return st;
+  }
   cJSON *json = vl_tensor_to_json(t, enc, NULL);
   vl_tensor_free(t);
   if (!replace_item(parent, item, json)) {

@@ -67,13 +67,8 @@ static vl_status get_encoding(call *c, vl_encoding *enc) {
  * a JSON node per element, so it is refused past a limit in favour of base64 or blob. */
 static vl_status put_tensor(call *c, cJSON *result, const char *key, const vl_tensor *t,
                             vl_encoding enc) {
-  int64_t numel = 0;
-  vl_spec_numel(&t->spec, &numel);
-  if (enc == VL_ENCODING_VALUES && numel > c->lim->max_json_values)
-    return vl_error_set(c->err, VL_ERR_TOO_LARGE, "/encoding",
-                        "an output of %lld elements is too large for \"values\" (limit %lld): ask "
-                        "for \"base64\" or \"blob\"",
-                        (long long)numel, (long long)c->lim->max_json_values);
+  vl_status st = vl_tensor_encoding_check(t, enc, c->lim, c->err);
+  if (st != VL_OK) return st;
   cJSON *json = vl_tensor_to_json(t, enc, c->out_payload);
   if (key != NULL) return attach(c, result, key, json);
   if (json != NULL && cJSON_AddItemToArray(result, json)) return VL_OK;

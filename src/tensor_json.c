@@ -955,3 +955,14 @@ vl_status vl_tensor_map_from_json(const cJSON *obj, const uint8_t *payload, size
   *out = m;
   return VL_OK;
 }
+
+vl_status vl_tensor_encoding_check(const vl_tensor *t, vl_encoding enc, const vl_limits *lim,
+                                   vl_error *err) {
+  int64_t numel = 0;
+  vl_spec_numel(&t->spec, &numel);
+  if (enc != VL_ENCODING_VALUES || lim == NULL || numel <= lim->max_json_values) return VL_OK;
+  return vl_error_set(err, VL_ERR_TOO_LARGE, "/encoding",
+                      "an output of %lld elements is too large for \"values\" (limit %lld): ask "
+                      "for base64 or blob",
+                      (long long)numel, (long long)lim->max_json_values);
+}

@@ -37,6 +37,12 @@ VL_API vl_status vl_tensor_from_json(const cJSON *obj, const uint8_t *payload, s
  * offsets) and referenced as {"blob":{"offset","nbytes"}}. NULL on out-of-memory. */
 VL_API cJSON *vl_tensor_to_json(const vl_tensor *t, vl_encoding enc, vl_buf *payload);
 
+/* May t be written with enc under lim? "values" costs a JSON node per element, so tensors of
+ * more than lim->max_json_values elements must use base64 or blob (VL_ERR_TOO_LARGE, path
+ * "/encoding"). */
+VL_API vl_status vl_tensor_encoding_check(const vl_tensor *t, vl_encoding enc,
+                                          const vl_limits *lim, vl_error *err);
+
 /* A JSON object mapping names to tensors. err->path is relative to obj ("/x/values/3"). */
 VL_API vl_status vl_tensor_map_from_json(const cJSON *obj, const uint8_t *payload,
                                          size_t payload_len, const vl_limits *lim,
