@@ -1,0 +1,534 @@
+/* client.c - libviewlower-client: blocking JSON-RPC over the framed Unix socket protocol.
+ *
+ * The socket is non-blocking; every wait is a poll bounded by the call's deadline, so a call
+ * never blocks longer than the client's timeout. Sends use sendmsg with MSG_NOSIGNAL (no
+ * SIGPIPE reaches the application). A transport failure marks the client broken: the byte
+ * stream may be mid-frame, so nothing more can be read or written on it. */
+#include "viewlower/client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "viewlower/frame.h"
+
+struct vl_client {
+  int fd;
+  int timeout_ms;
+  uint64_t max_frame_bytes;
+  uint64_t next_id;
+  size_t pending; /* sent with vl_client_send, not yet received */
+  bool broken;
+};
+
+enum { DISCARD_CHUNK = 65536 };
+
+/* ---- deadlines and raw I/O ---------------------------------------------------------------- */
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Absolute deadline for a timeout, or -1 for none. */
+static int64_t deadline_after(int timeout_ms) {
+  return timeout_ms > 0 ? now_ms() + timeout_ms : -1;
+}
+
+/* Marks the client broken and reports "<what><detail>". */
+static vl_status transport_fail(vl_client *c, vl_error *err, vl_status s, const char *what,
+                                const char *detail) {
+  c->broken = true;
+  return vl_error_set(err, s, "", "%s%s", what, detail);
+}
+
+/* Waits until fd is ready for events or the deadline passes. */
+static vl_status wait_ready(vl_client *c, short events, int64_t deadline, vl_error *err) {
+  for (;;) {
+    int wait = -1;
+    if (deadline >= 0) {
+      int64_t left = deadline - now_ms();
+      if (left <= 0) {
+        return transport_fail(c, err, VL_ERR_TIMEOUT, "timed out waiting for the daemon", "");
+      }
+      wait = left > 1000000 ? 1000000 : (int)left;
+    }
+    struct pollfd p = {.fd = c->fd, .events = events, .revents = 0};
+    int n = poll(&p, 1, wait);
+    if (n > 0) {
+      return VL_OK;
+    }
+    if (n < 0 && errno != EINTR) {
+      return transport_fail(c, err, VL_ERR_IO, "poll: ", strerror(errno));
+    }
+  }
+}
+
+/* Sends every byte of iov[0..n) (iov is consumed). */
+static vl_status send_all(vl_client *c, struct iovec *iov, int n, int64_t deadline,
+                          vl_error *err) {
+  while (n > 0) {
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        return transport_fail(c, err, VL_ERR_IO, "send: ", strerror(errno));
+      }
+      vl_status s = wait_ready(c, POLLOUT, deadline, err);
+      if (s != VL_OK) {
+        return s;
+      }
+      continue;
+    }
+    size_t left = (size_t)w;
+    while (n > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      iov++;
+      n--;
+    }
+    if (n > 0) {
+      iov->iov_base = (uint8_t *)iov->iov_base + left;
+      iov->iov_len -= left;
+    }
+  }
+  return VL_OK;
+}
+
+/* Receives exactly len bytes into p. */
+static vl_status recv_exact(vl_client *c, void *p, size_t len, int64_t deadline, vl_error *err) {
+  uint8_t *at = p;
+  while (len > 0) {
+    ssize_t r = recv(c->fd, at, len, 0);
+    if (r > 0) {
+      at += r;
+      len -= (size_t)r;
+      continue;
+    }
+    if (r == 0) {
+      return transport_fail(c, err, VL_ERR_IO, "the daemon closed the connection", "");
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      return transport_fail(c, err, VL_ERR_IO, "recv: ", strerror(errno));
+    }
+    vl_status s = wait_ready(c, POLLIN, deadline, err);
+    if (s != VL_OK) {
+      return s;
+    }
+  }
+  return VL_OK;
+}
+
+/* Reads len payload bytes into out (appended), or drops them when out is NULL. */
+static vl_status recv_payload(vl_client *c, vl_buf *out, size_t len, int64_t deadline,
+                              vl_error *err) {
+  if (out != NULL) {
+    size_t old = out->len;
+    void *p = vl_buf_extend(out, len);
+    if (p == NULL) {
+      return transport_fail(c, err, VL_ERR_NOMEM, "cannot allocate the response payload", "");
+    }
+    vl_status s = recv_exact(c, p, len, deadline, err);
+    if (s != VL_OK) {
+      out->len = old;
+    }
+    return s;
+  }
+  uint8_t scratch[DISCARD_CHUNK];
+  while (len > 0) {
+    size_t n = len < sizeof scratch ? len : sizeof scratch;
+    vl_status s = recv_exact(c, scratch, n, deadline, err);
+    if (s != VL_OK) {
+      return s;
+    }
+    len -= n;
+  }
+  return VL_OK;
+}
+
+/* ---- connecting ------------------------------------------------------------------------- */
+
+static vl_status copy_path(char *buf, size_t n, const char *a, const char *b, vl_error *err) {
+  int w = snprintf(buf, n, "%s%s", a, b);
+  if (w < 0 || (size_t)w >= n) {
+    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "socket path %s%s is too long", a, b);
+  }
+  return VL_OK;
+}
+
+vl_status vl_client_default_socket(char *buf, size_t n, vl_error *err) {
+  const char *env = getenv("VIEWLOWER_SOCKET");
+  if (env != NULL && env[0] != '\0') {
+    return copy_path(buf, n, env, "", err);
+  }
+  if (geteuid() == 0) {
+    return copy_path(buf, n, "/run/viewlower/viewlower.sock", "", err);
+  }
+  const char *xdg = getenv("XDG_RUNTIME_DIR");
+  if (xdg != NULL && xdg[0] != '\0') {
+    return copy_path(buf, n, xdg, "/viewlower.sock", err);
+  }
+  return vl_error_set(err, VL_ERR_INVALID_PARAMS, "",
+                      "no socket given: set VIEWLOWER_SOCKET or XDG_RUNTIME_DIR");
+}
+
+static vl_status open_socket(const char *path, struct sockaddr_un *sa, int *fd, vl_error *err) {
+  memset(sa, 0, sizeof *sa);
+  sa->sun_family = AF_UNIX;
+  if (strlen(path) >= sizeof sa->sun_path) {
+    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "socket path %s is too long", path);
+  }
+  memcpy(sa->sun_path, path, strlen(path) + 1);
+  *fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (*fd < 0) {
+    return vl_error_set(err, VL_ERR_IO, "", "socket: %s", strerror(errno));
+  }
+  return VL_OK;
+}
+
+/* connect on a non-blocking socket: a full listen backlog gives EAGAIN, then poll for it. */
+static vl_status connect_socket(vl_client *c, const struct sockaddr_un *sa, const char *path,
+                                int timeout_ms, vl_error *err) {
+  int64_t deadline = deadline_after(timeout_ms);
+  for (;;) {
+    if (connect(c->fd, (const struct sockaddr *)sa, sizeof *sa) == 0 || errno == EISCONN) {
+      return VL_OK;
+    }
+    if (errno == EINTR) {
+      continue;
+    }
+    if (errno != EAGAIN && errno != EINPROGRESS) {
+      return vl_error_set(err, VL_ERR_IO, "", "cannot connect to %s: %s", path, strerror(errno));
+    }
+    vl_status s = wait_ready(c, POLLOUT, deadline, err);
+    if (s != VL_OK) {
+      return s;
+    }
+    int so = 0;
+    socklen_t len = sizeof so;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &so, &len) == 0 && so == 0) {
+      return VL_OK;
+    }
+  }
+}
+
+vl_status vl_client_connect(const char *socket_path, int timeout_ms, vl_client **out,
+                            vl_error *err) {
+  char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 64];
+  vl_status s = VL_OK;
+  if (socket_path == NULL) {
+    s = vl_client_default_socket(path, sizeof path, err);
+    socket_path = path;
+  }
+  vl_client *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    return vl_error_set(err, VL_ERR_NOMEM, "", "cannot allocate a client");
+  }
+  c->fd = -1;
+  c->timeout_ms = timeout_ms;
+  c->max_frame_bytes = VL_CLIENT_DEFAULT_MAX_FRAME_BYTES;
+  c->next_id = 1;
+  struct sockaddr_un sa;
+  if (s == VL_OK) {
+    s = open_socket(socket_path, &sa, &c->fd, err);
+  }
+  if (s == VL_OK) {
+    s = connect_socket(c, &sa, socket_path, timeout_ms, err);
+  }
+  if (s != VL_OK) {
+    vl_client_close(c);
+    return s;
+  }
+  *out = c;
+  return VL_OK;
+}
+
+void vl_client_close(vl_client *c) {
+  if (c == NULL) {
+    return;
+  }
+  if (c->fd >= 0) {
+    close(c->fd);
+  }
+  free(c);
+}
+
+void vl_client_set_timeout(vl_client *c, int timeout_ms) {
+  c->timeout_ms = timeout_ms;
+}
+
+void vl_client_set_max_frame_bytes(vl_client *c, uint64_t max_frame_bytes) {
+  c->max_frame_bytes = max_frame_bytes;
+}
+
+bool vl_client_is_transport_error(vl_status s) {
+  return s == VL_ERR_IO || s == VL_ERR_TIMEOUT || s == VL_ERR_PROTOCOL;
+}
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+/* {"jsonrpc":"2.0","id":id,"method":method,"params":params} as unformatted text. */
+static char *request_text(uint64_t id, const char *method, const cJSON *params) {
+  cJSON *req = cJSON_CreateObject();
+  char *text = NULL;
+  if (req != NULL && cJSON_AddStringToObject(req, "jsonrpc", "2.0") != NULL &&
+      cJSON_AddNumberToObject(req, "id", (double)id) != NULL &&
+      cJSON_AddStringToObject(req, "method", method) != NULL) {
+    bool ok = params != NULL
+                  ? cJSON_AddItemReferenceToObject(req, "params", (cJSON *)params)
+                  : cJSON_AddObjectToObject(req, "params") != NULL;
+    text = ok ? cJSON_PrintUnformatted(req) : NULL;
+  }
+  cJSON_Delete(req);
+  return text;
+}
+
+static vl_status check_usable(const vl_client *c, vl_error *err) {
+  if (c->broken) {
+    return vl_error_set(err, VL_ERR_IO, "", "the connection is unusable after an earlier error");
+  }
+  return VL_OK;
+}
+
+static vl_status send_request(vl_client *c, uint64_t id, const char *method, const cJSON *params,
+                              const uint8_t *payload, size_t payload_len, int64_t deadline,
+                              vl_error *err) {
+  if (id > VL_CLIENT_MAX_ID || method == NULL) {
+    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "",
+                        id > VL_CLIENT_MAX_ID ? "request id over 2^53" : "no method given");
+  }
+  char *text = request_text(id, method, params);
+  if (text == NULL) {
+    return vl_error_set(err, VL_ERR_NOMEM, "", "cannot print the request");
+  }
+  size_t json_len = strlen(text);
+  vl_frame_header h = {.json_len = (uint32_t)json_len, .payload_len = payload_len};
+  vl_status s = VL_OK;
+  if (json_len > UINT32_MAX) {
+    s = vl_error_set(err, VL_ERR_TOO_LARGE, "", "request JSON of %zu bytes is over 4 GiB",
+                     json_len);
+  }
+  if (s == VL_OK) {
+    uint8_t hdr[VL_FRAME_HEADER_SIZE];
+    vl_frame_header_encode(hdr, h.json_len, h.payload_len);
+    struct iovec iov[3] = {{hdr, sizeof hdr}, {text, json_len}, {(void *)payload, payload_len}};
+    s = send_all(c, iov, payload_len > 0 ? 3 : 2, deadline, err);
+  }
+  free(text);
+  return s;
+}
+
+vl_status vl_client_send(vl_client *c, uint64_t id, const char *method, const cJSON *params,
+                         const uint8_t *payload, size_t payload_len, vl_error *err) {
+  vl_status s = check_usable(c, err);
+  if (s == VL_OK) {
+    s = send_request(c, id, method, params, payload, payload_len,
+                     deadline_after(c->timeout_ms), err);
+  }
+  if (s == VL_OK) {
+    c->pending++;
+  }
+  return s;
+}
+
+/* ---- responses ---------------------------------------------------------------------------- */
+
+/* The status of an error response: data.kind when it names a server-side status, else the
+ * first status with that JSON-RPC code. Transport statuses are never taken from the wire. */
+static vl_status status_from_rpc(int code, const char *kind) {
+  for (int i = 1; i < VL_STATUS_COUNT && kind != NULL; i++) {
+    vl_status s = (vl_status)i;
+    if (!vl_client_is_transport_error(s) && strcmp(vl_status_kind(s), kind) == 0) {
+      return s;
+    }
+  }
+  for (int i = 1; i < VL_STATUS_COUNT; i++) {
+    vl_status s = (vl_status)i;
+    if (!vl_client_is_transport_error(s) && vl_status_rpc_code(s) == code) {
+      return s;
+    }
+  }
+  return VL_ERR_INTERNAL;
+}
+
+static vl_status protocol_error(vl_client *c, vl_error *err, const char *what) {
+  return transport_fail(c, err, VL_ERR_PROTOCOL, "malformed response from the daemon: ", what);
+}
+
+/* The id of a response: a whole number in 0..2^53, or null. */
+static bool read_id(const cJSON *id, uint64_t *out) {
+  if (cJSON_IsNull(id)) {
+    *out = VL_CLIENT_NO_ID;
+    return true;
+  }
+  if (!cJSON_IsNumber(id)) {
+    return false;
+  }
+  double v = id->valuedouble;
+  if (!(v >= 0 && v <= (double)VL_CLIENT_MAX_ID) || v != (double)(uint64_t)v) {
+    return false;
+  }
+  *out = (uint64_t)v;
+  return true;
+}
+
+/* Turns an "error" member into a vl_status with the server's message and data.path. */
+static vl_status server_error(vl_client *c, const cJSON *e, vl_error *err) {
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
+  const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+  if (!cJSON_IsNumber(code) || !cJSON_IsString(msg)) {
+    return protocol_error(c, err, "error without a numeric code and a message");
+  }
+  const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(data, "kind");
+  const cJSON *path = cJSON_GetObjectItemCaseSensitive(data, "path");
+  vl_status s = status_from_rpc((int)code->valuedouble, cJSON_GetStringValue(kind));
+  const char *p = cJSON_IsString(path) ? path->valuestring : "";
+  return vl_error_set(err, s, p, "%s", msg->valuestring);
+}
+
+/* Checks the JSON-RPC envelope and hands out the result or the error. */
+static vl_status read_response(vl_client *c, cJSON *doc, uint64_t *id, cJSON **result,
+                               vl_error *err) {
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(doc, "jsonrpc");
+  const cJSON *res = cJSON_GetObjectItemCaseSensitive(doc, "result");
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
+  if (!cJSON_IsObject(doc) || !cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0) {
+    return protocol_error(c, err, "not a JSON-RPC 2.0 response");
+  }
+  if (!read_id(cJSON_GetObjectItemCaseSensitive(doc, "id"), id)) {
+    return protocol_error(c, err, "missing or invalid id");
+  }
+  if ((res == NULL) == (e == NULL)) {
+    return protocol_error(c, err, "a response needs exactly one of result and error");
+  }
+  if (e != NULL) {
+    return server_error(c, e, err);
+  }
+  if (result != NULL) {
+    *result = cJSON_DetachItemFromObjectCaseSensitive(doc, "result");
+  }
+  return VL_OK;
+}
+
+static vl_status recv_header(vl_client *c, vl_frame_header *h, int64_t deadline,
+                             vl_error *err) {
+  uint8_t hdr[VL_FRAME_HEADER_SIZE];
+  vl_status s = recv_exact(c, hdr, sizeof hdr, deadline, err);
+  if (s == VL_OK && vl_frame_header_decode(hdr, h, err) != VL_OK) {
+    return protocol_error(c, err, "bad frame magic");
+  }
+  if (s == VL_OK && vl_frame_check_size(h, c->max_frame_bytes, err) != VL_OK) {
+    return protocol_error(c, err, "response frame over the client's limit");
+  }
+  return s;
+}
+
+/* Reads one whole response frame and parses its JSON. */
+static vl_status recv_response(vl_client *c, uint64_t *id, cJSON **result, vl_buf *out_payload,
+                               int64_t deadline, vl_error *err) {
+  vl_frame_header h;
+  vl_status s = recv_header(c, &h, deadline, err);
+  if (s != VL_OK) {
+    return s;
+  }
+  char *json = malloc((size_t)h.json_len + 1);
+  if (json == NULL) {
+    return transport_fail(c, err, VL_ERR_NOMEM, "cannot allocate the response", "");
+  }
+  s = recv_exact(c, json, h.json_len, deadline, err);
+  if (s == VL_OK) {
+    s = recv_payload(c, out_payload, (size_t)h.payload_len, deadline, err);
+  }
+  cJSON *doc = NULL;
+  if (s == VL_OK) {
+    doc = cJSON_ParseWithLength(json, h.json_len);
+    s = doc != NULL ? read_response(c, doc, id, result, err)
+                    : protocol_error(c, err, "invalid JSON");
+  }
+  cJSON_Delete(doc);
+  free(json);
+  return s;
+}
+
+vl_status vl_client_recv(vl_client *c, uint64_t *id, cJSON **result, vl_buf *out_payload,
+                         vl_error *err) {
+  *id = VL_CLIENT_NO_ID;
+  if (result != NULL) {
+    *result = NULL;
+  }
+  vl_status s = check_usable(c, err);
+  if (s != VL_OK) {
+    return s;
+  }
+  s = recv_response(c, id, result, out_payload, deadline_after(c->timeout_ms), err);
+  if (!c->broken && c->pending > 0) {
+    c->pending--;
+  }
+  return s;
+}
+
+/* The daemon closed the connection while a request was being sent: it may have said why
+ * first (a frame over its limit, a refused peer). Report that error if it did. */
+static vl_status salvage_error(vl_client *c, int64_t deadline, vl_error *err) {
+  vl_error why;
+  uint64_t id;
+  c->broken = false;
+  vl_status s = recv_response(c, &id, NULL, NULL, deadline, &why);
+  c->broken = true;
+  if (s == VL_OK || vl_client_is_transport_error(s)) {
+    return VL_ERR_IO; /* err still describes the failed send */
+  }
+  if (err != NULL) {
+    *err = why;
+  }
+  return s;
+}
+
+vl_status vl_client_call(vl_client *c, const char *method, const cJSON *params,
+                         const uint8_t *payload, size_t payload_len, cJSON **result,
+                         vl_buf *out_payload, vl_error *err) {
+  if (result != NULL) {
+    *result = NULL;
+  }
+  vl_status s = check_usable(c, err);
+  if (s == VL_OK && c->pending > 0) {
+    s = vl_error_set(err, VL_ERR_INTERNAL, "",
+                     "vl_client_call while %zu pipelined requests are outstanding", c->pending);
+  }
+  if (s != VL_OK) {
+    return s;
+  }
+  int64_t deadline = deadline_after(c->timeout_ms);
+  uint64_t id = c->next_id;
+  c->next_id = id >= VL_CLIENT_MAX_ID ? 1 : id + 1;
+  s = send_request(c, id, method, params, payload, payload_len, deadline, err);
+  if (s == VL_ERR_IO) {
+    return salvage_error(c, deadline, err);
+  }
+  uint64_t got = VL_CLIENT_NO_ID;
+  if (s == VL_OK) {
+    s = recv_response(c, &got, result, out_payload, deadline, err);
+  }
+  if (!c->broken && got != id && (s == VL_OK || got != VL_CLIENT_NO_ID)) {
+    cJSON_Delete(result != NULL ? *result : NULL);
+    if (result != NULL) {
+      *result = NULL;
+    }
+    return protocol_error(c, err, "response id does not match the request");
+  }
+  return s;
+}

@@ -1,0 +1,251 @@
+/* config.c - the flag table of viewlowerd and its parser.
+ *
+ * Adding a flag is adding a row: name, argument kind, bounds, default, the field it sets and
+ * a help line. Defaults of the core limits come from vl_limits_default, so the daemon and the
+ * library never disagree about them. Values are checked against the row's bounds; a flag
+ * given twice keeps the last value, except the allow lists, which accumulate. */
+#include "config.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewlower/frame.h"
+
+typedef enum { ARG_PATH, ARG_UINT, ARG_MODE, ARG_UID, ARG_GID, ARG_LEVEL } arg_kind;
+
+typedef struct option {
+  const char *name;
+  const char *metavar;
+  arg_kind kind;
+  uint64_t min, max;
+  uint64_t def;     /* unused by rows with lib_default and by the allow lists */
+  bool lib_default; /* the default comes from vl_limits_default */
+  size_t offset;
+  size_t width; /* bytes of the field for ARG_UINT / ARG_MODE / ARG_LEVEL */
+  const char *help;
+} option;
+
+#define FIELD(f) offsetof(vl_config, f), sizeof(((vl_config *)0)->f)
+#define MIB ((uint64_t)1 << 20)
+#define GIB ((uint64_t)1 << 30)
+
+static const option options[] = {
+    {"socket", "PATH", ARG_PATH, 0, 0, 0, false, FIELD(socket),
+     "listen on PATH (default: $VIEWLOWER_SOCKET, $RUNTIME_DIRECTORY/viewlower.sock, "
+     "/run/viewlower/viewlower.sock as root, else $XDG_RUNTIME_DIR/viewlower.sock)"},
+    {"socket-mode", "MODE", ARG_MODE, 0, 0777, 0660, false, FIELD(socket_mode),
+     "octal permission bits of the socket file"},
+    {"workers", "N", ARG_UINT, 1, 1024, 4, false, FIELD(workers),
+     "worker threads for lowering and execution (libuv thread pool)"},
+    {"max-frame-bytes", "N", ARG_UINT, 1024, (uint64_t)1 << 40, VL_FRAME_DEFAULT_MAX_BYTES,
+     false, FIELD(max_frame_bytes), "bound of JSON + payload bytes of one frame"},
+    {"max-connections", "N", ARG_UINT, 1, 1000000, 1024, false, FIELD(max_connections),
+     "open connections; past it a client gets error -32005 and is closed"},
+    {"idle-timeout-ms", "N", ARG_UINT, 0, 86400000, 60000, false, FIELD(idle_timeout_ms),
+     "close a connection silent this long with nothing in flight (0: never)"},
+    {"allow-uid", "UID", ARG_UID, 0, UINT32_MAX - 1, 0, false, FIELD(allow_uid),
+     "also let this user in (number or name; repeatable)"},
+    {"allow-gid", "GID", ARG_GID, 0, UINT32_MAX - 1, 0, false, FIELD(allow_gid),
+     "also let peers whose primary group is GID in (number or name; repeatable)"},
+    {"log-level", "LEVEL", ARG_LEVEL, 0, 0, VL_LOG_INFO, false, FIELD(log_level),
+     "debug, info, warn or error"},
+    {"max-inflight", "N", ARG_UINT, 1, 65536, 16, false, FIELD(max_inflight),
+     "requests in flight per connection before the daemon stops reading it"},
+    {"max-write-queue-bytes", "N", ARG_UINT, 4096, (uint64_t)1 << 40, 64 * MIB, false,
+     FIELD(max_write_queue), "queued response bytes per connection before reading stops"},
+    {"max-nodes", "N", ARG_UINT, 1, UINT32_MAX - 1, 0, true, FIELD(limits.max_nodes),
+     "nodes of one graph"},
+    {"max-tensor-bytes", "N", ARG_UINT, 1, INT64_MAX, 0, true, FIELD(limits.max_tensor_bytes),
+     "bytes of one tensor"},
+    {"max-total-bytes", "N", ARG_UINT, 1, INT64_MAX, 0, true, FIELD(limits.max_total_bytes),
+     "bytes of all buffers of one execution"},
+    {"drain-timeout-ms", "N", ARG_UINT, 0, 3600000, 10000, false, FIELD(drain_timeout_ms),
+     "on SIGTERM/SIGINT, wait this long for in-flight requests"},
+};
+
+enum { N_OPTIONS = sizeof options / sizeof options[0] };
+
+static void store_uint(vl_config *cfg, const option *o, uint64_t v) {
+  uint8_t *at = (uint8_t *)cfg + o->offset;
+  if (o->width == sizeof(uint32_t)) {
+    uint32_t x = (uint32_t)v;
+    memcpy(at, &x, sizeof x);
+  } else {
+    memcpy(at, &v, sizeof v); /* uint64_t, or int64_t holding a value within its bounds */
+  }
+}
+
+static uint64_t load_uint(const vl_config *cfg, const option *o) {
+  const uint8_t *at = (const uint8_t *)cfg + o->offset;
+  if (o->width == sizeof(uint32_t)) {
+    uint32_t x;
+    memcpy(&x, at, sizeof x);
+    return x;
+  }
+  uint64_t v;
+  memcpy(&v, at, sizeof v);
+  return v;
+}
+
+void vl_config_init(vl_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  vl_limits_default(&cfg->limits);
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    const option *o = &options[i];
+    if (!o->lib_default && (o->kind == ARG_UINT || o->kind == ARG_MODE || o->kind == ARG_LEVEL)) {
+      store_uint(cfg, o, o->def);
+    }
+  }
+}
+
+/* A whole unsigned number in base 8 or 10, no sign, no trailing characters. */
+static bool parse_number(const char *s, int base, uint64_t *out) {
+  if (s[0] < '0' || s[0] > '9') {
+    return false;
+  }
+  errno = 0;
+  char *end = NULL;
+  unsigned long long v = strtoull(s, &end, base);
+  if (errno != 0 || *end != '\0') {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+static bool parse_id(const option *o, const char *s, uint64_t *out) {
+  if (parse_number(s, 10, out)) {
+    return true;
+  }
+  if (o->kind == ARG_UID) {
+    struct passwd *pw = getpwnam(s);
+    *out = pw != NULL ? pw->pw_uid : 0;
+    return pw != NULL;
+  }
+  struct group *gr = getgrnam(s);
+  *out = gr != NULL ? gr->gr_gid : 0;
+  return gr != NULL;
+}
+
+static bool add_id(vl_config *cfg, const option *o, uint64_t v, char *errbuf, size_t n) {
+  bool uid = o->kind == ARG_UID;
+  size_t *count = uid ? &cfg->n_allow_uid : &cfg->n_allow_gid;
+  uint32_t *list = uid ? cfg->allow_uid : cfg->allow_gid;
+  if (*count == VL_CONFIG_MAX_IDS) {
+    snprintf(errbuf, n, "--%s: at most %d entries", o->name, VL_CONFIG_MAX_IDS);
+    return false;
+  }
+  list[(*count)++] = (uint32_t)v;
+  return true;
+}
+
+/* Parses and stores one flag's value. */
+static bool apply(vl_config *cfg, const option *o, const char *value, char *errbuf, size_t n) {
+  uint64_t v = 0;
+  vl_log_level level;
+  bool ok = true;
+  switch (o->kind) {
+  case ARG_PATH:
+    memcpy((uint8_t *)cfg + o->offset, &value, sizeof value);
+    return true;
+  case ARG_LEVEL:
+    ok = vl_log_level_from_name(value, &level);
+    v = (uint64_t)level;
+    break;
+  case ARG_MODE:
+    ok = parse_number(value, 8, &v);
+    break;
+  case ARG_UINT:
+    ok = parse_number(value, 10, &v);
+    break;
+  case ARG_UID:
+  case ARG_GID:
+    ok = parse_id(o, value, &v);
+    break;
+  }
+  if (!ok || (o->kind != ARG_LEVEL && (v < o->min || v > o->max))) {
+    snprintf(errbuf, n, "--%s: invalid value '%s' (see --help)", o->name, value);
+    return false;
+  }
+  if (o->kind == ARG_UID || o->kind == ARG_GID) {
+    return add_id(cfg, o, v, errbuf, n);
+  }
+  store_uint(cfg, o, v);
+  return true;
+}
+
+static const option *find_option(const char *name, size_t len) {
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    if (strlen(options[i].name) == len && strncmp(options[i].name, name, len) == 0) {
+      return &options[i];
+    }
+  }
+  return NULL;
+}
+
+vl_config_result vl_config_parse(vl_config *cfg, int argc, char **argv, char *errbuf, size_t n) {
+  vl_config_init(cfg);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      return VL_CONFIG_HELP;
+    }
+    if (strncmp(a, "--", 2) != 0) {
+      snprintf(errbuf, n, "unexpected argument '%s' (see --help)", a);
+      return VL_CONFIG_ERROR;
+    }
+    const char *eq = strchr(a + 2, '=');
+    size_t len = eq != NULL ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+    const option *o = find_option(a + 2, len);
+    if (o == NULL) {
+      snprintf(errbuf, n, "unknown flag '%.*s' (see --help)", (int)(len + 2), a);
+      return VL_CONFIG_ERROR;
+    }
+    const char *value = eq != NULL ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+    if (value == NULL) {
+      snprintf(errbuf, n, "--%s needs a value", o->name);
+      return VL_CONFIG_ERROR;
+    }
+    if (!apply(cfg, o, value, errbuf, n)) {
+      return VL_CONFIG_ERROR;
+    }
+  }
+  return VL_CONFIG_OK;
+}
+
+static void print_default(FILE *out, const vl_config *def, const option *o) {
+  switch (o->kind) {
+  case ARG_MODE:
+    fprintf(out, " (default %04" PRIo64 ")", load_uint(def, o));
+    break;
+  case ARG_LEVEL:
+    fprintf(out, " (default %s)", vl_log_level_name((vl_log_level)load_uint(def, o)));
+    break;
+  case ARG_UINT:
+    fprintf(out, " (%" PRIu64 "..%" PRIu64 ", default %" PRIu64 ")", o->min, o->max,
+            load_uint(def, o));
+    break;
+  default:
+    break;
+  }
+}
+
+void vl_config_usage(FILE *out) {
+  vl_config def;
+  vl_config_init(&def);
+  fputs("usage: viewlowerd [FLAG VALUE | FLAG=VALUE]...\n"
+        "Serves the viewlower methods (SPEC §6) on a Unix socket, in the foreground.\n\n",
+        out);
+  for (size_t i = 0; i < N_OPTIONS; i++) {
+    const option *o = &options[i];
+    fprintf(out, "  --%s %s\n      %s", o->name, o->metavar, o->help);
+    print_default(out, &def, o);
+    fputc('\n', out);
+  }
+  fputs("  --help\n      print this text and exit\n", out);
+}

@@ -1,0 +1,42 @@
+/* config.h - viewlowerd's settings: one declarative table of flags (name, bounds, default,
+ * field), parsed from argv; every limit has a default and a flag (SPEC §7). */
+#ifndef VIEWLOWERD_CONFIG_H
+#define VIEWLOWERD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "log.h"
+#include "viewlower/tensor.h"
+
+#define VL_CONFIG_MAX_IDS 64
+
+typedef struct vl_config {
+  const char *socket;        /* --socket; NULL: resolved as SPEC §7 says */
+  uint32_t socket_mode;      /* permission bits given to a socket file we create */
+  uint32_t workers;          /* UV_THREADPOOL_SIZE */
+  uint64_t max_frame_bytes;  /* JSON + payload of one frame, both ways */
+  uint32_t max_connections;  /* open client connections */
+  uint64_t idle_timeout_ms;  /* no bytes and nothing in flight for this long: close; 0 never */
+  uint32_t allow_uid[VL_CONFIG_MAX_IDS];
+  size_t n_allow_uid;
+  uint32_t allow_gid[VL_CONFIG_MAX_IDS];
+  size_t n_allow_gid;
+  uint32_t log_level;        /* a vl_log_level */
+  uint32_t max_inflight;     /* requests in flight per connection before reading stops */
+  uint64_t max_write_queue;  /* response bytes queued per connection before reading stops */
+  uint64_t drain_timeout_ms; /* bound of the shutdown drain */
+  vl_limits limits;          /* core limits: nodes, tensor bytes, execution bytes */
+} vl_config;
+
+typedef enum { VL_CONFIG_OK, VL_CONFIG_HELP, VL_CONFIG_ERROR } vl_config_result;
+
+/* Fills cfg with every default. */
+void vl_config_init(vl_config *cfg);
+/* Parses flags into cfg (initialized first). On VL_CONFIG_ERROR, errbuf holds one line. */
+vl_config_result vl_config_parse(vl_config *cfg, int argc, char **argv, char *errbuf, size_t n);
+/* The --help text, with each flag's bounds and default. */
+void vl_config_usage(FILE *out);
+
+#endif

@@ -1,0 +1,315 @@
+/* conn.c - one client connection: reading bytes into frames, writing response frames,
+ * back-pressure, idle timeout and close.
+ *
+ * Reading: libuv reads into the connection's fixed buffer; the bytes are fed to the frame
+ * decoder, and each whole frame goes to dispatch. When the in-flight or write-queue limit is
+ * hit, reading stops and the unconsumed rest of the buffer is kept; vl_conn_settle resumes
+ * from it once responses went out. Memory per connection is thus bounded by one read buffer,
+ * one partial frame, --max-inflight requests and the write-queue bound.
+ * Closing: a connection whose input is done (EOF, broken framing, refused, shutdown) closes
+ * once nothing is in flight and every write was called back. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "rpc.h"
+#include "server.h"
+
+typedef struct out_msg {
+  uv_write_t req;
+  vl_conn *conn;
+  uint8_t header[VL_FRAME_HEADER_SIZE];
+  char *json;
+  bool json_static;
+  vl_buf payload;
+  uint64_t bytes;
+} out_msg;
+
+vl_conn *vl_conn_new(vl_server *srv) {
+  vl_conn *c = calloc(1, sizeof *c);
+  uint8_t *rbuf = malloc(VL_READ_BUF_SIZE);
+  if (c == NULL || rbuf == NULL) {
+    free(c);
+    free(rbuf);
+    return NULL;
+  }
+  c->srv = srv;
+  c->rbuf = rbuf;
+  c->serial = ++srv->next_serial;
+  c->refs = 1; /* the handles */
+  vl_frame_decoder_init(&c->dec, srv->cfg->max_frame_bytes);
+  uv_pipe_init(srv->loop, &c->pipe, 0);
+  uv_timer_init(srv->loop, &c->idle);
+  c->pipe.data = c;
+  c->idle.data = c;
+  c->handles_open = 2;
+  c->next = srv->conns;
+  if (srv->conns != NULL) {
+    srv->conns->prev = c;
+  }
+  srv->conns = c;
+  return c;
+}
+
+static void conn_free(vl_conn *c) {
+  vl_server *srv = c->srv;
+  if (c->prev != NULL) {
+    c->prev->next = c->next;
+  } else {
+    srv->conns = c->next;
+  }
+  if (c->next != NULL) {
+    c->next->prev = c->prev;
+  }
+  if (c->counted) {
+    srv->n_conns--;
+  }
+  vl_frame_decoder_free(&c->dec);
+  free(c->rbuf);
+  free(c);
+  vl_server_conn_gone(srv);
+}
+
+void vl_conn_ref(vl_conn *c) {
+  c->refs++;
+}
+
+void vl_conn_unref(vl_conn *c) {
+  if (--c->refs == 0) {
+    conn_free(c);
+  }
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  vl_conn *c = h->data;
+  if (--c->handles_open == 0) {
+    vl_conn_unref(c);
+  }
+}
+
+void vl_conn_close(vl_conn *c) {
+  if (c->closing) {
+    return;
+  }
+  c->closing = true;
+  c->input_done = true;
+  c->reading = false;
+  vl_log_debug("conn %llu: closed (%u in flight)", (unsigned long long)c->serial, c->inflight);
+  uv_close((uv_handle_t *)&c->pipe, on_handle_closed);
+  uv_close((uv_handle_t *)&c->idle, on_handle_closed);
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+static void out_msg_free(out_msg *m) {
+  if (!m->json_static) {
+    free(m->json);
+  }
+  vl_buf_free(&m->payload);
+  free(m);
+}
+
+static void on_written(uv_write_t *req, int status) {
+  out_msg *m = req->data;
+  vl_conn *c = m->conn;
+  c->writes--;
+  c->write_bytes -= m->bytes;
+  out_msg_free(m);
+  if (status == 0 && !c->closing && c->srv->cfg->idle_timeout_ms > 0) {
+    uv_timer_again(&c->idle); /* a delivered response counts as activity */
+  }
+  if (status < 0 && !c->closing) {
+    vl_log_debug("conn %llu: write failed: %s", (unsigned long long)c->serial,
+                 uv_strerror(status));
+    vl_conn_close(c);
+  }
+  vl_conn_settle(c);
+  vl_conn_unref(c);
+}
+
+/* Allocates the message; NULL on out-of-memory (then json and payload were released). */
+static out_msg *out_msg_new(vl_conn *c, char *json, size_t json_len, bool json_static,
+                            vl_buf *payload) {
+  out_msg *m = calloc(1, sizeof *m);
+  if (m == NULL) {
+    if (!json_static) {
+      free(json);
+    }
+    vl_buf_free(payload);
+    return NULL;
+  }
+  m->conn = c;
+  m->json = json;
+  m->json_static = json_static;
+  if (payload != NULL) {
+    m->payload = *payload;
+    memset(payload, 0, sizeof *payload);
+  }
+  vl_frame_header_encode(m->header, (uint32_t)json_len, m->payload.len);
+  m->bytes = VL_FRAME_HEADER_SIZE + json_len + m->payload.len;
+  m->req.data = m;
+  return m;
+}
+
+void vl_conn_send(vl_conn *c, char *json, size_t json_len, bool json_static, vl_buf *payload) {
+  if (c->closing) {
+    if (!json_static) {
+      free(json);
+    }
+    vl_buf_free(payload);
+    return;
+  }
+  out_msg *m = out_msg_new(c, json, json_len, json_static, payload);
+  if (m == NULL) {
+    vl_log_error("conn %llu: out of memory for a response; closing", (unsigned long long)c->serial);
+    vl_conn_close(c);
+    return;
+  }
+  uv_buf_t bufs[3] = {{.base = (char *)m->header, .len = VL_FRAME_HEADER_SIZE},
+                      {.base = m->json, .len = json_len},
+                      {.base = (char *)m->payload.data, .len = m->payload.len}};
+  int rc = uv_write(&m->req, (uv_stream_t *)&c->pipe, bufs, m->payload.len > 0 ? 3u : 2u,
+                    on_written);
+  if (rc != 0) {
+    vl_log_debug("conn %llu: write: %s", (unsigned long long)c->serial, uv_strerror(rc));
+    out_msg_free(m);
+    vl_conn_close(c);
+    return;
+  }
+  c->writes++;
+  c->write_bytes += m->bytes;
+  vl_conn_ref(c);
+}
+
+void vl_conn_send_error(vl_conn *c, const vl_error *err) {
+  size_t len = 0;
+  char *text = vl_rpc_error_text(NULL, err, &len);
+  if (text == NULL) {
+    vl_conn_send(c, (char *)vl_rpc_nomem_response, vl_rpc_nomem_response_len, true, NULL);
+    return;
+  }
+  vl_conn_send(c, text, len, false, NULL);
+}
+
+void vl_conn_refuse(vl_conn *c, const vl_error *err) {
+  c->input_done = true;
+  vl_conn_send_error(c, err);
+  vl_conn_settle(c);
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+static bool over_limits(const vl_conn *c) {
+  const vl_config *cfg = c->srv->cfg;
+  return c->inflight >= cfg->max_inflight || c->write_bytes >= cfg->max_write_queue;
+}
+
+/* A broken frame stream: answer with id null (SPEC §6), read nothing more, close when done. */
+static void frame_error(vl_conn *c, vl_error *err) {
+  if (err->code == VL_ERR_PROTOCOL) {
+    err->code = VL_ERR_INVALID_REQUEST; /* bad magic: -32600 invalid_request on the wire */
+  }
+  vl_log_info("conn %llu (uid %u, pid %d): %s; closing", (unsigned long long)c->serial,
+              (unsigned)c->uid, (int)c->pid, err->message);
+  c->input_done = true;
+  c->rbuf_off = c->rbuf_len;
+  vl_conn_send_error(c, err);
+}
+
+/* Feeds buffered bytes to the decoder and dispatches whole frames until the bytes run out
+ * or a limit is hit. */
+static void process_input(vl_conn *c) {
+  while (c->rbuf_off < c->rbuf_len && !c->input_done && !over_limits(c)) {
+    size_t used = 0;
+    bool ready = false;
+    vl_frame frame;
+    vl_error err;
+    vl_status s = vl_frame_decoder_feed(&c->dec, c->rbuf + c->rbuf_off, c->rbuf_len - c->rbuf_off,
+                                        &used, &ready, &frame, &err);
+    c->rbuf_off += used;
+    if (s != VL_OK) {
+      frame_error(c, &err);
+      return;
+    }
+    if (ready) {
+      vl_dispatch_frame(c, &frame);
+    }
+  }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  vl_conn *c = h->data;
+  buf->base = (char *)c->rbuf;
+  buf->len = VL_READ_BUF_SIZE;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
+  vl_conn *c = s->data;
+  if (nread > 0) {
+    c->rbuf_off = 0;
+    c->rbuf_len = (size_t)nread;
+    if (c->srv->cfg->idle_timeout_ms > 0) {
+      uv_timer_again(&c->idle);
+    }
+    process_input(c);
+  } else if (nread < 0) {
+    if (nread != UV_EOF) {
+      vl_log_debug("conn %llu: read: %s", (unsigned long long)c->serial,
+                   uv_strerror((int)nread));
+    } else if (!vl_frame_decoder_idle(&c->dec)) {
+      vl_log_info("conn %llu: peer closed in the middle of a frame", (unsigned long long)c->serial);
+    }
+    c->input_done = true;
+  }
+  vl_conn_settle(c);
+}
+
+static void set_reading(vl_conn *c, bool on) {
+  if (on == c->reading) {
+    return;
+  }
+  int rc = on ? uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read)
+              : uv_read_stop((uv_stream_t *)&c->pipe);
+  if (rc != 0) {
+    vl_log_warn("conn %llu: read start: %s", (unsigned long long)c->serial, uv_strerror(rc));
+    vl_conn_close(c);
+    return;
+  }
+  c->reading = on;
+}
+
+void vl_conn_settle(vl_conn *c) {
+  if (c->closing) {
+    return;
+  }
+  process_input(c);
+  bool leftover = c->rbuf_off < c->rbuf_len;
+  if (c->srv->shutting_down && !leftover) {
+    c->input_done = true; /* whole frames already buffered were served; read nothing new */
+  }
+  set_reading(c, !c->input_done && !leftover && !over_limits(c));
+  if (c->input_done && !leftover && c->inflight == 0 && c->writes == 0) {
+    vl_conn_close(c);
+  }
+}
+
+static void on_idle(uv_timer_t *t) {
+  vl_conn *c = t->data;
+  if (c->inflight > 0 || c->writes > 0) {
+    return; /* the client waits for us; the repeating timer looks again later */
+  }
+  vl_log_info("conn %llu (uid %u): idle for %llu ms%s; closing", (unsigned long long)c->serial,
+              (unsigned)c->uid, (unsigned long long)c->srv->cfg->idle_timeout_ms,
+              vl_frame_decoder_idle(&c->dec) ? "" : " in the middle of a frame");
+  vl_conn_close(c);
+}
+
+void vl_conn_start(vl_conn *c) {
+  uint64_t ms = c->srv->cfg->idle_timeout_ms;
+  if (ms > 0) {
+    uv_timer_start(&c->idle, on_idle, ms, ms);
+  }
+  vl_conn_settle(c);
+}

@@ -1,0 +1,248 @@
+/* dispatch.c - the method table and the life of one request: frame -> JSON-RPC checks ->
+ * method -> response text -> statistics -> write.
+ *
+ * Where the work happens: anything that costs CPU in proportion to the request (parsing a
+ * large JSON text, lowering, executing, verifying, printing a result) runs on libuv's thread
+ * pool. A request whose JSON is small (LOOP_PARSE_MAX) is parsed on the loop, and answered
+ * there when its method is light (ping, version) or the daemon's own (stats, which reads
+ * loop-owned counters) or when it is invalid, so health checks never queue behind heavy work.
+ * Each dispatched frame produces exactly one response, queued on its connection unless the
+ * connection has closed meanwhile (then the work still finishes and is freed). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "rpc.h"
+#include "server.h"
+#include "viewlower/service.h"
+
+enum { LOOP_PARSE_MAX = 4096 };
+
+typedef enum {
+  RUN_POOL,  /* a core method, on the thread pool */
+  RUN_LIGHT, /* a core method cheap enough for the loop when its frame is small */
+  RUN_LOOP,  /* the daemon's own method: on the loop, with the loop's state */
+} run_where;
+
+typedef cJSON *(*loop_method)(vl_server *srv);
+
+typedef struct method {
+  const char *name;
+  run_where where;
+  loop_method on_loop; /* RUN_LOOP only */
+} method;
+
+static cJSON *stats_method(vl_server *srv);
+
+static const method methods[] = {
+    {"ping", RUN_LIGHT, NULL},    {"version", RUN_LIGHT, NULL}, {"validate", RUN_POOL, NULL},
+    {"lower", RUN_POOL, NULL},    {"execute", RUN_POOL, NULL},  {"verify", RUN_POOL, NULL},
+    {"view_copy", RUN_POOL, NULL}, {"stats", RUN_LOOP, stats_method},
+};
+
+enum { N_METHODS = sizeof methods / sizeof methods[0] };
+_Static_assert(N_METHODS <= VL_STATS_MAX_METHODS, "stats has a slot per method");
+
+typedef struct work {
+  uv_work_t req;
+  vl_conn *conn;
+  const vl_config *cfg;
+  vl_frame frame;
+  uint64_t start_ns;
+  vl_rpc_request rpc;
+  int method;  /* index into methods, -1 until known */
+  bool parsed; /* rpc was parsed (and found valid) on the loop */
+  vl_status status;
+  char *json; /* the response text; NULL until answered */
+  size_t json_len;
+  bool json_static;
+  vl_buf payload;
+  vl_call_stats call;
+} work;
+
+/* ---- any thread ------------------------------------------------------------------------ */
+
+static vl_status parse(work *w, vl_error *err) {
+  vl_status s = vl_rpc_request_parse(w->frame.json, w->frame.json_len, &w->rpc, err);
+  if (s != VL_OK) {
+    return s;
+  }
+  for (size_t i = 0; i < N_METHODS; i++) {
+    if (strcmp(methods[i].name, w->rpc.method) == 0) {
+      w->method = (int)i;
+      return VL_OK;
+    }
+  }
+  return vl_error_set(err, VL_ERR_UNKNOWN_METHOD, "", "unknown method \"%.64s\"", w->rpc.method);
+}
+
+/* Sets the error response text of err (with the id as far as it was read). */
+static void respond_error(work *w, vl_error *err) {
+  w->status = err->code;
+  vl_buf_free(&w->payload);
+  w->json = vl_rpc_error_text(w->rpc.id, err, &w->json_len);
+  if (w->json == NULL) {
+    w->json = (char *)vl_rpc_nomem_response;
+    w->json_len = vl_rpc_nomem_response_len;
+    w->json_static = true;
+  }
+}
+
+/* Sets the response text of result (taken), or an error when it cannot be sent. */
+static void respond_result(work *w, cJSON *result) {
+  vl_error err;
+  w->json = vl_rpc_result_text(w->rpc.id, result, &w->json_len);
+  if (w->json == NULL) {
+    vl_error_set(&err, VL_ERR_NOMEM, "", "cannot print the result");
+    respond_error(w, &err);
+    return;
+  }
+  uint64_t max = w->cfg->max_frame_bytes;
+  if (w->json_len > UINT32_MAX || w->json_len > max || w->payload.len > max - w->json_len) {
+    vl_error_set(&err, VL_ERR_TOO_LARGE, "",
+                 "the result of %zu JSON and %zu payload bytes exceeds the frame limit of %llu "
+                 "bytes",
+                 w->json_len, w->payload.len, (unsigned long long)max);
+    free(w->json);
+    w->json = NULL;
+    respond_error(w, &err);
+  }
+}
+
+/* Answers a request whose parse gave s: runs the core method when s is VL_OK. Releases the
+ * request frame and document. */
+static void serve(work *w, vl_status s, vl_error *err) {
+  cJSON *result = NULL;
+  if (s == VL_OK) {
+    s = vl_service_call(w->rpc.method, w->rpc.params, w->frame.payload, w->frame.payload_len,
+                        &w->cfg->limits, &result, &w->payload, &w->call, err);
+  }
+  vl_frame_free(&w->frame);
+  if (s == VL_OK) {
+    respond_result(w, result);
+  } else {
+    cJSON_Delete(result);
+    respond_error(w, err);
+  }
+  vl_rpc_request_free(&w->rpc);
+}
+
+/* Thread pool. A RUN_LOOP method is left unanswered here and answered in after_work. */
+static void run_work(uv_work_t *req) {
+  work *w = req->data;
+  vl_error err;
+  vl_error_clear(&err);
+  vl_status s = w->parsed ? VL_OK : parse(w, &err);
+  if (s == VL_OK && methods[w->method].where == RUN_LOOP) {
+    vl_frame_free(&w->frame);
+    return;
+  }
+  serve(w, s, &err);
+}
+
+/* ---- event loop ------------------------------------------------------------------------- */
+
+static cJSON *stats_method(vl_server *srv) {
+  const char *names[N_METHODS];
+  for (size_t i = 0; i < N_METHODS; i++) {
+    names[i] = methods[i].name;
+  }
+  vl_stats_view v = {.method_names = names,
+                     .n_methods = N_METHODS,
+                     .conns_current = srv->n_conns,
+                     .requests_in_flight = srv->inflight,
+                     .now_ns = uv_hrtime()};
+  return vl_stats_to_json(&srv->stats, &v);
+}
+
+static void run_on_loop(work *w) {
+  vl_frame_free(&w->frame);
+  cJSON *result = methods[w->method].on_loop(w->conn->srv);
+  if (result != NULL) {
+    respond_result(w, result);
+  } else {
+    vl_error err;
+    vl_error_set(&err, VL_ERR_NOMEM, "", "cannot build the %s result", methods[w->method].name);
+    respond_error(w, &err);
+  }
+  vl_rpc_request_free(&w->rpc);
+}
+
+/* Counts the answered request, queues its response and frees w. */
+static void complete(work *w) {
+  vl_conn *c = w->conn;
+  vl_server *srv = c->srv;
+  uint64_t elapsed = uv_hrtime() - w->start_ns;
+  vl_stats_record(&srv->stats, w->method, w->status != VL_OK, elapsed);
+  srv->stats.views_replaced += w->call.views_replaced;
+  srv->stats.bytes_saved += w->call.bytes_saved;
+  vl_log_debug("conn %llu: %s -> %s in %.3f ms", (unsigned long long)c->serial,
+               w->method >= 0 ? methods[w->method].name : "(invalid)", vl_status_kind(w->status),
+               (double)elapsed / 1e6);
+  vl_conn_send(c, w->json, w->json_len, w->json_static, &w->payload);
+  free(w);
+}
+
+static void after_work(uv_work_t *req, int status) {
+  work *w = req->data;
+  vl_conn *c = w->conn;
+  if (status != 0) {
+    vl_error err;
+    vl_error_set(&err, VL_ERR_INTERNAL, "", "the request was cancelled");
+    vl_frame_free(&w->frame);
+    respond_error(w, &err);
+    vl_rpc_request_free(&w->rpc);
+  } else if (w->json == NULL) {
+    run_on_loop(w);
+  }
+  c->inflight--;
+  c->srv->inflight--;
+  complete(w);
+  vl_conn_settle(c);
+  vl_conn_unref(c);
+}
+
+/* A small request parsed on the loop: answered right here unless its method is heavy. */
+static bool answered_on_loop(work *w) {
+  vl_error err;
+  vl_error_clear(&err);
+  vl_status s = parse(w, &err);
+  if (s == VL_OK && methods[w->method].where == RUN_POOL) {
+    w->parsed = true;
+    return false;
+  }
+  if (s == VL_OK && methods[w->method].where == RUN_LOOP) {
+    run_on_loop(w);
+  } else {
+    serve(w, s, &err);
+  }
+  complete(w);
+  return true;
+}
+
+void vl_dispatch_frame(vl_conn *c, vl_frame *frame) {
+  vl_server *srv = c->srv;
+  work *w = calloc(1, sizeof *w);
+  if (w == NULL) {
+    vl_error err;
+    vl_error_set(&err, VL_ERR_NOMEM, "", "out of memory");
+    vl_frame_free(frame);
+    vl_stats_record(&srv->stats, -1, 1, 0);
+    vl_conn_send_error(c, &err);
+    return;
+  }
+  w->req.data = w;
+  w->conn = c;
+  w->cfg = srv->cfg;
+  w->frame = *frame;
+  w->start_ns = uv_hrtime();
+  w->method = -1;
+  if (w->frame.json_len <= LOOP_PARSE_MAX && answered_on_loop(w)) {
+    return;
+  }
+  /* uv_queue_work fails only for a NULL work callback. */
+  uv_queue_work(srv->loop, &w->req, run_work, after_work);
+  c->inflight++;
+  srv->inflight++;
+  vl_conn_ref(c);
+}

@@ -1,0 +1,23 @@
+/* log.h - the daemon's log: one line per record on stderr, filtered by level; with
+ * $JOURNAL_STREAM set, each line carries a "<N>" syslog priority prefix for journald. */
+#ifndef VIEWLOWERD_LOG_H
+#define VIEWLOWERD_LOG_H
+
+#include <stdbool.h>
+
+typedef enum { VL_LOG_DEBUG, VL_LOG_INFO, VL_LOG_WARN, VL_LOG_ERROR } vl_log_level;
+
+/* "debug" | "info" | "warn" | "error" -> level; false when unknown. */
+bool vl_log_level_from_name(const char *name, vl_log_level *out);
+const char *vl_log_level_name(vl_log_level level);
+/* Sets the threshold and reads $JOURNAL_STREAM once. */
+void vl_log_init(vl_log_level level);
+bool vl_log_enabled(vl_log_level level);
+void vl_log(vl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define vl_log_debug(...) vl_log(VL_LOG_DEBUG, __VA_ARGS__)
+#define vl_log_info(...) vl_log(VL_LOG_INFO, __VA_ARGS__)
+#define vl_log_warn(...) vl_log(VL_LOG_WARN, __VA_ARGS__)
+#define vl_log_error(...) vl_log(VL_LOG_ERROR, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,69 @@
+/* main.c - viewlowerd: parse flags, size the thread pool, ignore SIGPIPE, run the server on
+ * its own loop until a stop signal drains it, then close the loop. Runs in the foreground:
+ * no fork, no pidfile (SPEC §7). Exit codes: 0 after a stop signal, 1 when the daemon cannot
+ * start, 64 on a usage error. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "config.h"
+#include "log.h"
+#include "server.h"
+
+enum { EXIT_USAGE = 64 };
+
+static int ignore_sigpipe(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  return sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* libuv reads UV_THREADPOOL_SIZE when the first work request is queued. */
+static int size_thread_pool(uint32_t workers) {
+  char n[16];
+  snprintf(n, sizeof n, "%u", workers);
+  return setenv("UV_THREADPOOL_SIZE", n, 1);
+}
+
+static int serve(const vl_config *cfg) {
+  uv_loop_t loop;
+  int rc = uv_loop_init(&loop);
+  if (rc != 0) {
+    vl_log_error("uv_loop_init: %s", uv_strerror(rc));
+    return EXIT_FAILURE;
+  }
+  vl_server srv;
+  int status = vl_server_start(&srv, &loop, cfg) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  uv_run(&loop, UV_RUN_DEFAULT);
+  rc = uv_loop_close(&loop);
+  if (rc != 0) {
+    vl_log_error("uv_loop_close: %s", uv_strerror(rc));
+    return EXIT_FAILURE;
+  }
+  return status;
+}
+
+int main(int argc, char **argv) {
+  vl_config cfg;
+  char msg[256];
+  switch (vl_config_parse(&cfg, argc, argv, msg, sizeof msg)) {
+  case VL_CONFIG_HELP:
+    vl_config_usage(stdout);
+    return EXIT_SUCCESS;
+  case VL_CONFIG_ERROR:
+    fprintf(stderr, "viewlowerd: %s\n", msg);
+    return EXIT_USAGE;
+  case VL_CONFIG_OK:
+    break;
+  }
+  vl_log_init((vl_log_level)cfg.log_level);
+  if (ignore_sigpipe() != 0 || size_thread_pool(cfg.workers) != 0) {
+    vl_log_error("cannot set up the process");
+    return EXIT_FAILURE;
+  }
+  return serve(&cfg);
+}

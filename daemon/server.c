@@ -1,0 +1,385 @@
+/* server.c - the listening socket, admission of connections, signals, watchdog and the
+ * graceful shutdown of viewlowerd (SPEC §7).
+ *
+ * Socket: taken from systemd socket activation when passed, else created at the path
+ * resolved as SPEC §7 says. An existing socket file is probed: if a daemon answers, starting
+ * fails; if nobody listens it is stale and replaced. The socket is bound under a umask that
+ * leaves it private, then given --socket-mode.
+ * Admission: SO_PEERCRED; a peer is let in when its uid is ours or listed, or its gid is
+ * listed; otherwise -32006. Past --max-connections a peer gets -32005. Both then close.
+ * Shutdown (SIGTERM/SIGINT): stop accepting, stop reading, finish what was received, close
+ * each connection as it drains; --drain-timeout-ms bounds the wait, after which remaining
+ * connections are closed. When the last connection is gone every server handle is closed
+ * and the loop ends. */
+#define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
+#include "server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "systemd.h"
+
+enum { LISTEN_BACKLOG = 511, PATH_BUF = 108 };
+
+/* ---- socket path ---------------------------------------------------------------------- */
+
+static int set_path(char *out, size_t n, const char *a, const char *b) {
+  int w = snprintf(out, n, "%s%s", a, b);
+  if (w < 0 || (size_t)w >= n) {
+    vl_log_error("socket path %s%s is longer than %zu bytes", a, b, n - 1);
+    return -1;
+  }
+  return 0;
+}
+
+/* --socket, $VIEWLOWER_SOCKET, $RUNTIME_DIRECTORY (its first entry), root's default,
+ * $XDG_RUNTIME_DIR. */
+static int resolve_path(const vl_config *cfg, char *out, size_t n) {
+  const char *env = getenv("VIEWLOWER_SOCKET");
+  const char *rt = getenv("RUNTIME_DIRECTORY");
+  const char *xdg = getenv("XDG_RUNTIME_DIR");
+  if (cfg->socket != NULL) {
+    return set_path(out, n, cfg->socket, "");
+  }
+  if (env != NULL && env[0] != '\0') {
+    return set_path(out, n, env, "");
+  }
+  if (rt != NULL && rt[0] != '\0') {
+    char first[PATH_BUF];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(rt, ":"), rt);
+    return set_path(out, n, first, "/viewlower.sock");
+  }
+  if (geteuid() == 0) {
+    if (mkdir("/run/viewlower", 0755) != 0 && errno != EEXIST) {
+      vl_log_error("cannot create /run/viewlower: %s", strerror(errno));
+      return -1;
+    }
+    return set_path(out, n, "/run/viewlower/viewlower.sock", "");
+  }
+  if (xdg != NULL && xdg[0] != '\0') {
+    return set_path(out, n, xdg, "/viewlower.sock");
+  }
+  vl_log_error("no socket path: give --socket, or set VIEWLOWER_SOCKET or XDG_RUNTIME_DIR");
+  return -1;
+}
+
+/* Does a daemon accept connections on path? */
+static bool socket_is_live(const char *path) {
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return false;
+  }
+  bool live = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+  close(fd);
+  return live;
+}
+
+/* Leaves the path free for bind: replaces a stale socket, refuses a live one or a non-socket. */
+static int clear_path(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) {
+    if (errno == ENOENT) {
+      return 0;
+    }
+    vl_log_error("%s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    vl_log_error("%s exists and is not a socket; not touching it", path);
+    return -1;
+  }
+  if (socket_is_live(path)) {
+    vl_log_error("another daemon is already listening on %s", path);
+    return -1;
+  }
+  if (unlink(path) != 0 && errno != ENOENT) {
+    vl_log_error("cannot remove the stale socket %s: %s", path, strerror(errno));
+    return -1;
+  }
+  vl_log_info("replaced the stale socket %s", path);
+  return 0;
+}
+
+/* Binds our own socket file; srv->socket_path is set only once the file is ours. */
+static int bind_path(vl_server *srv) {
+  char path[PATH_BUF];
+  if (resolve_path(srv->cfg, path, sizeof path) != 0 || clear_path(path) != 0) {
+    return -1;
+  }
+  mode_t old = umask(0177); /* the socket is private until chmod gives it --socket-mode */
+  int rc = uv_pipe_bind(&srv->listener, path);
+  umask(old);
+  if (rc != 0) {
+    vl_log_error("cannot bind %s: %s", path, uv_strerror(rc));
+    return -1;
+  }
+  memcpy(srv->socket_path, path, sizeof path);
+  if (chmod(path, (mode_t)srv->cfg->socket_mode) != 0) {
+    vl_log_error("chmod %s: %s", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- admission ------------------------------------------------------------------------ */
+
+static bool listed(const uint32_t *ids, size_t n, uint32_t id) {
+  for (size_t i = 0; i < n; i++) {
+    if (ids[i] == id) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Reads the peer's credentials; false when they cannot be read (then the peer is refused). */
+static bool peer_credentials(vl_conn *c) {
+  uv_os_fd_t fd;
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
+      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return false;
+  }
+  c->pid = cred.pid;
+  c->uid = cred.uid;
+  c->gid = cred.gid;
+  return true;
+}
+
+static bool permitted(const vl_server *srv, const vl_conn *c) {
+  const vl_config *cfg = srv->cfg;
+  return c->uid == srv->self_uid || listed(cfg->allow_uid, cfg->n_allow_uid, c->uid) ||
+         listed(cfg->allow_gid, cfg->n_allow_gid, c->gid);
+}
+
+static void refuse(vl_server *srv, vl_conn *c, vl_status code, const char *why) {
+  vl_error err;
+  vl_error_set(&err, code, "", "%s", why);
+  srv->stats.conns_rejected++;
+  vl_log_info("conn %llu (uid %u, gid %u, pid %d) refused: %s", (unsigned long long)c->serial,
+              (unsigned)c->uid, (unsigned)c->gid, (int)c->pid, why);
+  vl_conn_refuse(c, &err);
+}
+
+static void admit(vl_server *srv, vl_conn *c) {
+  char why[128];
+  if (!peer_credentials(c) || !permitted(srv, c)) {
+    snprintf(why, sizeof why, "uid %u is not permitted to use this daemon", (unsigned)c->uid);
+    refuse(srv, c, VL_ERR_NOT_PERMITTED, why);
+    return;
+  }
+  if (srv->n_conns >= srv->cfg->max_connections) {
+    snprintf(why, sizeof why, "too many connections (limit %u)", srv->cfg->max_connections);
+    refuse(srv, c, VL_ERR_OVERLOADED, why);
+    return;
+  }
+  c->counted = true;
+  srv->n_conns++;
+  srv->stats.conns_total++;
+  vl_log_debug("conn %llu: uid %u pid %d connected", (unsigned long long)c->serial,
+               (unsigned)c->uid, (int)c->pid);
+  vl_conn_start(c);
+}
+
+static void on_spare_closed(uv_handle_t *h) {
+  vl_server *srv = h->data;
+  srv->spare_busy = false;
+}
+
+/* Without memory for a connection, accept it into the spare handle and close it at once, so
+ * that the listener keeps going. */
+static void drop_connection(vl_server *srv, uv_stream_t *listener) {
+  vl_log_error("out of memory: dropping a new connection");
+  if (srv->spare_busy) {
+    return;
+  }
+  uv_pipe_init(srv->loop, &srv->spare, 0);
+  srv->spare.data = srv;
+  srv->spare_busy = true;
+  uv_accept(listener, (uv_stream_t *)&srv->spare);
+  uv_close((uv_handle_t *)&srv->spare, on_spare_closed);
+}
+
+static void on_connection(uv_stream_t *listener, int status) {
+  vl_server *srv = listener->data;
+  if (status < 0) {
+    vl_log_warn("accept: %s", uv_strerror(status));
+    return;
+  }
+  vl_conn *c = vl_conn_new(srv);
+  if (c == NULL) {
+    drop_connection(srv, listener);
+    return;
+  }
+  int rc = uv_accept(listener, (uv_stream_t *)&c->pipe);
+  if (rc != 0) {
+    vl_log_warn("accept: %s", uv_strerror(rc));
+    vl_conn_close(c);
+    return;
+  }
+  admit(srv, c);
+}
+
+/* ---- shutdown ------------------------------------------------------------------------- */
+
+static void close_if_open(uv_handle_t *h) {
+  if (!uv_is_closing(h)) {
+    uv_close(h, NULL);
+  }
+}
+
+/* The last connection is gone during a shutdown: close the server's own handles. */
+static void finish(vl_server *srv) {
+  if (srv->finished) {
+    return;
+  }
+  srv->finished = true;
+  close_if_open((uv_handle_t *)&srv->sigterm);
+  close_if_open((uv_handle_t *)&srv->sigint);
+  close_if_open((uv_handle_t *)&srv->drain);
+  close_if_open((uv_handle_t *)&srv->watchdog);
+  vl_log_info("stopped");
+}
+
+void vl_server_conn_gone(vl_server *srv) {
+  if (srv->shutting_down && srv->conns == NULL) {
+    finish(srv);
+  }
+}
+
+static void close_all(vl_server *srv) {
+  for (vl_conn *c = srv->conns; c != NULL; c = c->next) {
+    vl_conn_close(c);
+  }
+}
+
+static void on_drain_timeout(uv_timer_t *t) {
+  vl_server *srv = t->data;
+  vl_log_warn("drain timeout of %llu ms: closing %u connections with %u requests in flight",
+              (unsigned long long)srv->cfg->drain_timeout_ms, srv->n_conns, srv->inflight);
+  close_all(srv);
+}
+
+static void stop_listening(vl_server *srv) {
+  if (!srv->listening) {
+    return;
+  }
+  srv->listening = false;
+  uv_close((uv_handle_t *)&srv->listener, NULL);
+  if (srv->socket_path[0] != '\0') {
+    unlink(srv->socket_path); /* new clients fail fast instead of queueing */
+  }
+}
+
+void vl_server_shutdown(vl_server *srv) {
+  if (srv->shutting_down) {
+    vl_log_warn("second stop signal: closing every connection now");
+    close_all(srv);
+    return;
+  }
+  srv->shutting_down = true;
+  char status[96];
+  snprintf(status, sizeof status, "STOPPING=1\nSTATUS=draining %u requests", srv->inflight);
+  vl_systemd_notify(status);
+  vl_log_info("stopping: %u connections, %u requests in flight", srv->n_conns, srv->inflight);
+  stop_listening(srv);
+  uv_timer_start(&srv->drain, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
+  for (vl_conn *c = srv->conns; c != NULL;) {
+    vl_conn *next = c->next; /* settle may close c, never free it: its handles hold a ref */
+    vl_conn_settle(c);
+    c = next;
+  }
+  vl_server_conn_gone(srv);
+}
+
+static void on_signal(uv_signal_t *s, int signum) {
+  vl_log_info("received %s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  vl_server_shutdown(s->data);
+}
+
+static void on_watchdog(uv_timer_t *t) {
+  (void)t;
+  vl_systemd_notify("WATCHDOG=1");
+}
+
+/* ---- start ---------------------------------------------------------------------------- */
+
+static int start_listening(vl_server *srv) {
+  uv_pipe_init(srv->loop, &srv->listener, 0);
+  srv->listener.data = srv;
+  srv->listening = true;
+  int fd = vl_systemd_listen_fd();
+  int rc = 0;
+  if (fd == -2) {
+    return -1;
+  }
+  if (fd >= 0) {
+    rc = uv_pipe_open(&srv->listener, fd);
+    vl_log_info("using the socket passed by systemd (fd %d)", fd);
+  } else if (bind_path(srv) != 0) {
+    return -1;
+  }
+  if (rc == 0) {
+    rc = uv_listen((uv_stream_t *)&srv->listener, LISTEN_BACKLOG, on_connection);
+  }
+  if (rc != 0) {
+    vl_log_error("cannot listen: %s", uv_strerror(rc));
+    return -1;
+  }
+  return 0;
+}
+
+static void start_handles(vl_server *srv) {
+  uv_signal_init(srv->loop, &srv->sigterm);
+  uv_signal_init(srv->loop, &srv->sigint);
+  uv_timer_init(srv->loop, &srv->drain);
+  uv_timer_init(srv->loop, &srv->watchdog);
+  srv->sigterm.data = srv;
+  srv->sigint.data = srv;
+  srv->drain.data = srv;
+  srv->watchdog.data = srv;
+  uint64_t usec = vl_systemd_watchdog_usec();
+  if (usec > 0) {
+    uint64_t ms = usec / 2000 > 0 ? usec / 2000 : 1;
+    uv_timer_start(&srv->watchdog, on_watchdog, ms, ms);
+    vl_log_info("watchdog: pinging every %llu ms", (unsigned long long)ms);
+  }
+}
+
+int vl_server_start(vl_server *srv, uv_loop_t *loop, const vl_config *cfg) {
+  memset(srv, 0, sizeof *srv);
+  srv->loop = loop;
+  srv->cfg = cfg;
+  srv->self_uid = geteuid();
+  vl_stats_init(&srv->stats, uv_hrtime());
+  start_handles(srv);
+  if (start_listening(srv) != 0 ||
+      uv_signal_start(&srv->sigterm, on_signal, SIGTERM) != 0 ||
+      uv_signal_start(&srv->sigint, on_signal, SIGINT) != 0) {
+    stop_listening(srv);
+    srv->shutting_down = true;
+    finish(srv);
+    return -1;
+  }
+  char status[160];
+  snprintf(status, sizeof status, "READY=1\nSTATUS=listening on %s",
+           srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd");
+  vl_systemd_notify(status);
+  vl_log_info("listening on %s (%u workers, max %u connections)",
+              srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd",
+              cfg->workers, cfg->max_connections);
+  return 0;
+}

@@ -1,0 +1,135 @@
+/* stats.c - counters and latency percentiles (nearest rank over the latest VL_STATS_WINDOW
+ * requests; the maximum is over the daemon's whole life). */
+#include "stats.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void vl_stats_init(vl_stats *s, uint64_t now_ns) {
+  memset(s, 0, sizeof *s);
+  s->start_ns = now_ns;
+}
+
+void vl_stats_record(vl_stats *s, int method, int is_error, uint64_t latency_ns) {
+  vl_method_counts *c = method >= 0 && method < VL_STATS_MAX_METHODS ? &s->by_method[method]
+                                                                      : &s->invalid;
+  c->requests++;
+  c->errors += is_error ? 1u : 0u;
+  uint64_t us = latency_ns / 1000;
+  uint32_t sample = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+  s->latency_us[s->latency_count % VL_STATS_WINDOW] = sample;
+  s->latency_count++;
+  if (sample > s->latency_max_us) {
+    s->latency_max_us = sample;
+  }
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a;
+  uint32_t y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile p (1..100) of sorted[0..n), n > 0. */
+static uint32_t percentile(const uint32_t *sorted, size_t n, unsigned p) {
+  size_t rank = (n * p + 99) / 100;
+  return sorted[rank > 0 ? rank - 1 : 0];
+}
+
+static cJSON *latency_json(const vl_stats *s) {
+  size_t n = s->latency_count < VL_STATS_WINDOW ? s->latency_count : VL_STATS_WINDOW;
+  uint32_t sorted[VL_STATS_WINDOW];
+  memcpy(sorted, s->latency_us, n * sizeof sorted[0]);
+  qsort(sorted, n, sizeof sorted[0], cmp_u32);
+  cJSON *o = cJSON_CreateObject();
+  if (o == NULL) {
+    return NULL;
+  }
+  static const unsigned ps[] = {50, 90, 99};
+  static const char *const keys[] = {"p50", "p90", "p99"};
+  for (size_t i = 0; i < 3; i++) {
+    double v = n > 0 ? (double)percentile(sorted, n, ps[i]) : 0.0;
+    if (cJSON_AddNumberToObject(o, keys[i], v) == NULL) {
+      cJSON_Delete(o);
+      return NULL;
+    }
+  }
+  if (cJSON_AddNumberToObject(o, "max", (double)s->latency_max_us) == NULL ||
+      cJSON_AddNumberToObject(o, "samples", (double)n) == NULL) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+static cJSON *counts_json(const vl_method_counts *c) {
+  cJSON *o = cJSON_CreateObject();
+  if (o == NULL || cJSON_AddNumberToObject(o, "requests", (double)c->requests) == NULL ||
+      cJSON_AddNumberToObject(o, "errors", (double)c->errors) == NULL) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+/* Adds item under key, or deletes it; 0 when item is NULL or the add fails. */
+static int add(cJSON *o, const char *key, cJSON *item) {
+  if (item != NULL && cJSON_AddItemToObject(o, key, item)) {
+    return 1;
+  }
+  cJSON_Delete(item);
+  return 0;
+}
+
+/* {"total","errors","in_flight","invalid":{..},"by_method":{name:{"requests","errors"}}} */
+static cJSON *requests_json(const vl_stats *s, const vl_stats_view *v) {
+  cJSON *by = cJSON_CreateObject();
+  vl_method_counts total = s->invalid;
+  for (size_t i = 0; i < v->n_methods; i++) {
+    if (by != NULL && !add(by, v->method_names[i], counts_json(&s->by_method[i]))) {
+      cJSON_Delete(by);
+      by = NULL;
+    }
+    total.requests += s->by_method[i].requests;
+    total.errors += s->by_method[i].errors;
+  }
+  cJSON *o = cJSON_CreateObject();
+  if (o == NULL) {
+    cJSON_Delete(by);
+    return NULL;
+  }
+  if (!add(o, "by_method", by) || !add(o, "invalid", counts_json(&s->invalid)) ||
+      cJSON_AddNumberToObject(o, "total", (double)total.requests) == NULL ||
+      cJSON_AddNumberToObject(o, "errors", (double)total.errors) == NULL ||
+      cJSON_AddNumberToObject(o, "in_flight", (double)v->requests_in_flight) == NULL) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+static cJSON *connections_json(const vl_stats *s, const vl_stats_view *v) {
+  cJSON *o = cJSON_CreateObject();
+  if (o == NULL || cJSON_AddNumberToObject(o, "current", v->conns_current) == NULL ||
+      cJSON_AddNumberToObject(o, "total", (double)s->conns_total) == NULL ||
+      cJSON_AddNumberToObject(o, "rejected", (double)s->conns_rejected) == NULL) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+cJSON *vl_stats_to_json(const vl_stats *s, const vl_stats_view *v) {
+  cJSON *o = cJSON_CreateObject();
+  double uptime_ms = (double)((v->now_ns - s->start_ns) / 1000000);
+  if (o == NULL || cJSON_AddNumberToObject(o, "uptime_ms", uptime_ms) == NULL ||
+      !add(o, "connections", connections_json(s, v)) ||
+      !add(o, "requests", requests_json(s, v)) ||
+      cJSON_AddNumberToObject(o, "views_replaced", (double)s->views_replaced) == NULL ||
+      cJSON_AddNumberToObject(o, "bytes_saved", (double)s->bytes_saved) == NULL ||
+      !add(o, "latency_us", latency_json(s))) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}

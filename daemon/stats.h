@@ -1,0 +1,48 @@
+/* stats.h - the daemon's counters for the "stats" method: connections, requests and errors
+ * per method, views replaced, bytes saved, and request latency percentiles over a window of
+ * the most recent requests. Touched only on the event loop thread. */
+#ifndef VIEWLOWERD_STATS_H
+#define VIEWLOWERD_STATS_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VL_STATS_MAX_METHODS 16
+#define VL_STATS_WINDOW 4096 /* latency samples kept */
+
+typedef struct vl_method_counts {
+  uint64_t requests;
+  uint64_t errors;
+} vl_method_counts;
+
+typedef struct vl_stats {
+  uint64_t start_ns;
+  uint64_t conns_total;    /* accepted and let in */
+  uint64_t conns_rejected; /* refused: not permitted or over the connection limit */
+  vl_method_counts by_method[VL_STATS_MAX_METHODS];
+  vl_method_counts invalid; /* requests that named no known method, or none at all */
+  uint64_t views_replaced;
+  int64_t bytes_saved;
+  uint32_t latency_us[VL_STATS_WINDOW]; /* ring of the latest samples */
+  size_t latency_count;                 /* samples ever taken */
+  uint32_t latency_max_us;
+} vl_stats;
+
+void vl_stats_init(vl_stats *s, uint64_t now_ns);
+/* Counts one answered request; method < 0 for an invalid one. */
+void vl_stats_record(vl_stats *s, int method, int is_error, uint64_t latency_ns);
+
+/* What the stats method reports besides the counters. */
+typedef struct vl_stats_view {
+  const char *const *method_names; /* one per by_method slot */
+  size_t n_methods;
+  uint32_t conns_current;
+  uint32_t requests_in_flight;
+  uint64_t now_ns;
+} vl_stats_view;
+
+/* The stats result object; NULL on out-of-memory. */
+cJSON *vl_stats_to_json(const vl_stats *s, const vl_stats_view *v);
+
+#endif

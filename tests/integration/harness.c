@@ -1,0 +1,354 @@
+/* harness.c - process, socket and JSON helpers of the daemon integration tests. */
+#define _GNU_SOURCE /* mkdtemp, setenv in the child */
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "viewlower/frame.h"
+
+uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+void daemon_prepare(daemon_proc *d) {
+  memset(d, 0, sizeof *d);
+  d->pid = -1;
+  snprintf(d->dir, sizeof d->dir, "/tmp/vlit.XXXXXX");
+  assert_non_null(mkdtemp(d->dir));
+  snprintf(d->sock, sizeof d->sock, "%s/viewlower.sock", d->dir);
+  snprintf(d->log, sizeof d->log, "%s/daemon.log", d->dir);
+}
+
+/* In the child: stdout/stderr to the log, fd 3 from listen_fd, the environment, exec. */
+static void exec_child(const daemon_proc *d, const char *const *argv, const char *const *env,
+                       int listen_fd) {
+  int log = open(d->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log >= 0) {
+    dup2(log, 1);
+    dup2(log, 2);
+  }
+  if (listen_fd >= 0) {
+    if (listen_fd != 3) {
+      dup2(listen_fd, 3); /* dup2 clears FD_CLOEXEC on the copy */
+    } else {
+      fcntl(3, F_SETFD, 0);
+    }
+    char pid[32];
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    setenv("LISTEN_PID", pid, 1);
+    setenv("LISTEN_FDS", "1", 1);
+  }
+  for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+    putenv((char *)env[i]);
+  }
+  execv(VIEWLOWERD_PATH, (char *const *)argv);
+  _exit(127);
+}
+
+pid_t daemon_spawn(daemon_proc *d, const char *const *args, const char *const *env,
+                   int listen_fd) {
+  const char *argv[HARNESS_MAX_ARGS + 2] = {"viewlowerd"};
+  size_t n = 1;
+  for (size_t i = 0; args != NULL && args[i] != NULL; i++) {
+    assert_true(n < HARNESS_MAX_ARGS);
+    argv[n++] = args[i];
+  }
+  argv[n] = NULL;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    exec_child(d, argv, env, listen_fd);
+  }
+  d->pid = pid;
+  return pid;
+}
+
+static bool can_connect(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+  bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+  if (fd >= 0) {
+    close(fd);
+  }
+  return ok;
+}
+
+void daemon_start(daemon_proc *d, const char *const *args) {
+  const char *argv[HARNESS_MAX_ARGS] = {"--socket", d->sock, "--log-level", "debug"};
+  size_t n = 4;
+  for (size_t i = 0; args != NULL && args[i] != NULL; i++) {
+    assert_true(n + 1 < HARNESS_MAX_ARGS);
+    argv[n++] = args[i];
+  }
+  argv[n] = NULL;
+  pid_t pid = daemon_spawn(d, argv, NULL, -1);
+  uint64_t deadline = now_ms() + HARNESS_WAIT_MS;
+  while (!can_connect(d->sock)) {
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid || now_ms() > deadline) {
+      daemon_dump_log(d);
+      fail_msg("viewlowerd did not start listening on %s", d->sock);
+    }
+    sleep_ms(5);
+  }
+}
+
+int daemon_wait(pid_t pid, int timeout_ms) {
+  uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+  for (;;) {
+    int status;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    if (r < 0 || now_ms() > deadline) {
+      return -1;
+    }
+    sleep_ms(2);
+  }
+}
+
+int daemon_stop(daemon_proc *d) {
+  if (d->pid <= 0) {
+    return -1;
+  }
+  kill(d->pid, SIGTERM);
+  int rc = daemon_wait(d->pid, HARNESS_WAIT_MS);
+  if (rc < 0) {
+    kill(d->pid, SIGKILL);
+    waitpid(d->pid, NULL, 0);
+    d->pid = -1;
+    daemon_dump_log(d);
+    fail_msg("viewlowerd did not exit after SIGTERM");
+  }
+  d->pid = -1;
+  return rc;
+}
+
+void daemon_cleanup(daemon_proc *d) {
+  if (d->pid > 0) {
+    kill(d->pid, SIGKILL);
+    waitpid(d->pid, NULL, 0);
+    d->pid = -1;
+  }
+  if (d->dir[0] == '\0') {
+    return;
+  }
+  unlink(d->sock);
+  unlink(d->log);
+  rmdir(d->dir);
+  d->dir[0] = '\0';
+}
+
+void daemon_dump_log(const daemon_proc *d) {
+  FILE *f = fopen(d->log, "r");
+  if (f == NULL) {
+    return;
+  }
+  char line[1024];
+  fprintf(stderr, "---- %s ----\n", d->log);
+  while (fgets(line, sizeof line, f) != NULL) {
+    fputs(line, stderr);
+  }
+  fclose(f);
+}
+
+vl_client *client_open(const daemon_proc *d) {
+  vl_client *c = NULL;
+  vl_error err;
+  vl_status s = vl_client_connect(d->sock, HARNESS_WAIT_MS, &c, &err);
+  if (s != VL_OK) {
+    fail_msg("connect %s: %s", d->sock, err.message);
+  }
+  return c;
+}
+
+/* ---- raw frames --------------------------------------------------------------------------- */
+
+int raw_connect(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+  assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  struct timeval tv = {.tv_sec = HARNESS_WAIT_MS / 1000, .tv_usec = 0};
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv), 0);
+  return fd;
+}
+
+void raw_send(int fd, const void *p, size_t n) {
+  const uint8_t *at = p;
+  while (n > 0) {
+    ssize_t w = send(fd, at, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) {
+      continue;
+    }
+    assert_true(w > 0);
+    at += w;
+    n -= (size_t)w;
+  }
+}
+
+void raw_send_frame(int fd, const char *json, const void *payload, size_t payload_len) {
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, (uint32_t)strlen(json), payload_len);
+  raw_send(fd, h, sizeof h);
+  raw_send(fd, json, strlen(json));
+  if (payload_len > 0) {
+    raw_send(fd, payload, payload_len);
+  }
+}
+
+static void raw_recv_exact(int fd, void *p, size_t n) {
+  uint8_t *at = p;
+  while (n > 0) {
+    ssize_t r = recv(fd, at, n, 0);
+    if (r < 0 && errno == EINTR) {
+      continue;
+    }
+    if (r <= 0) {
+      fail_msg("recv: %s", r == 0 ? "connection closed" : strerror(errno));
+    }
+    at += r;
+    n -= (size_t)r;
+  }
+}
+
+cJSON *raw_recv_frame(int fd, vl_buf *payload) {
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  raw_recv_exact(fd, h, sizeof h);
+  vl_frame_header hdr;
+  vl_error err;
+  assert_int_equal(vl_frame_header_decode(h, &hdr, &err), VL_OK);
+  char *text = malloc((size_t)hdr.json_len + 1);
+  assert_non_null(text);
+  raw_recv_exact(fd, text, hdr.json_len);
+  text[hdr.json_len] = '\0';
+  if (hdr.payload_len > 0) {
+    assert_non_null(payload);
+    void *p = vl_buf_extend(payload, (size_t)hdr.payload_len);
+    assert_non_null(p);
+    raw_recv_exact(fd, p, (size_t)hdr.payload_len);
+  }
+  cJSON *doc = cJSON_Parse(text);
+  if (doc == NULL) {
+    fail_msg("response is not JSON: %s", text);
+  }
+  free(text);
+  return doc;
+}
+
+void raw_expect_error(int fd, int code, int64_t id, const char *kind) {
+  cJSON *doc = raw_recv_frame(fd, NULL);
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
+  const cJSON *jid = cJSON_GetObjectItemCaseSensitive(doc, "id");
+  assert_non_null(e);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "jsonrpc")),
+                      "2.0");
+  assert_int_equal((int)json_number(e, "code"), code);
+  assert_non_null(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "message")));
+  const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, "kind")),
+                      kind);
+  if (id < 0) {
+    assert_true(cJSON_IsNull(jid));
+  } else {
+    assert_true(cJSON_IsNumber(jid));
+    assert_true(jid->valuedouble == (double)id);
+  }
+  cJSON_Delete(doc);
+}
+
+void raw_expect_closed(int fd) {
+  uint8_t b;
+  ssize_t r;
+  do {
+    r = recv(fd, &b, 1, 0);
+  } while (r < 0 && errno == EINTR);
+  if (r != 0 && !(r < 0 && errno == ECONNRESET)) {
+    fail_msg("expected the daemon to close the connection, got %zd (%s)", r,
+             r < 0 ? strerror(errno) : "data");
+  }
+}
+
+/* ---- JSON ------------------------------------------------------------------------------- */
+
+cJSON *example_graph(const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/graphs/%s", VL_EXAMPLES_DIR, name);
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) {
+    fail_msg("cannot open %s", path);
+  }
+  char *text = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 > cap) {
+      cap = cap * 2 + 8192;
+      text = realloc(text, cap);
+      assert_non_null(text);
+    }
+    size_t r = fread(text + len, 1, cap - len - 1, f);
+    len += r;
+    if (r == 0) {
+      break;
+    }
+  }
+  fclose(f);
+  text[len] = '\0';
+  cJSON *doc = cJSON_Parse(text);
+  free(text);
+  assert_non_null(doc);
+  return doc;
+}
+
+cJSON *json(const char *text) {
+  cJSON *doc = cJSON_Parse(text);
+  if (doc == NULL) {
+    fail_msg("bad test JSON: %s", text);
+  }
+  return doc;
+}
+
+double json_number(const cJSON *obj, const char *dotted) {
+  char key[128];
+  const char *p = dotted;
+  const cJSON *at = obj;
+  while (*p != '\0') {
+    size_t n = strcspn(p, ".");
+    assert_true(n < sizeof key);
+    memcpy(key, p, n);
+    key[n] = '\0';
+    at = cJSON_GetObjectItemCaseSensitive(at, key);
+    if (at == NULL) {
+      fail_msg("no member %s", dotted);
+    }
+    p += n + (p[n] == '.');
+  }
+  assert_true(cJSON_IsNumber(at));
+  return at->valuedouble;
+}

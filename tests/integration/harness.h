@@ -1,0 +1,68 @@
+/* harness.h - helpers of the daemon integration tests: start a real viewlowerd on a socket in
+ * a fresh temporary directory, stop it and collect its exit status, speak raw frames to it,
+ * and read the example graphs. Every wait is bounded (HARNESS_WAIT_MS). */
+#ifndef VIEWLOWER_IT_HARNESS_H
+#define VIEWLOWER_IT_HARNESS_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "viewlower/buf.h"
+#include "viewlower/client.h"
+
+#define HARNESS_WAIT_MS 20000
+#define HARNESS_MAX_ARGS 32
+
+typedef struct daemon_proc {
+  pid_t pid;
+  char dir[32];   /* temporary directory, removed by daemon_cleanup */
+  char sock[64];  /* dir/viewlower.sock */
+  char log[64];   /* dir/daemon.log: the daemon's stderr */
+} daemon_proc;
+
+/* Makes the temporary directory and fills the paths; no process yet. */
+void daemon_prepare(daemon_proc *d);
+/* Starts viewlowerd --socket d->sock --log-level debug plus args (NULL-terminated, may be
+ * NULL) and waits until the socket accepts connections. */
+void daemon_start(daemon_proc *d, const char *const *args);
+/* Forks and execs viewlowerd with exactly args (after argv[0]) and the extra environment
+ * entries (NAME=VALUE, NULL-terminated), the fd listen_fd (if >= 0) moved to fd 3 and
+ * LISTEN_PID set to the child's pid. Does not wait for anything. */
+pid_t daemon_spawn(daemon_proc *d, const char *const *args, const char *const *env,
+                   int listen_fd);
+/* Sends SIGTERM and returns the exit status (a SIGKILL after HARNESS_WAIT_MS fails the test). */
+int daemon_stop(daemon_proc *d);
+/* Waits for the process to exit by itself; returns its exit status, or -1 on timeout. */
+int daemon_wait(pid_t pid, int timeout_ms);
+/* Removes the socket, the log and the directory. */
+void daemon_cleanup(daemon_proc *d);
+/* Prints the daemon's log (on failures, for diagnosis). */
+void daemon_dump_log(const daemon_proc *d);
+
+/* A connected client or fails the test. */
+vl_client *client_open(const daemon_proc *d);
+
+/* Raw socket speaking frames (receive timeout HARNESS_WAIT_MS). */
+int raw_connect(const char *path);
+void raw_send(int fd, const void *p, size_t n);
+void raw_send_frame(int fd, const char *json, const void *payload, size_t payload_len);
+/* Receives one frame; returns the parsed JSON (caller deletes) and appends the payload. */
+cJSON *raw_recv_frame(int fd, vl_buf *payload);
+/* Receives one error response and checks its code, id (-1: null) and kind. */
+void raw_expect_error(int fd, int code, int64_t id, const char *kind);
+/* Asserts that the peer closes the connection within HARNESS_WAIT_MS. */
+void raw_expect_closed(int fd);
+
+/* Reads VL_EXAMPLES_DIR/graphs/<name> as JSON; fails the test when absent. */
+cJSON *example_graph(const char *name);
+/* Parses a JSON literal of the test; fails the test on error. */
+cJSON *json(const char *text);
+/* The number at a JSON pointer-ish dotted path ("report.replaced"), asserting it exists. */
+double json_number(const cJSON *obj, const char *dotted);
+
+uint64_t now_ms(void);
+
+#endif
