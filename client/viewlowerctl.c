@@ -85,7 +85,7 @@ static int report(const char *file, const vl_error *err) {
     const char *prefix, *flag;
   } files[] = {{"/graph", NULL}, {"/inputs", NULL}, {"/input", NULL}},
     flags[] = {{"/size", "--size"}, {"/out_dim_order", "--out-dim-order"}, {"/seed", "--seed"},
-               {"/options/policy", "--policy"}};
+               {"/options/policy", "--policy"}, {"/encoding", "--encoding"}};
   const char *path = err->path;
   const char *where = file;
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {

@@ -5,9 +5,8 @@
  * Invariants and choices:
  * - Sizes are checked against the limits before anything is allocated: the byte size of the spec
  *   first, then the value count, base64 length or blob range, and only then the tensor buffer.
- * - Integers travel as JSON numbers only while they are exact in a double: |v| <= 2^53 - 1. A
- *   JSON number that reads as 2^53 may have been written as 2^53 + 1, so int64 values beyond
- *   that range are written and must be given as decimal strings.
+ * - Integers travel as JSON numbers while |v| <= 2^53, as SPEC §5 says; int64 values beyond
+ *   that are written and must be given as decimal strings (a number beyond 2^53 is refused).
  * - Floats print with the fewest significant digits that read back to the same bits (through
  *   strtod, as cJSON reads, and for float32 also through strtof), laid out as Python's repr
  *   does (plain for exponents -4..15, else 1.5e+20); nan/inf are the strings "nan", "inf",
@@ -31,7 +30,7 @@
 #error "tensor bytes are copied as they lie in memory; a big-endian host needs byte swapping here"
 #endif
 
-#define SAFE_INT_MAX INT64_C(9007199254740991) /* 2^53 - 1 */
+#define SAFE_INT_MAX INT64_C(9007199254740992) /* 2^53 */
 #define NUM_TEXT_MAX 48
 
 static const char *const body_keys[] = {"values", "data", "blob", NULL};
@@ -214,7 +213,7 @@ static bool parse_decimal_int64(const char *s, int64_t *out) {
   return true;
 }
 
-/* A 64-bit integer: a whole JSON number within +-(2^53 - 1), or a decimal string. */
+/* A 64-bit integer: a whole JSON number within +-2^53, or a decimal string. */
 typedef enum { I64_OK, I64_NOT_INTEGER, I64_FRACTIONAL, I64_INEXACT, I64_BAD_STRING } i64_result;
 
 static i64_result json_int64(const cJSON *v, int64_t *out) {
@@ -255,7 +254,7 @@ static vl_status read_int64(const elem_ctx *c, const cJSON *v, void *dst) {
     case I64_OK: store_int(c->dtype, x, dst); return VL_OK;
     case I64_FRACTIONAL: return elem_fail(c, "int64 value must be a whole number");
     case I64_INEXACT:
-      return elem_fail(c, "int64 value beyond +-(2^53-1) must be a decimal string to be exact");
+      return elem_fail(c, "int64 value beyond +-2^53 must be a decimal string to be exact");
     case I64_BAD_STRING:
       return elem_fail(c, "int64 string must be a decimal integer within the int64 range");
     default: return elem_fail(c, "int64 value must be a JSON number or a decimal string");
@@ -654,7 +653,7 @@ static vl_status blob_field(const cJSON *blob, const char *key, int64_t *out, vl
   if (v == NULL) return vl_error_set(err, VL_ERR_INVALID_TENSOR, path, "is required");
   if (json_int64(v, out) != I64_OK || *out < 0)
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, path,
-                        "must be a non-negative whole number (a decimal string beyond 2^53-1)");
+                        "must be a non-negative whole number (a decimal string beyond 2^53)");
   return VL_OK;
 }
 

