@@ -19,10 +19,11 @@
 /* Loops the engine handles at once. Each kept dim has size >= 2, so a copy that fits in memory
  * has far fewer than 64 of them; more are peeled off one by one (see vl_copy_strided). */
 #define MAX_LOOPS 64
-/* Transpose tiles: TILE_X_BYTES of each source row (the source-contiguous dim) by TILE_Y rows,
- * so a tile keeps about 16 KiB of each side in cache. Tuned with viewlower-bench. */
+/* Transpose tiles: TILE_X_BYTES of each source row (the source-contiguous dim) by TILE_Y rows.
+ * TILE_Y source rows are read as one sequential region (good for memory-bound copies), the
+ * tile's destination rows are TILE_Y elements long. Tuned with viewlower-bench. */
 #define TILE_X_BYTES 128
-#define TILE_Y 128
+#define TILE_Y 512
 /* Runs at least this many bytes long go through memcpy; shorter ones are moved as words. */
 #define MEMCPY_MIN_RUN 64
 
@@ -188,7 +189,9 @@ typedef uint64_t v_u64 __attribute__((vector_size(16)));
   }
 #endif
 
-/* One tile of nx x ny elements: whole K x K blocks, then the ragged edges as strided lines. */
+/* One tile of nx x ny elements: whole K x K blocks, then the ragged edges as strided lines.
+ * Blocks go along x first, so each source line is used up at once and only the tile's
+ * destination lines stay partly written, whatever the strides' cache-set aliasing. */
 #define VL__DEFINE_TILE(T, sfx)                                                            \
   VL__DEFINE_BLOCK(T, sfx)                                                                 \
   static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,     \
@@ -196,8 +199,8 @@ typedef uint64_t v_u64 __attribute__((vector_size(16)));
     enum { K = 16 / sizeof(T) };                                                           \
     const ptrdiff_t e = (ptrdiff_t)sizeof(T);                                              \
     int64_t fx = nx & ~(int64_t)(K - 1), fy = ny & ~(int64_t)(K - 1);                      \
-    for (int64_t x = 0; x < fx; x += K)                                                    \
-      for (int64_t y = 0; y < fy; y += K)                                                  \
+    for (int64_t y = 0; y < fy; y += K)                                                    \
+      for (int64_t x = 0; x < fx; x += K)                                                  \
         block_##sfx(d + x * dx + y * e, s + x * e + y * sy, dx, sy);                       \
     for (int64_t x = 0; x < fx && fy < ny; x++)                                            \
       line_##sfx(d + x * dx + fy * e, s + x * e + fy * sy, ny - fy, e, sy);                \
@@ -208,6 +211,52 @@ VL__DEFINE_TILE(uint8_t, u8)
 VL__DEFINE_TILE(uint16_t, u16)
 VL__DEFINE_TILE(uint32_t, u32)
 VL__DEFINE_TILE(uint64_t, u64)
+
+/* Narrow planes, where the transpose has only 2..4 rows on one side (e.g. RGB images):
+ * split turns dense source rows of NX elements into NX destination rows (deinterleave),
+ * merge the reverse. With NX a constant the compiler vectorizes the grouped accesses. */
+typedef void (*narrow_fn)(char *d, const char *s, int64_t n, ptrdiff_t stride);
+
+#define VL__DEFINE_SPLIT(T, NX, sfx)                                                       \
+  static void split##NX##_##sfx(char *d, const char *s, int64_t ny, ptrdiff_t dx) {        \
+    char *o[NX];                                                                           \
+    for (int x = 0; x < NX; x++) o[x] = d + x * dx;                                        \
+    for (int64_t y = 0; y < ny; y++, s += NX * sizeof(T))                                  \
+      for (int x = 0; x < NX; x++)                                                         \
+        memcpy(o[x] + y * (ptrdiff_t)sizeof(T), s + (size_t)x * sizeof(T), sizeof(T));           \
+  }                                                                                        \
+  static void merge##NX##_##sfx(char *d, const char *s, int64_t nx, ptrdiff_t sy) {        \
+    const char *in[NX];                                                                    \
+    for (int y = 0; y < NX; y++) in[y] = s + y * sy;                                       \
+    for (int64_t x = 0; x < nx; x++, d += NX * sizeof(T))                                  \
+      for (int y = 0; y < NX; y++)                                                         \
+        memcpy(d + (size_t)y * sizeof(T), in[y] + x * (ptrdiff_t)sizeof(T), sizeof(T));          \
+  }
+
+#define VL__DEFINE_NARROW(T, sfx) \
+  VL__DEFINE_SPLIT(T, 2, sfx) VL__DEFINE_SPLIT(T, 3, sfx) VL__DEFINE_SPLIT(T, 4, sfx)
+
+VL__DEFINE_NARROW(uint8_t, u8)
+VL__DEFINE_NARROW(uint16_t, u16)
+VL__DEFINE_NARROW(uint32_t, u32)
+VL__DEFINE_NARROW(uint64_t, u64)
+
+#define NARROW_MAX 4
+static const narrow_fn split_fns[4][NARROW_MAX - 1] = {
+    {split2_u8, split3_u8, split4_u8},
+    {split2_u16, split3_u16, split4_u16},
+    {split2_u32, split3_u32, split4_u32},
+    {split2_u64, split3_u64, split4_u64},
+};
+static const narrow_fn merge_fns[4][NARROW_MAX - 1] = {
+    {merge2_u8, merge3_u8, merge4_u8},
+    {merge2_u16, merge3_u16, merge4_u16},
+    {merge2_u32, merge3_u32, merge4_u32},
+    {merge2_u64, merge3_u64, merge4_u64},
+};
+
+/* Row of the tables above for an element size of 1, 2, 4 or 8 bytes. */
+static size_t type_row(size_t elem) { return elem == 1 ? 0 : elem == 2 ? 1 : elem == 4 ? 2 : 3; }
 
 static line_fn line_for(size_t elem) {
   switch (elem) {
@@ -230,11 +279,15 @@ static tile_fn tile_for(size_t elem) {
 }
 
 /* The work under the odometer: the innermost one or two loops of L. */
+typedef enum { KERNEL_LINE, KERNEL_TILES, KERNEL_SPLIT, KERNEL_MERGE } kernel_kind;
+
 typedef struct inner {
   const loops *L;
-  size_t depth; /* loops handled here: 1 (line) or 2 (transpose) */
-  line_fn line; /* typed line, or NULL for memcpy per element */
-  tile_fn tile; /* set when depth == 2 */
+  kernel_kind kind;
+  size_t depth;      /* loops handled here: 1 (line) or 2 (the others) */
+  line_fn line;      /* typed line, or NULL for memcpy per element */
+  tile_fn tile;      /* KERNEL_TILES */
+  narrow_fn narrow;  /* KERNEL_SPLIT, KERNEL_MERGE */
 } inner;
 
 static void run_line(const inner *k, char *d, const char *s) {
@@ -247,13 +300,25 @@ static void run_line(const inner *k, char *d, const char *s) {
   for (int64_t j = 0; j < L->size[i]; j++, d += L->dst[i], s += L->src[i]) memcpy(d, s, L->elem);
 }
 
+/* How many destination rows a tile may write at once. Rows whose stride is a multiple of a
+ * large power of two share few cache sets (4 KiB aliasing: 64 sets of 64-byte lines per way
+ * on common cores), so the tile narrows until its rows fit half of 8 ways of those sets. */
+static int64_t tile_rows(ptrdiff_t dx, size_t elem) {
+  uint64_t stride = (uint64_t)(dx < 0 ? -dx : dx) % 4096, align = 4096;
+  if (stride != 0) align = stride & (~stride + 1); /* lowest set bit */
+  int64_t sets = align <= 64 ? 64 : (int64_t)(4096 / align);
+  int64_t rows = 4 * sets, wide = TILE_X_BYTES / (int64_t)elem;
+  return rows < wide ? rows : wide;
+}
+
 /* Loop x (n - 2) is contiguous in the source, loop y (n - 1) in the destination; the plane is
- * walked in tiles so both sides stay in cache. */
+ * walked in tiles: TILE_Y source rows at a time, split across x into cache-friendly widths. */
 static void run_transpose(const inner *k, char *d, const char *s) {
   const loops *L = k->L;
   size_t x = L->n - 2, y = L->n - 1;
-  int64_t nx = L->size[x], ny = L->size[y], tx = TILE_X_BYTES / (int64_t)L->elem;
+  int64_t nx = L->size[x], ny = L->size[y];
   ptrdiff_t dx = L->dst[x], sy = L->src[y], e = (ptrdiff_t)L->elem;
+  int64_t tx = tile_rows(dx, L->elem);
   for (int64_t y0 = 0; y0 < ny; y0 += TILE_Y) {
     int64_t by = ny - y0 < TILE_Y ? ny - y0 : TILE_Y;
     for (int64_t x0 = 0; x0 < nx; x0 += tx) {
@@ -264,10 +329,13 @@ static void run_transpose(const inner *k, char *d, const char *s) {
 }
 
 static void run_inner(const inner *k, char *d, const char *s) {
-  if (k->depth == 2)
-    run_transpose(k, d, s);
-  else
-    run_line(k, d, s);
+  const loops *L = k->L;
+  switch (k->kind) {
+  case KERNEL_TILES: run_transpose(k, d, s); break;
+  case KERNEL_SPLIT: k->narrow(d, s, L->size[L->n - 1], L->dst[L->n - 2]); break;
+  case KERNEL_MERGE: k->narrow(d, s, L->size[L->n - 2], L->src[L->n - 1]); break;
+  default: run_line(k, d, s); break;
+  }
 }
 
 /* Walks every index of the outer loops (all but the inner kernel's) with two pointers. */
@@ -293,20 +361,37 @@ static void odometer_run(const inner *k, char *d, const char *s) {
   }
 }
 
+/* The 2-D kernel once loop n - 2 is source-contiguous and loop n - 1 destination-contiguous:
+ * a narrow split or merge when one side has 2..4 dense rows, else cache tiles. */
+static void choose_plane(inner *k) {
+  const loops *L = k->L;
+  int64_t nx = L->size[L->n - 2], ny = L->size[L->n - 1];
+  ptrdiff_t e = (ptrdiff_t)L->elem;
+  size_t row = type_row(L->elem);
+  k->depth = 2;
+  k->kind = KERNEL_TILES;
+  k->tile = tile_for(L->elem);
+  if (nx <= NARROW_MAX && L->src[L->n - 1] == nx * e) {
+    k->kind = KERNEL_SPLIT;
+    k->narrow = split_fns[row][nx - 2];
+  } else if (ny <= NARROW_MAX && L->dst[L->n - 2] == ny * e) {
+    k->kind = KERNEL_MERGE;
+    k->narrow = merge_fns[row][ny - 2];
+  }
+}
+
 /* Chooses the inner kernel for normalised loops and runs the copy. */
 static void loops_run(loops *L, char *d, const char *s) {
-  inner k = {.L = L, .depth = 1, .line = line_for(L->elem), .tile = NULL};
+  inner k = {.L = L, .kind = KERNEL_LINE, .depth = 1, .line = line_for(L->elem)};
   if (L->n == 0) {
     memcpy(d, s, L->elem);
     return;
   }
   if (L->elem >= MEMCPY_MIN_RUN) k.line = NULL;
   size_t xs = loops_find_src_unit(L);
-  tile_fn tile = tile_for(L->elem);
-  if (tile != NULL && L->dst[L->n - 1] == (ptrdiff_t)L->elem && xs < L->n) {
+  if (tile_for(L->elem) != NULL && L->dst[L->n - 1] == (ptrdiff_t)L->elem && xs < L->n) {
     loops_move_inside(L, xs);
-    k.depth = 2;
-    k.tile = tile;
+    choose_plane(&k);
   }
   odometer_run(&k, d, s);
 }

@@ -264,7 +264,7 @@ static vl_status op_permute(run *r, uint32_t i, const tview *dst, bool fresh) {
 
 static vl_status op_transpose(run *r, uint32_t i, const tview *dst, bool fresh) {
   const vl_node *n = &r->g->nodes[i];
-  int64_t perm[VL_MAX_RANK], d0, d1;
+  int64_t perm[VL_MAX_RANK], d0 = 0, d1 = 0;
   tview self;
   (void)fresh;
   vl_status st = arg_tensor(r, n, 0, &self);

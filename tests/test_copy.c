@@ -260,6 +260,32 @@ static void large_layout_changes_cross_tiles_for_every_element_size(void **state
   }
 }
 
+/* Two to four channels (RGB images) take the split / merge kernels, both directions. */
+static void narrow_channel_counts_deinterleave_and_interleave_exactly(void **state) {
+  (void)state;
+  const uint8_t cl[] = {0, 2, 3, 1};
+  uint64_t rs = 17;
+  for (int64_t c = 1; c <= 5; c++) {
+    for (size_t i = 0; i < 4; i++) {
+      const int64_t shape[] = {2, c, 9, 13};
+      vl_spec a = make_spec(sized_dtypes_all[i], 4, shape, cl), b = a;
+      vl_dim_order_default(b.dim_order, 4);
+      vl_tensor *x = new_tensor(&a), *y = new_tensor(&b), *want = new_tensor(&b);
+      vl_error err;
+      fill_random_bytes(&rs, x->data, x->nbytes);
+      assert_int_equal(vl_copy_logical(&y->spec, y->data, &x->spec, x->data, &err), VL_OK);
+      reference_logical(&want->spec, want->data, &x->spec, x->data);
+      assert_memory_equal(y->data, want->data, (size_t)y->nbytes);
+      assert_int_equal(vl_copy_logical(&x->spec, x->data, &y->spec, y->data, &err), VL_OK);
+      reference_logical(&x->spec, want->data, &y->spec, y->data);
+      assert_memory_equal(x->data, want->data, (size_t)x->nbytes);
+      vl_tensor_free(x);
+      vl_tensor_free(y);
+      vl_tensor_free(want);
+    }
+  }
+}
+
 static void contiguous_copy_is_bytewise_identical(void **state) {
   (void)state;
   const int64_t shape[] = {3, 5, 7}, size[] = {-1, 7};
@@ -628,6 +654,7 @@ int main(void) {
       cmocka_unit_test(rank_zero_tensor_copies_its_one_element),
       cmocka_unit_test(every_dtype_flattens_channels_last_bit_exactly),
       cmocka_unit_test(large_layout_changes_cross_tiles_for_every_element_size),
+      cmocka_unit_test(narrow_channel_counts_deinterleave_and_interleave_exactly),
       cmocka_unit_test(contiguous_copy_is_bytewise_identical),
       cmocka_unit_test(layouts_without_a_common_refinement_still_copy_in_logical_order),
       cmocka_unit_test(permute_moves_dims_like_pytorch),
