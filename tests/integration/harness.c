@@ -96,6 +96,18 @@ static bool can_connect(const char *path) {
   return ok;
 }
 
+void daemon_wait_listening(const daemon_proc *d, const char *path) {
+  uint64_t deadline = now_ms() + HARNESS_WAIT_MS;
+  while (!can_connect(path)) {
+    int status;
+    if (waitpid(d->pid, &status, WNOHANG) == d->pid || now_ms() > deadline) {
+      daemon_dump_log(d);
+      fail_msg("viewlowerd did not start listening on %s", path);
+    }
+    sleep_ms(5);
+  }
+}
+
 void daemon_start(daemon_proc *d, const char *const *args) {
   const char *argv[HARNESS_MAX_ARGS] = {"--socket", d->sock, "--log-level", "debug"};
   size_t n = 4;
@@ -104,16 +116,8 @@ void daemon_start(daemon_proc *d, const char *const *args) {
     argv[n++] = args[i];
   }
   argv[n] = NULL;
-  pid_t pid = daemon_spawn(d, argv, NULL, -1);
-  uint64_t deadline = now_ms() + HARNESS_WAIT_MS;
-  while (!can_connect(d->sock)) {
-    int status;
-    if (waitpid(pid, &status, WNOHANG) == pid || now_ms() > deadline) {
-      daemon_dump_log(d);
-      fail_msg("viewlowerd did not start listening on %s", d->sock);
-    }
-    sleep_ms(5);
-  }
+  daemon_spawn(d, argv, NULL, -1);
+  daemon_wait_listening(d, d->sock);
 }
 
 int daemon_wait(pid_t pid, int timeout_ms) {
@@ -174,6 +178,20 @@ void daemon_dump_log(const daemon_proc *d) {
     fputs(line, stderr);
   }
   fclose(f);
+}
+
+bool daemon_log_contains(const daemon_proc *d, const char *text) {
+  FILE *f = fopen(d->log, "r");
+  if (f == NULL) {
+    return false;
+  }
+  char line[2048];
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f) != NULL) {
+    found = strstr(line, text) != NULL;
+  }
+  fclose(f);
+  return found;
 }
 
 vl_client *client_open(const daemon_proc *d) {
@@ -324,6 +342,25 @@ cJSON *example_graph(const char *name) {
   free(text);
   assert_non_null(doc);
   return doc;
+}
+
+cJSON *heavy_graph(int rows, int cols) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"heavy\",\"nodes\":["
+           "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+           "\"shape\":[%d,%d]}},"
+           "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+           "\"args\":[\"x\"],\"val\":{\"dtype\":\"float32\",\"shape\":[%d,%d]}},"
+           "{\"name\":\"t\",\"op\":\"call_function\",\"target\":\"aten.transpose_copy.int\","
+           "\"args\":[\"y\",0,1],\"val\":{\"dtype\":\"float32\",\"shape\":[%d,%d]}},"
+           "{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+           "\"args\":[\"t\",[-1]],\"val\":{\"dtype\":\"float32\",\"shape\":[%d]}},"
+           "{\"name\":\"z\",\"op\":\"call_function\",\"target\":\"aten.mul.Tensor\","
+           "\"args\":[\"v\",2.0],\"val\":{\"dtype\":\"float32\",\"shape\":[%d]}},"
+           "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"z\"]}]}",
+           rows, cols, rows, cols, cols, rows, rows * cols, rows * cols);
+  return json(text);
 }
 
 cJSON *json(const char *text) {

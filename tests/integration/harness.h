@@ -33,6 +33,9 @@ void daemon_start(daemon_proc *d, const char *const *args);
  * LISTEN_PID set to the child's pid. Does not wait for anything. */
 pid_t daemon_spawn(daemon_proc *d, const char *const *args, const char *const *env,
                    int listen_fd);
+/* Waits until path accepts connections; fails the test (with the log) if d's process exits
+ * or HARNESS_WAIT_MS passes first. */
+void daemon_wait_listening(const daemon_proc *d, const char *path);
 /* Sends SIGTERM and returns the exit status (a SIGKILL after HARNESS_WAIT_MS fails the test). */
 int daemon_stop(daemon_proc *d);
 /* Waits for the process to exit by itself; returns its exit status, or -1 on timeout. */
@@ -41,6 +44,8 @@ int daemon_wait(pid_t pid, int timeout_ms);
 void daemon_cleanup(daemon_proc *d);
 /* Prints the daemon's log (on failures, for diagnosis). */
 void daemon_dump_log(const daemon_proc *d);
+/* Does the daemon's log contain text? */
+bool daemon_log_contains(const daemon_proc *d, const char *text);
 
 /* A connected client or fails the test. */
 vl_client *client_open(const daemon_proc *d);
@@ -58,6 +63,9 @@ void raw_expect_closed(int fd);
 
 /* Reads VL_EXAMPLES_DIR/graphs/<name> as JSON; fails the test when absent. */
 cJSON *example_graph(const char *name);
+/* A graph that keeps a worker busy for a while: relu, transpose, view_copy and mul over a
+ * float32 [rows, cols] input. */
+cJSON *heavy_graph(int rows, int cols);
 /* Parses a JSON literal of the test; fails the test on error. */
 cJSON *json(const char *text);
 /* The number at a JSON pointer-ish dotted path ("report.replaced"), asserting it exists. */

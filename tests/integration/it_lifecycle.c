@@ -1,0 +1,399 @@
+/* it_lifecycle.c - the daemon's life (SPEC §7): flags, socket path resolution, stale and live
+ * sockets, socket mode, peer-credential access control, socket activation, sd_notify (path and
+ * abstract sockets, watchdog), and SIGTERM with requests in flight. */
+#define _GNU_SOURCE /* setresuid, setgroups */
+#include <errno.h>
+#include <grp.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+enum { NOBODY = 65534 };
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+/* A socket of type bound at path (or an abstract name when path starts with '@'). */
+static int bound_socket(int type, const char *path) {
+  int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  size_t len = strlen(path);
+  assert_true(len < sizeof sa.sun_path);
+  memcpy(sa.sun_path, path, len);
+  socklen_t salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
+  if (path[0] == '@') {
+    sa.sun_path[0] = '\0';
+  } else {
+    salen++;
+  }
+  assert_int_equal(bind(fd, (struct sockaddr *)&sa, salen), 0);
+  struct timeval tv = {.tv_sec = 0, .tv_usec = 200000};
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  return fd;
+}
+
+/* Receives notify datagrams until one contains needle; false after HARNESS_WAIT_MS. */
+static bool notified(int fd, const char *needle) {
+  uint64_t deadline = now_ms() + HARNESS_WAIT_MS;
+  char msg[512];
+  while (now_ms() < deadline) {
+    ssize_t n = recv(fd, msg, sizeof msg - 1, 0);
+    if (n > 0) {
+      msg[n] = '\0';
+      if (strstr(msg, needle) != NULL) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+static void ping_ok(const char *path) {
+  vl_client *c = NULL;
+  vl_error err;
+  assert_int_equal(vl_client_connect(path, HARNESS_WAIT_MS, &c, &err), VL_OK);
+  assert_int_equal(vl_client_ping(c, &err), VL_OK);
+  vl_client_close(c);
+}
+
+/* Pipelines n heavy verify requests (ids 1..n) and then a ping (id 99), and waits for the
+ * ping's answer: the daemon answers it as soon as it reads it, so afterwards every verify
+ * frame has been received and is in flight. */
+static void send_heavy_then_ping(vl_client *c, uint64_t n) {
+  vl_error err;
+  cJSON *params = json("{\"seed\":5}");
+  cJSON_AddItemToObject(params, "graph", heavy_graph(2048, 2048));
+  for (uint64_t id = 1; id <= n; id++) {
+    assert_int_equal(vl_client_send(c, id, "verify", params, NULL, 0, &err), VL_OK);
+  }
+  cJSON_Delete(params);
+  assert_int_equal(vl_client_send(c, 99, "ping", NULL, NULL, 0, &err), VL_OK);
+  uint64_t id = 0;
+  assert_int_equal(vl_client_recv(c, &id, NULL, NULL, &err), VL_OK);
+  assert_int_equal(id, 99);
+}
+
+static void stop_and_clean(daemon_proc *d) {
+  int rc = daemon_stop(d);
+  if (rc != 0) {
+    daemon_dump_log(d);
+  }
+  assert_int_equal(rc, 0);
+  daemon_cleanup(d);
+}
+
+/* Runs viewlowerd with args and returns its exit status (it must exit by itself). */
+static int run_to_exit(daemon_proc *d, const char *const *args) {
+  pid_t pid = daemon_spawn(d, args, NULL, -1);
+  int rc = daemon_wait(pid, HARNESS_WAIT_MS);
+  d->pid = -1;
+  return rc;
+}
+
+/* ---- flags and paths -------------------------------------------------------------------- */
+
+static void flags_are_checked_against_their_bounds(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  static const char *const help[] = {"--help", NULL};
+  static const char *const unknown[] = {"--frobnicate", "1", NULL};
+  static const char *const zero_workers[] = {"--workers", "0", NULL};
+  static const char *const bad_mode[] = {"--socket-mode", "0999", NULL};
+  static const char *const bad_level[] = {"--log-level=loud", NULL};
+  static const char *const missing[] = {"--max-inflight", NULL};
+  assert_int_equal(run_to_exit(&d, help), 0);
+  assert_true(daemon_log_contains(&d, "--drain-timeout-ms"));
+  assert_int_equal(run_to_exit(&d, unknown), 64);
+  assert_int_equal(run_to_exit(&d, zero_workers), 64);
+  assert_int_equal(run_to_exit(&d, bad_mode), 64);
+  assert_int_equal(run_to_exit(&d, bad_level), 64);
+  assert_int_equal(run_to_exit(&d, missing), 64);
+  assert_true(daemon_log_contains(&d, "--workers: invalid value '0'"));
+  daemon_cleanup(&d);
+}
+
+static void the_socket_gets_the_requested_mode(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  daemon_start(&d, NULL);
+  struct stat st;
+  assert_int_equal(stat(d.sock, &st), 0);
+  assert_true(S_ISSOCK(st.st_mode));
+  assert_int_equal(st.st_mode & 0777, 0660);
+  stop_and_clean(&d);
+  daemon_prepare(&d);
+  static const char *const args[] = {"--socket-mode=0600", NULL};
+  daemon_start(&d, args);
+  assert_int_equal(stat(d.sock, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  stop_and_clean(&d);
+}
+
+static void the_socket_path_comes_from_the_environment(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  char env_sock[96], runtime[64];
+  snprintf(env_sock, sizeof env_sock, "VIEWLOWER_SOCKET=%s/env.sock", d.dir);
+  const char *const env1[] = {env_sock, NULL};
+  static const char *const args[] = {"--log-level", "debug", NULL};
+  daemon_spawn(&d, args, env1, -1);
+  daemon_wait_listening(&d, env_sock + strlen("VIEWLOWER_SOCKET="));
+  assert_int_equal(daemon_stop(&d), 0);
+  /* Removed at exit: a socket file we bound is ours to clean up. */
+  assert_int_equal(access(env_sock + strlen("VIEWLOWER_SOCKET="), F_OK), -1);
+  snprintf(runtime, sizeof runtime, "RUNTIME_DIRECTORY=%s", d.dir);
+  const char *const env2[] = {runtime, NULL};
+  daemon_spawn(&d, args, env2, -1);
+  daemon_wait_listening(&d, d.sock); /* $RUNTIME_DIRECTORY/viewlower.sock */
+  stop_and_clean(&d);
+}
+
+static void a_stale_socket_file_is_replaced(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  close(bound_socket(SOCK_STREAM, d.sock)); /* bound, never listened, left behind */
+  daemon_start(&d, NULL);
+  ping_ok(d.sock);
+  assert_true(daemon_log_contains(&d, "replaced the stale socket"));
+  stop_and_clean(&d);
+}
+
+static void a_live_socket_is_refused_and_keeps_serving(void **state) {
+  (void)state;
+  daemon_proc a, b;
+  daemon_prepare(&a);
+  daemon_prepare(&b);
+  daemon_start(&a, NULL);
+  const char *const args[] = {"--socket", a.sock, NULL};
+  assert_int_equal(run_to_exit(&b, args), 1);
+  assert_true(daemon_log_contains(&b, "another daemon is already listening"));
+  ping_ok(a.sock);
+  stop_and_clean(&a);
+  daemon_cleanup(&b);
+}
+
+static void a_file_that_is_not_a_socket_is_left_alone(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  FILE *f = fopen(d.sock, "w");
+  assert_non_null(f);
+  fputs("precious", f);
+  fclose(f);
+  const char *const args[] = {"--socket", d.sock, NULL};
+  assert_int_equal(run_to_exit(&d, args), 1);
+  struct stat st;
+  assert_int_equal(stat(d.sock, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  assert_int_equal(st.st_size, 8);
+  daemon_cleanup(&d);
+}
+
+/* ---- access control --------------------------------------------------------------------- */
+
+/* In a child running as nobody: connect and ping; the exit status is the vl_status. */
+static int ping_as_nobody(const char *sock) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (setgroups(0, NULL) != 0 || setresgid(NOBODY, NOBODY, NOBODY) != 0 ||
+        setresuid(NOBODY, NOBODY, NOBODY) != 0) {
+      _exit(120);
+    }
+    vl_client *c = NULL;
+    vl_error err;
+    vl_status s = vl_client_connect(sock, HARNESS_WAIT_MS, &c, &err);
+    if (s == VL_OK) {
+      s = vl_client_ping(c, &err);
+      if (s == VL_ERR_NOT_PERMITTED && strstr(err.message, "uid 65534") == NULL) {
+        s = VL_ERR_INTERNAL;
+      }
+    }
+    vl_client_close(c);
+    _exit((int)s);
+  }
+  return daemon_wait(pid, HARNESS_WAIT_MS);
+}
+
+static int access_with(const char *const *extra) {
+  daemon_proc d;
+  daemon_prepare(&d);
+  assert_int_equal(chmod(d.dir, 0755), 0);
+  const char *args[8] = {"--socket-mode", "0666"};
+  size_t n = 2;
+  for (size_t i = 0; extra != NULL && extra[i] != NULL; i++) {
+    args[n++] = extra[i];
+  }
+  args[n] = NULL;
+  daemon_start(&d, args);
+  int rc = ping_as_nobody(d.sock);
+  ping_ok(d.sock); /* root: the daemon's own uid, always let in */
+  stop_and_clean(&d);
+  return rc;
+}
+
+static void peers_are_let_in_by_uid_or_listed_uid_or_gid(void **state) {
+  (void)state;
+  if (geteuid() != 0) {
+    skip(); /* needs root to become another user */
+  }
+  assert_int_equal(access_with(NULL), VL_ERR_NOT_PERMITTED);
+  static const char *const by_uid[] = {"--allow-uid", "65534", NULL};
+  assert_int_equal(access_with(by_uid), VL_OK);
+  static const char *const by_gid[] = {"--allow-gid=65534", NULL};
+  assert_int_equal(access_with(by_gid), VL_OK);
+  static const char *const other[] = {"--allow-uid", "12345", "--allow-gid", "12345", NULL};
+  assert_int_equal(access_with(other), VL_ERR_NOT_PERMITTED);
+}
+
+/* ---- systemd ---------------------------------------------------------------------------- */
+
+static void socket_activation_serves_the_passed_socket_and_notifies(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  char notify_path[96], notify_env[128], act_path[96];
+  snprintf(notify_path, sizeof notify_path, "%s/notify", d.dir);
+  snprintf(notify_env, sizeof notify_env, "NOTIFY_SOCKET=%s", notify_path);
+  snprintf(act_path, sizeof act_path, "%s/activated.sock", d.dir);
+  int notify = bound_socket(SOCK_DGRAM, notify_path);
+  int listener = bound_socket(SOCK_STREAM, act_path);
+  assert_int_equal(listen(listener, 16), 0);
+  const char *const env[] = {notify_env, NULL};
+  static const char *const args[] = {"--log-level", "debug", NULL};
+  daemon_spawn(&d, args, env, listener);
+  close(listener);
+  assert_true(notified(notify, "READY=1"));
+  ping_ok(act_path);
+  assert_true(daemon_log_contains(&d, "using the socket passed by systemd"));
+  kill(d.pid, SIGTERM);
+  assert_true(notified(notify, "STOPPING=1"));
+  assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
+  d.pid = -1;
+  /* The socket belongs to systemd: the daemon leaves the file alone. */
+  assert_int_equal(access(act_path, F_OK), 0);
+  close(notify);
+  unlink(notify_path);
+  unlink(act_path);
+  daemon_cleanup(&d);
+}
+
+static void notify_reaches_an_abstract_socket_with_watchdog_pings(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  char name[64], notify_env[96];
+  snprintf(name, sizeof name, "@viewlower-it-%d", (int)getpid());
+  snprintf(notify_env, sizeof notify_env, "NOTIFY_SOCKET=%s", name);
+  int notify = bound_socket(SOCK_DGRAM, name);
+  const char *const env[] = {notify_env, "WATCHDOG_USEC=100000", NULL};
+  const char *const args[] = {"--socket", d.sock, NULL};
+  daemon_spawn(&d, args, env, -1);
+  assert_true(notified(notify, "READY=1"));
+  assert_true(notified(notify, "WATCHDOG=1"));
+  assert_true(notified(notify, "WATCHDOG=1"));
+  kill(d.pid, SIGTERM);
+  assert_true(notified(notify, "STOPPING=1"));
+  assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
+  d.pid = -1;
+  close(notify);
+  daemon_cleanup(&d);
+}
+
+/* ---- shutdown --------------------------------------------------------------------------- */
+
+static void sigterm_answers_every_request_in_flight_and_exits_0(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  static const char *const args[] = {"--workers", "2", NULL};
+  daemon_start(&d, args);
+  vl_client *c = client_open(&d);
+  int idle = raw_connect(d.sock);
+  vl_error err;
+  enum { N = 4 };
+  send_heavy_then_ping(c, N);
+  kill(d.pid, SIGTERM);
+  bool seen[N + 1] = {false};
+  for (int i = 0; i < N; i++) {
+    uint64_t id = 0;
+    cJSON *r = NULL;
+    vl_status s = vl_client_recv(c, &id, &r, NULL, &err);
+    if (s != VL_OK) {
+      daemon_dump_log(&d);
+      fail_msg("request %llu: %s: %s", (unsigned long long)id, vl_status_kind(s), err.message);
+    }
+    assert_true(id >= 1 && id <= N && !seen[id]);
+    seen[id] = true;
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "equal")));
+    cJSON_Delete(r);
+  }
+  raw_expect_closed(idle);
+  close(idle);
+  assert_int_equal(vl_client_ping(c, &err), VL_ERR_IO); /* closed once drained */
+  vl_client_close(c);
+  assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
+  d.pid = -1;
+  assert_false(daemon_log_contains(&d, ", 0 requests in flight"));
+  assert_true(daemon_log_contains(&d, "requests in flight"));
+  assert_int_equal(access(d.sock, F_OK), -1);
+  daemon_cleanup(&d);
+}
+
+static void the_drain_timeout_bounds_the_shutdown(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  static const char *const args[] = {"--workers", "1", "--drain-timeout-ms", "1", NULL};
+  daemon_start(&d, args);
+  vl_client *c = client_open(&d);
+  send_heavy_then_ping(c, 3);
+  kill(d.pid, SIGTERM);
+  assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
+  d.pid = -1;
+  assert_true(daemon_log_contains(&d, "drain timeout of 1 ms"));
+  vl_client_close(c);
+  daemon_cleanup(&d);
+}
+
+int main(void) {
+  unsetenv("VIEWLOWER_SOCKET");
+  unsetenv("RUNTIME_DIRECTORY");
+  unsetenv("NOTIFY_SOCKET");
+  unsetenv("LISTEN_FDS");
+  unsetenv("LISTEN_PID");
+  unsetenv("WATCHDOG_USEC");
+  unsetenv("WATCHDOG_PID");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(flags_are_checked_against_their_bounds),
+      cmocka_unit_test(the_socket_gets_the_requested_mode),
+      cmocka_unit_test(the_socket_path_comes_from_the_environment),
+      cmocka_unit_test(a_stale_socket_file_is_replaced),
+      cmocka_unit_test(a_live_socket_is_refused_and_keeps_serving),
+      cmocka_unit_test(a_file_that_is_not_a_socket_is_left_alone),
+      cmocka_unit_test(peers_are_let_in_by_uid_or_listed_uid_or_gid),
+      cmocka_unit_test(socket_activation_serves_the_passed_socket_and_notifies),
+      cmocka_unit_test(notify_reaches_an_abstract_socket_with_watchdog_pings),
+      cmocka_unit_test(sigterm_answers_every_request_in_flight_and_exits_0),
+      cmocka_unit_test(the_drain_timeout_bounds_the_shutdown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
