@@ -176,7 +176,11 @@ static void refuse(vl_server *srv, vl_conn *c, vl_status code, const char *why) 
 
 static void admit(vl_server *srv, vl_conn *c) {
   char why[128];
-  if (!peer_credentials(c) || !permitted(srv, c)) {
+  if (!peer_credentials(c)) {
+    refuse(srv, c, VL_ERR_NOT_PERMITTED, "the peer's credentials cannot be read");
+    return;
+  }
+  if (!permitted(srv, c)) {
     snprintf(why, sizeof why, "uid %u is not permitted to use this daemon", (unsigned)c->uid);
     refuse(srv, c, VL_ERR_NOT_PERMITTED, why);
     return;

@@ -12,9 +12,10 @@
 
 #include "viewlower/frame.h"
 
-/* Huge allocation requests must fail with NULL (tested) instead of aborting under ASan. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void) {
+/* Huge allocation requests must fail with NULL (tested) instead of aborting under ASan. The
+ * sanitizer runtime looks the hook up dynamically, so it must be visible. */
+__attribute__((visibility("default"))) const char *__asan_default_options(void);
+__attribute__((visibility("default"))) const char *__asan_default_options(void) {
   return "allocator_may_return_null=1";
 }
 
