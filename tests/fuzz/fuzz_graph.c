@@ -1,0 +1,135 @@
+/* fuzz_graph.c - libFuzzer harness: graph JSON -> vl_graph_parse -> vl_graph_print -> vl_lower
+ * -> vl_graph_print.
+ *
+ * Oracles: a parsed graph prints to JSON that parses again and prints identically (before and
+ * after lowering); the report's counts add up (SPEC §3: replaced + kept + removed_dead =
+ * view_copy_nodes, one decision per remaining view_copy); lowering a lowered graph changes
+ * nothing; every error is well formed. The lowering options are picked from a hash of the
+ * input, so every policy is exercised. */
+#include <stdbool.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "viewlower/graph.h"
+#include "viewlower/lower.h"
+
+static uint32_t hash_bytes(const uint8_t *data, size_t size) {
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 16777619u;
+  return h;
+}
+
+static void options_from_hash(uint32_t h, vl_lower_options *o) {
+  vl_lower_options_default(o);
+  switch (h % 4) {
+    case 2: o->policy = VL_POLICY_LEGACY; break;
+    case 3: o->remove_view_copy = false; break;
+    default: break;
+  }
+}
+
+/* Parses text (which must be valid) and returns its printed form; caller frees both. */
+static char *reprint(const char *text, const vl_limits *lim, vl_graph **out) {
+  vl_graph *g = NULL;
+  vl_error err;
+  vl_error_clear(&err);
+  vl_status st = vl_graph_parse(text, strlen(text), lim, &g, &err);
+  if (st != VL_OK) fprintf(stderr, "printed graph does not parse: %s: %s\n%s\n", err.path,
+                           err.message, text);
+  FUZZ_CHECK(st == VL_OK);
+  char *again = vl_graph_print(g);
+  FUZZ_CHECK(again != NULL);
+  *out = g;
+  return again;
+}
+
+/* The print parses back to the same print; a clone prints the same too. */
+static void check_print_round_trip(const vl_graph *g, const vl_limits *lim) {
+  char *text = vl_graph_print(g);
+  FUZZ_CHECK(text != NULL);
+  vl_graph *g2 = NULL;
+  char *again = reprint(text, lim, &g2);
+  FUZZ_CHECK(strcmp(text, again) == 0);
+  vl_graph_free(g2);
+  free(again);
+  vl_error err;
+  FUZZ_CHECK(vl_graph_clone(g, &g2, &err) == VL_OK);
+  again = vl_graph_print(g2);
+  FUZZ_CHECK(again != NULL && strcmp(text, again) == 0);
+  vl_graph_free(g2);
+  free(again);
+  free(text);
+}
+
+static void check_report(const vl_graph *g, const vl_report *r) {
+  FUZZ_CHECK(r->replaced + r->kept + r->removed_dead == r->view_copy_nodes);
+  FUZZ_CHECK(r->n_decisions == r->replaced + r->kept);
+  FUZZ_CHECK(r->normalized <= r->view_copy_nodes);
+  FUZZ_CHECK(r->bytes_saved >= 0);
+  uint32_t replaced = 0;
+  for (uint32_t i = 0; i < r->n_decisions; i++) {
+    const vl_decision *d = &r->decisions[i];
+    FUZZ_CHECK(d->node != NULL && d->base != NULL && d->message != NULL);
+    /* A view is replaced exactly when no condition failed. */
+    FUZZ_CHECK(d->replaced == (d->reasons == 0));
+    FUZZ_CHECK(d->reasons < (1u << VL_REASON_COUNT));
+    replaced += d->replaced;
+  }
+  FUZZ_CHECK(replaced == r->replaced);
+  FUZZ_CHECK(g->output == g->n_nodes - 1);
+}
+
+/* Lowering the lowered graph (reparsed from its print) must print the same text. */
+static void check_idempotent(const char *lowered, const vl_lower_options *o,
+                             const vl_limits *lim) {
+  vl_graph *g = NULL;
+  char *again = reprint(lowered, lim, &g);
+  FUZZ_CHECK(strcmp(lowered, again) == 0);
+  vl_report r;
+  memset(&r, 0, sizeof r);
+  vl_error err;
+  vl_error_clear(&err);
+  vl_status st = vl_lower(g, o, &r, &err);
+  if (st != VL_OK) fprintf(stderr, "lowering the lowered graph failed: %s: %s\n", err.path,
+                           err.message);
+  FUZZ_CHECK(st == VL_OK);
+  FUZZ_CHECK(r.replaced == 0 && r.removed_dead == 0 && r.normalized == 0);
+  char *twice = vl_graph_print(g);
+  FUZZ_CHECK(twice != NULL);
+  if (strcmp(lowered, twice) != 0) fprintf(stderr, "once:  %s\ntwice: %s\n", lowered, twice);
+  FUZZ_CHECK(strcmp(lowered, twice) == 0);
+  free(twice);
+  free(again);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  vl_limits lim;
+  fuzz_limits(&lim);
+  vl_graph *g = NULL;
+  vl_error err;
+  vl_error_clear(&err);
+  vl_status st = vl_graph_parse((const char *)data, size, &lim, &g, &err);
+  if (st != VL_OK) {
+    fuzz_check_error(st, &err);
+    FUZZ_CHECK(g == NULL);
+    return 0;
+  }
+  check_print_round_trip(g, &lim);
+  vl_lower_options o;
+  options_from_hash(hash_bytes(data, size), &o);
+  vl_report r;
+  memset(&r, 0, sizeof r);
+  /* Lowering fails only for want of memory: every valid graph lowers. */
+  st = vl_lower(g, &o, &r, &err);
+  FUZZ_CHECK(st == VL_OK);
+  check_report(g, &r);
+  char *lowered = vl_graph_print(g);
+  FUZZ_CHECK(lowered != NULL);
+  check_idempotent(lowered, &o, &lim);
+  free(lowered);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+  return 0;
+}

@@ -1,0 +1,90 @@
+/* fuzz_service.c - libFuzzer harness: vl_service_call with an arbitrary params document for
+ * every method (and for names that are not methods).
+ *
+ * Input: byte 0 picks the method, byte 1 is the length L of a binary payload taken from the
+ * end of the input ("blob" tensors point into it), the bytes between are the params JSON.
+ * Oracles: unknown methods fail as unknown_method, non-object params as invalid_params, both
+ * with an empty pointer; every other error is well formed; a result is an object that prints
+ * and parses back; a second identical call gives the same bytes (no uninitialised reads or
+ * hidden state). */
+#include <stdbool.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "viewlower/service.h"
+
+static const char *const methods[] = {"ping",   "version",   "validate", "lower",
+                                      "execute", "verify",   "view_copy", "stats",
+                                      "",       "lower\x01"};
+#define N_METHODS (sizeof methods / sizeof *methods)
+
+typedef struct {
+  vl_status st;
+  vl_error err;
+  char *text; /* printed result, NULL on error */
+  vl_buf payload;
+} outcome;
+
+static void call(const char *method, const cJSON *params, const uint8_t *payload, size_t len,
+                 outcome *o) {
+  vl_limits lim;
+  fuzz_limits(&lim);
+  lim.max_nodes = 256;
+  cJSON *res = NULL;
+  vl_call_stats stats;
+  memset(o, 0, sizeof *o);
+  vl_error_clear(&o->err);
+  o->st = vl_service_call(method, params, payload, len, &lim, &res, &o->payload, &stats, &o->err);
+  if (o->st != VL_OK) {
+    fuzz_check_error(o->st, &o->err);
+    FUZZ_CHECK(res == NULL);
+    return;
+  }
+  FUZZ_CHECK(cJSON_IsObject(res));
+  o->text = cJSON_PrintUnformatted(res);
+  FUZZ_CHECK(o->text != NULL);
+  cJSON *back = cJSON_Parse(o->text);
+  FUZZ_CHECK(back != NULL);
+  cJSON_Delete(back);
+  cJSON_Delete(res);
+}
+
+static void release(outcome *o) {
+  free(o->text);
+  vl_buf_free(&o->payload);
+}
+
+static void check_expected_failures(const char *method, const cJSON *params, const outcome *o) {
+  if (!vl_service_has_method(method)) {
+    FUZZ_CHECK(o->st == VL_ERR_UNKNOWN_METHOD && o->err.path[0] == '\0');
+  } else if (params != NULL && !cJSON_IsObject(params) && !cJSON_IsNull(params)) {
+    FUZZ_CHECK(o->st == VL_ERR_INVALID_PARAMS && o->err.path[0] == '\0');
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 2) return 0;
+  const char *method = methods[data[0] % N_METHODS];
+  size_t plen = data[1] <= size - 2 ? data[1] : size - 2;
+  const uint8_t *payload = data + size - plen;
+  size_t json_len = size - 2 - plen;
+  cJSON *params = NULL;
+  if (json_len > 0) {
+    params = cJSON_ParseWithLength((const char *)data + 2, json_len);
+    if (params == NULL) return 0;
+  }
+  outcome a, b;
+  call(method, params, plen ? payload : NULL, plen, &a);
+  check_expected_failures(method, params, &a);
+  call(method, params, plen ? payload : NULL, plen, &b);
+  FUZZ_CHECK(a.st == b.st);
+  FUZZ_CHECK(strcmp(a.err.path, b.err.path) == 0 && strcmp(a.err.message, b.err.message) == 0);
+  FUZZ_CHECK((a.text == NULL) == (b.text == NULL));
+  FUZZ_CHECK(a.text == NULL || strcmp(a.text, b.text) == 0);
+  FUZZ_CHECK(a.payload.len == b.payload.len);
+  FUZZ_CHECK(a.payload.len == 0 || memcmp(a.payload.data, b.payload.data, a.payload.len) == 0);
+  release(&a);
+  release(&b);
+  cJSON_Delete(params);
+  return 0;
+}
