@@ -239,7 +239,8 @@ void vl_config_usage(FILE *out) {
   vl_config def;
   vl_config_init(&def);
   fputs("usage: viewlowerd [FLAG VALUE | FLAG=VALUE]...\n"
-        "Serves the viewlower methods (SPEC §6) on a Unix socket, in the foreground.\n\n",
+        "Serves the viewlower methods (JSON-RPC 2.0 over framed messages) on a Unix socket,\n"
+        "in the foreground. Stop it with SIGTERM or SIGINT.\n\n",
         out);
   for (size_t i = 0; i < N_OPTIONS; i++) {
     const option *o = &options[i];

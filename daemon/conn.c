@@ -99,6 +99,13 @@ void vl_conn_close(vl_conn *c) {
   uv_close((uv_handle_t *)&c->idle, on_handle_closed);
 }
 
+/* Restarts the idle timer: bytes arrived, or a response was queued or delivered. */
+static void mark_activity(vl_conn *c) {
+  if (c->counted && !c->closing && c->srv->cfg->idle_timeout_ms > 0) {
+    uv_timer_again(&c->idle);
+  }
+}
+
 /* ---- writing ------------------------------------------------------------------------------ */
 
 static void out_msg_free(out_msg *m) {
@@ -115,8 +122,8 @@ static void on_written(uv_write_t *req, int status) {
   c->writes--;
   c->write_bytes -= m->bytes;
   out_msg_free(m);
-  if (status == 0 && !c->closing && c->srv->cfg->idle_timeout_ms > 0) {
-    uv_timer_again(&c->idle); /* a delivered response counts as activity */
+  if (status == 0) {
+    mark_activity(c);
   }
   if (status < 0 && !c->closing) {
     vl_log_debug("conn %llu: write failed: %s", (unsigned long long)c->serial,
@@ -179,6 +186,7 @@ void vl_conn_send(vl_conn *c, char *json, size_t json_len, bool json_static, vl_
   c->writes++;
   c->write_bytes += m->bytes;
   vl_conn_ref(c);
+  mark_activity(c);
 }
 
 void vl_conn_send_error(vl_conn *c, const vl_error *err) {
@@ -250,9 +258,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (nread > 0) {
     c->rbuf_off = 0;
     c->rbuf_len = (size_t)nread;
-    if (c->srv->cfg->idle_timeout_ms > 0) {
-      uv_timer_again(&c->idle);
-    }
+    mark_activity(c);
     process_input(c);
   } else if (nread < 0) {
     if (nread != UV_EOF) {
@@ -295,14 +301,19 @@ void vl_conn_settle(vl_conn *c) {
   }
 }
 
+/* No bytes arrived and no response was queued or delivered for a whole idle period. With
+ * requests in flight the client is waiting for us: look again a period later. With responses
+ * still unsent, the client has stopped reading them. */
 static void on_idle(uv_timer_t *t) {
   vl_conn *c = t->data;
-  if (c->inflight > 0 || c->writes > 0) {
-    return; /* the client waits for us; the repeating timer looks again later */
+  if (c->inflight > 0) {
+    return;
   }
+  const char *why = c->writes > 0                       ? " and not reading its responses"
+                    : !vl_frame_decoder_idle(&c->dec) ? " in the middle of a frame"
+                                                        : "";
   vl_log_info("conn %llu (uid %u): idle for %llu ms%s; closing", (unsigned long long)c->serial,
-              (unsigned)c->uid, (unsigned long long)c->srv->cfg->idle_timeout_ms,
-              vl_frame_decoder_idle(&c->dec) ? "" : " in the middle of a frame");
+              (unsigned)c->uid, (unsigned long long)c->srv->cfg->idle_timeout_ms, why);
   vl_conn_close(c);
 }
 

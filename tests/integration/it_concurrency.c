@@ -204,6 +204,33 @@ static void a_small_inflight_limit_holds_back_reading_but_loses_nothing(void **s
   vl_client_close(c);
 }
 
+static void sleep_10ms(void) {
+  struct timespec ts = {0, 10 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+}
+
+static void a_client_that_stops_reading_is_closed_by_the_idle_timeout(void **state) {
+  daemon_proc *d = *state;
+  enum { NUMEL = 1 << 18 }; /* 1 MiB in, several MiB of JSON values out */
+  float *in = calloc(NUMEL, sizeof *in);
+  assert_non_null(in);
+  char text[256];
+  snprintf(text, sizeof text,
+           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"view_copy\",\"params\":{\"input\":"
+           "{\"dtype\":\"float32\",\"shape\":[%d],\"blob\":{\"offset\":0,\"nbytes\":%d}},"
+           "\"size\":[-1]}}",
+           NUMEL, NUMEL * 4);
+  int fd = raw_connect(d->sock);
+  raw_send_frame(fd, text, in, (size_t)NUMEL * 4);
+  free(in);
+  uint64_t deadline = now_ms() + HARNESS_WAIT_MS;
+  while (!daemon_log_contains(d, "not reading its responses") && now_ms() < deadline) {
+    sleep_10ms();
+  }
+  assert_true(daemon_log_contains(d, "not reading its responses"));
+  close(fd);
+}
+
 static void a_stalled_half_frame_delays_nobody_and_the_idle_timeout_closes_it(void **state) {
   daemon_proc *d = *state;
   int stalled = raw_connect(d->sock);
@@ -228,10 +255,6 @@ static void a_stalled_half_frame_delays_nobody_and_the_idle_timeout_closes_it(vo
   vl_client_close(c);
 }
 
-static void sleep_10ms(void) {
-  struct timespec ts = {0, 10 * 1000 * 1000};
-  nanosleep(&ts, NULL);
-}
 
 /* A client whose ping went through: retried while the daemon still counts connections that
  * were closed a moment ago (it learns of a close asynchronously). */
@@ -284,6 +307,7 @@ int main(void) {
       cmocka_unit_test(thirty_two_clients_of_200_requests_are_all_answered),
       cmocka_unit_test(a_small_inflight_limit_holds_back_reading_but_loses_nothing),
       cmocka_unit_test(a_stalled_half_frame_delays_nobody_and_the_idle_timeout_closes_it),
+      cmocka_unit_test(a_client_that_stops_reading_is_closed_by_the_idle_timeout),
       cmocka_unit_test(connections_over_the_limit_get_overloaded_then_close),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
