@@ -58,25 +58,45 @@ typedef struct copy_case {
 } copy_case;
 
 static const copy_case copy_cases[] = {
-    {"channels_last_f32_1x64x112x112", VL_DTYPE_FLOAT32, 4, {1, 64, 112, 112}, true, 3, {1, 64, -1}},
-    {"channels_last_f32_8x64x112x112", VL_DTYPE_FLOAT32, 4, {8, 64, 112, 112}, true, 3, {8, 64, -1}},
+    {"channels_last_f32_1x64x112x112",
+     VL_DTYPE_FLOAT32,
+     4,
+     {1, 64, 112, 112},
+     true,
+     3,
+     {1, 64, -1}},
+    {"channels_last_f32_8x64x112x112",
+     VL_DTYPE_FLOAT32,
+     4,
+     {8, 64, 112, 112},
+     true,
+     3,
+     {8, 64, -1}},
     {"channels_last_f32_1x768x14x14", VL_DTYPE_FLOAT32, 4, {1, 768, 14, 14}, true, 3, {1, 768, -1}},
     {"channels_last_u8_1x3x224x224", VL_DTYPE_UINT8, 4, {1, 3, 224, 224}, true, 3, {1, 3, -1}},
-    {"channels_last_3d_f16_1x16x8x56x56", VL_DTYPE_FLOAT16, 5, {1, 16, 8, 56, 56}, true, 3, {1, 16, -1}},
+    {"channels_last_3d_f16_1x16x8x56x56",
+     VL_DTYPE_FLOAT16,
+     5,
+     {1, 16, 8, 56, 56},
+     true,
+     3,
+     {1, 16, -1}},
     {"contiguous_f32_1x64x112x112", VL_DTYPE_FLOAT32, 4, {1, 64, 112, 112}, false, 3, {1, 64, -1}},
     {"contiguous_f32_8x64x112x112", VL_DTYPE_FLOAT32, 4, {8, 64, 112, 112}, false, 3, {8, 64, -1}},
 };
 
 /* The baseline: for each logical index, both offsets by div/mod over the shapes. */
-#define VL__NAIVE(T, name)                                                                  \
-  static void name(const vl_spec *ds, T *dst, const int64_t *dst_st, const vl_spec *ss,      \
-                   const T *src, const int64_t *src_st, int64_t n) {                        \
-    for (int64_t k = 0; k < n; k++) {                                                      \
-      int64_t a = k, b = k, od = 0, os = 0;                                                \
-      for (int d = ds->rank - 1; d >= 0; d--) od += (a % ds->shape[d]) * dst_st[d], a /= ds->shape[d]; \
-      for (int d = ss->rank - 1; d >= 0; d--) os += (b % ss->shape[d]) * src_st[d], b /= ss->shape[d]; \
-      dst[od] = src[os];                                                                   \
-    }                                                                                      \
+#define VL__NAIVE(T, name)                                                                         \
+  static void name(const vl_spec *ds, T *dst, const int64_t *dst_st, const vl_spec *ss,            \
+                   const T *src, const int64_t *src_st, int64_t n) {                               \
+    for (int64_t k = 0; k < n; k++) {                                                              \
+      int64_t a = k, b = k, od = 0, os = 0;                                                        \
+      for (int d = ds->rank - 1; d >= 0; d--)                                                      \
+        od += (a % ds->shape[d]) * dst_st[d], a /= ds->shape[d];                                   \
+      for (int d = ss->rank - 1; d >= 0; d--)                                                      \
+        os += (b % ss->shape[d]) * src_st[d], b /= ss->shape[d];                                   \
+      dst[od] = src[os];                                                                           \
+    }                                                                                              \
   }
 
 VL__NAIVE(uint8_t, naive_u8)
@@ -168,7 +188,8 @@ static copy_times copy_measure(const copy_case *c, vl_tensor *in, vl_tensor *out
 
 static cJSON *int_array(const int64_t *v, size_t n) {
   cJSON *a = cJSON_CreateArray();
-  for (size_t i = 0; a != NULL && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+  for (size_t i = 0; a != NULL && i < n; i++)
+    cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
   return a;
 }
 
@@ -250,11 +271,14 @@ static void node(text *t, const char *name, long i, const char *target, const ch
 static void block(text *t, long i, const char *prev) {
   char a[128];
   snprintf(a, sizeof a, "\"%s\"", prev);
-  text_add(t, ",{\"name\":\"cl%ld\",\"op\":\"call_function\",\"target\":"
-              "\"dim_order_ops._to_dim_order_copy.default\",\"args\":[%s],"
-              "\"kwargs\":{\"dim_order\":[0,2,3,1]}," VAL4CL "}", i, a);
+  text_add(t,
+           ",{\"name\":\"cl%ld\",\"op\":\"call_function\",\"target\":"
+           "\"dim_order_ops._to_dim_order_copy.default\",\"args\":[%s],"
+           "\"kwargs\":{\"dim_order\":[0,2,3,1]}," VAL4CL "}",
+           i, a);
   snprintf(a, sizeof a, "\"cl%ld\",[2,4,-1]", i);
-  node(t, "va", i, "aten.view_copy.default", a, "\"val\":{\"dtype\":\"float32\",\"shape\":[2,4,32]}");
+  node(t, "va", i, "aten.view_copy.default", a,
+       "\"val\":{\"dtype\":\"float32\",\"shape\":[2,4,32]}");
   snprintf(a, sizeof a, "\"va%ld\",[8,32]", i);
   node(t, "vb", i, "aten.view_copy.default", a, "\"val\":{\"dtype\":\"float32\",\"shape\":[8,32]}");
   snprintf(a, sizeof a, "\"vb%ld\",1.0", i);
@@ -278,8 +302,10 @@ static char *synthetic_graph(long n, size_t *len) {
   text t = {xmalloc(1 << 16), 0, 1 << 16};
   char prev[64] = "x";
   long blocks = (n - 2) / 10, pad = n - 2 - blocks * 10;
-  text_add(&t, "{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"synthetic_%ld\","
-               "\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\"," VAL4 "}", n);
+  text_add(&t,
+           "{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"synthetic_%ld\","
+           "\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\"," VAL4 "}",
+           n);
   for (long i = 0; i < blocks; i++) {
     block(&t, i, prev);
     snprintf(prev, sizeof prev, "nx%ld", i);

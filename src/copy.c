@@ -118,20 +118,19 @@ static void loops_move_inside(loops *L, size_t i) {
 /* ---- inner kernels ----------------------------------------------------------------------- */
 
 typedef void (*line_fn)(char *d, const char *s, int64_t n, ptrdiff_t ds, ptrdiff_t ss);
-typedef void (*tile_fn)(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
-                        ptrdiff_t sy);
+typedef void (*tile_fn)(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy);
 
 /* A typed strided line: n elements, each step ds / ss bytes. memcpy keeps unaligned and
  * type-punned access defined; compilers turn it into plain loads and stores. */
-#define VL__DEFINE_LINE(T, name)                                                       \
-  static void name(char *d, const char *s, int64_t n, ptrdiff_t ds, ptrdiff_t ss) {   \
-    for (int64_t i = 0; i < n; i++) {                                                  \
-      T v;                                                                             \
-      memcpy(&v, s, sizeof v);                                                         \
-      memcpy(d, &v, sizeof v);                                                         \
-      d += ds;                                                                         \
-      s += ss;                                                                         \
-    }                                                                                  \
+#define VL__DEFINE_LINE(T, name)                                                                   \
+  static void name(char *d, const char *s, int64_t n, ptrdiff_t ds, ptrdiff_t ss) {                \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      T v;                                                                                         \
+      memcpy(&v, s, sizeof v);                                                                     \
+      memcpy(d, &v, sizeof v);                                                                     \
+      d += ds;                                                                                     \
+      s += ss;                                                                                     \
+    }                                                                                              \
   }
 
 VL__DEFINE_LINE(uint8_t, line_u8)
@@ -150,9 +149,9 @@ typedef uint8_t v_u8 __attribute__((vector_size(16)));
 typedef uint16_t v_u16 __attribute__((vector_size(16)));
 typedef uint32_t v_u32 __attribute__((vector_size(16)));
 typedef uint64_t v_u64 __attribute__((vector_size(16)));
-#define LO_u8(a, b) \
+#define LO_u8(a, b)                                                                                \
   __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23)
-#define HI_u8(a, b) \
+#define HI_u8(a, b)                                                                                \
   __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
 #define LO_u16(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
 #define HI_u16(a, b) __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
@@ -161,50 +160,50 @@ typedef uint64_t v_u64 __attribute__((vector_size(16)));
 #define LO_u64(a, b) __builtin_shufflevector(a, b, 0, 2)
 #define HI_u64(a, b) __builtin_shufflevector(a, b, 1, 3)
 
-#define VL__DEFINE_BLOCK(T, sfx)                                                           \
-  static void block_##sfx(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {            \
-    enum { K = 16 / sizeof(T) };                                                           \
-    v_##sfx r[K], t[K];                                                                    \
-    for (int y = 0; y < K; y++) memcpy(&r[y], s + y * sy, sizeof r[y]);                    \
-    for (int round = K; round > 1; round /= 2) {                                           \
-      for (int i = 0; i < K / 2; i++) {                                                    \
-        t[2 * i] = LO_##sfx(r[i], r[i + K / 2]);                                           \
-        t[2 * i + 1] = HI_##sfx(r[i], r[i + K / 2]);                                       \
-      }                                                                                    \
-      memcpy(r, t, sizeof r);                                                              \
-    }                                                                                      \
-    for (int x = 0; x < K; x++) memcpy(d + x * dx, &r[x], sizeof r[x]);                    \
+#define VL__DEFINE_BLOCK(T, sfx)                                                                   \
+  static void block_##sfx(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {                    \
+    enum { K = 16 / sizeof(T) };                                                                   \
+    v_##sfx r[K], t[K];                                                                            \
+    for (int y = 0; y < K; y++) memcpy(&r[y], s + y * sy, sizeof r[y]);                            \
+    for (int round = K; round > 1; round /= 2) {                                                   \
+      for (int i = 0; i < K / 2; i++) {                                                            \
+        t[2 * i] = LO_##sfx(r[i], r[i + K / 2]);                                                   \
+        t[2 * i + 1] = HI_##sfx(r[i], r[i + K / 2]);                                               \
+      }                                                                                            \
+      memcpy(r, t, sizeof r);                                                                      \
+    }                                                                                              \
+    for (int x = 0; x < K; x++) memcpy(d + x * dx, &r[x], sizeof r[x]);                            \
   }
 #else
-#define VL__DEFINE_BLOCK(T, sfx)                                                           \
-  static void block_##sfx(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {            \
-    enum { K = 16 / sizeof(T) };                                                           \
-    T r[K][K];                                                                             \
-    for (int y = 0; y < K; y++) memcpy(r[y], s + y * sy, sizeof r[y]);                     \
-    for (int x = 0; x < K; x++) {                                                          \
-      T row[K];                                                                            \
-      for (int y = 0; y < K; y++) row[y] = r[y][x];                                        \
-      memcpy(d + x * dx, row, sizeof row);                                                 \
-    }                                                                                      \
+#define VL__DEFINE_BLOCK(T, sfx)                                                                   \
+  static void block_##sfx(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {                    \
+    enum { K = 16 / sizeof(T) };                                                                   \
+    T r[K][K];                                                                                     \
+    for (int y = 0; y < K; y++) memcpy(r[y], s + y * sy, sizeof r[y]);                             \
+    for (int x = 0; x < K; x++) {                                                                  \
+      T row[K];                                                                                    \
+      for (int y = 0; y < K; y++) row[y] = r[y][x];                                                \
+      memcpy(d + x * dx, row, sizeof row);                                                         \
+    }                                                                                              \
   }
 #endif
 
 /* One tile of nx x ny elements: whole K x K blocks, then the ragged edges as strided lines.
  * Blocks go along x first, so each source line is used up at once and only the tile's
  * destination lines stay partly written, whatever the strides' cache-set aliasing. */
-#define VL__DEFINE_TILE(T, sfx)                                                            \
-  VL__DEFINE_BLOCK(T, sfx)                                                                 \
-  static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,     \
-                         ptrdiff_t sy) {                                                   \
-    enum { K = 16 / sizeof(T) };                                                           \
-    const ptrdiff_t e = (ptrdiff_t)sizeof(T);                                              \
-    int64_t fx = nx & ~(int64_t)(K - 1), fy = ny & ~(int64_t)(K - 1);                      \
-    for (int64_t y = 0; y < fy; y += K)                                                    \
-      for (int64_t x = 0; x < fx; x += K)                                                  \
-        block_##sfx(d + x * dx + y * e, s + x * e + y * sy, dx, sy);                       \
-    for (int64_t x = 0; x < fx && fy < ny; x++)                                            \
-      line_##sfx(d + x * dx + fy * e, s + x * e + fy * sy, ny - fy, e, sy);                \
-    for (int64_t x = fx; x < nx; x++) line_##sfx(d + x * dx, s + x * e, ny, e, sy);        \
+#define VL__DEFINE_TILE(T, sfx)                                                                    \
+  VL__DEFINE_BLOCK(T, sfx)                                                                         \
+  static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,             \
+                         ptrdiff_t sy) {                                                           \
+    enum { K = 16 / sizeof(T) };                                                                   \
+    const ptrdiff_t e = (ptrdiff_t)sizeof(T);                                                      \
+    int64_t fx = nx & ~(int64_t)(K - 1), fy = ny & ~(int64_t)(K - 1);                              \
+    for (int64_t y = 0; y < fy; y += K)                                                            \
+      for (int64_t x = 0; x < fx; x += K)                                                          \
+        block_##sfx(d + x * dx + y * e, s + x * e + y * sy, dx, sy);                               \
+    for (int64_t x = 0; x < fx && fy < ny; x++)                                                    \
+      line_##sfx(d + x * dx + fy * e, s + x * e + fy * sy, ny - fy, e, sy);                        \
+    for (int64_t x = fx; x < nx; x++) line_##sfx(d + x * dx, s + x * e, ny, e, sy);                \
   }
 
 VL__DEFINE_TILE(uint8_t, u8)
@@ -217,23 +216,23 @@ VL__DEFINE_TILE(uint64_t, u64)
  * merge the reverse. With NX a constant the compiler vectorizes the grouped accesses. */
 typedef void (*narrow_fn)(char *d, const char *s, int64_t n, ptrdiff_t stride);
 
-#define VL__DEFINE_SPLIT(T, NX, sfx)                                                       \
-  static void split##NX##_##sfx(char *d, const char *s, int64_t ny, ptrdiff_t dx) {        \
-    char *o[NX];                                                                           \
-    for (int x = 0; x < NX; x++) o[x] = d + x * dx;                                        \
-    for (int64_t y = 0; y < ny; y++, s += NX * sizeof(T))                                  \
-      for (int x = 0; x < NX; x++)                                                         \
-        memcpy(o[x] + y * (ptrdiff_t)sizeof(T), s + (size_t)x * sizeof(T), sizeof(T));           \
-  }                                                                                        \
-  static void merge##NX##_##sfx(char *d, const char *s, int64_t nx, ptrdiff_t sy) {        \
-    const char *in[NX];                                                                    \
-    for (int y = 0; y < NX; y++) in[y] = s + y * sy;                                       \
-    for (int64_t x = 0; x < nx; x++, d += NX * sizeof(T))                                  \
-      for (int y = 0; y < NX; y++)                                                         \
-        memcpy(d + (size_t)y * sizeof(T), in[y] + x * (ptrdiff_t)sizeof(T), sizeof(T));          \
+#define VL__DEFINE_SPLIT(T, NX, sfx)                                                               \
+  static void split##NX##_##sfx(char *d, const char *s, int64_t ny, ptrdiff_t dx) {                \
+    char *o[NX];                                                                                   \
+    for (int x = 0; x < NX; x++) o[x] = d + x * dx;                                                \
+    for (int64_t y = 0; y < ny; y++, s += NX * sizeof(T))                                          \
+      for (int x = 0; x < NX; x++)                                                                 \
+        memcpy(o[x] + y * (ptrdiff_t)sizeof(T), s + (size_t)x * sizeof(T), sizeof(T));             \
+  }                                                                                                \
+  static void merge##NX##_##sfx(char *d, const char *s, int64_t nx, ptrdiff_t sy) {                \
+    const char *in[NX];                                                                            \
+    for (int y = 0; y < NX; y++) in[y] = s + y * sy;                                               \
+    for (int64_t x = 0; x < nx; x++, d += NX * sizeof(T))                                          \
+      for (int y = 0; y < NX; y++)                                                                 \
+        memcpy(d + (size_t)y * sizeof(T), in[y] + x * (ptrdiff_t)sizeof(T), sizeof(T));            \
   }
 
-#define VL__DEFINE_NARROW(T, sfx) \
+#define VL__DEFINE_NARROW(T, sfx)                                                                  \
   VL__DEFINE_SPLIT(T, 2, sfx) VL__DEFINE_SPLIT(T, 3, sfx) VL__DEFINE_SPLIT(T, 4, sfx)
 
 VL__DEFINE_NARROW(uint8_t, u8)
@@ -256,7 +255,9 @@ static const narrow_fn merge_fns[4][NARROW_MAX - 1] = {
 };
 
 /* Row of the tables above for an element size of 1, 2, 4 or 8 bytes. */
-static size_t type_row(size_t elem) { return elem == 1 ? 0 : elem == 2 ? 1 : elem == 4 ? 2 : 3; }
+static size_t type_row(size_t elem) {
+  return elem == 1 ? 0 : elem == 2 ? 1 : elem == 4 ? 2 : 3;
+}
 
 static line_fn line_for(size_t elem) {
   switch (elem) {
@@ -284,10 +285,10 @@ typedef enum { KERNEL_LINE, KERNEL_TILES, KERNEL_SPLIT, KERNEL_MERGE } kernel_ki
 typedef struct inner {
   const loops *L;
   kernel_kind kind;
-  size_t depth;      /* loops handled here: 1 (line) or 2 (the others) */
-  line_fn line;      /* typed line, or NULL for memcpy per element */
-  tile_fn tile;      /* KERNEL_TILES */
-  narrow_fn narrow;  /* KERNEL_SPLIT, KERNEL_MERGE */
+  size_t depth;     /* loops handled here: 1 (line) or 2 (the others) */
+  line_fn line;     /* typed line, or NULL for memcpy per element */
+  tile_fn tile;     /* KERNEL_TILES */
+  narrow_fn narrow; /* KERNEL_SPLIT, KERNEL_MERGE */
 } inner;
 
 static void run_line(const inner *k, char *d, const char *s) {
@@ -442,8 +443,8 @@ static vl_status check_same_elements(const vl_spec *dst, const vl_spec *src, int
     return vl_error_set(err, VL_ERR_KERNEL, "", "element count overflows");
   if (nd != ns)
     return vl_error_set(err, VL_ERR_KERNEL, "",
-                        "copy of %lld elements into %lld elements: counts differ",
-                        (long long)ns, (long long)nd);
+                        "copy of %lld elements into %lld elements: counts differ", (long long)ns,
+                        (long long)nd);
   *numel = nd;
   return VL_OK;
 }
@@ -473,8 +474,8 @@ static int refine(const vl_spec *a, const int64_t *as, const vl_spec *b, const i
 
 /* Copies through a contiguous buffer when neither side is contiguous and no refinement exists. */
 static vl_status copy_via_temp(const vl_spec *dst_spec, void *dst, const int64_t *dst_strides,
-                               const vl_spec *src_spec, const void *src,
-                               const int64_t *src_strides, int64_t nbytes, vl_error *err) {
+                               const vl_spec *src_spec, const void *src, const int64_t *src_strides,
+                               int64_t nbytes, vl_error *err) {
   size_t es = vl_dtype_size(src_spec->dtype);
   int64_t dense[VL_MAX_RANK];
   void *tmp = malloc((size_t)nbytes);

@@ -14,33 +14,33 @@ typedef void (*bin_fn)(void *o, const void *a, const void *b, int64_t bstep, int
 typedef void (*un_fn)(void *o, const void *a, int64_t n);
 
 /* Integers: computed in uint64_t and truncated, i.e. modulo 2^width. */
-#define VL__INT_BINARY(U, name, expr)                                            \
-  static void name(void *o, const void *a, const void *b, int64_t bstep, int64_t n) { \
-    U *po = o;                                                                   \
-    const U *pa = a, *pb = b;                                                    \
-    for (int64_t k = 0; k < n; k++, pb += bstep) {                               \
-      uint64_t x = pa[k], y = *pb;                                               \
-      po[k] = (U)(expr);                                                         \
-    }                                                                            \
+#define VL__INT_BINARY(U, name, expr)                                                              \
+  static void name(void *o, const void *a, const void *b, int64_t bstep, int64_t n) {              \
+    U *po = o;                                                                                     \
+    const U *pa = a, *pb = b;                                                                      \
+    for (int64_t k = 0; k < n; k++, pb += bstep) {                                                 \
+      uint64_t x = pa[k], y = *pb;                                                                 \
+      po[k] = (U)(expr);                                                                           \
+    }                                                                                              \
   }
 
 VL__INT_BINARY(uint8_t, add_u8, x + y)
 VL__INT_BINARY(uint16_t, add_u16, x + y)
 VL__INT_BINARY(uint32_t, add_u32, x + y)
 VL__INT_BINARY(uint64_t, add_u64, x + y)
-VL__INT_BINARY(uint8_t, mul_u8, x * y)
-VL__INT_BINARY(uint16_t, mul_u16, x * y)
-VL__INT_BINARY(uint32_t, mul_u32, x * y)
-VL__INT_BINARY(uint64_t, mul_u64, x * y)
+VL__INT_BINARY(uint8_t, mul_u8, x *y)
+VL__INT_BINARY(uint16_t, mul_u16, x *y)
+VL__INT_BINARY(uint32_t, mul_u32, x *y)
+VL__INT_BINARY(uint64_t, mul_u64, x *y)
 VL__INT_BINARY(uint8_t, or_bool, (x != 0) | (y != 0))
 VL__INT_BINARY(uint8_t, and_bool, (x != 0) & (y != 0))
 
 /* Floats in their own type; half types through float, rounded back to nearest even. */
-#define VL__FLOAT_BINARY(T, name, op)                                            \
-  static void name(void *o, const void *a, const void *b, int64_t bstep, int64_t n) { \
-    T *po = o;                                                                   \
-    const T *pa = a, *pb = b;                                                    \
-    for (int64_t k = 0; k < n; k++, pb += bstep) po[k] = pa[k] op * pb;          \
+#define VL__FLOAT_BINARY(T, name, op)                                                              \
+  static void name(void *o, const void *a, const void *b, int64_t bstep, int64_t n) {              \
+    T *po = o;                                                                                     \
+    const T *pa = a, *pb = b;                                                                      \
+    for (int64_t k = 0; k < n; k++, pb += bstep) po[k] = pa[k] op * pb;                            \
   }
 
 VL__FLOAT_BINARY(float, add_f32, +)
@@ -48,16 +48,24 @@ VL__FLOAT_BINARY(double, add_f64, +)
 VL__FLOAT_BINARY(float, mul_f32, *)
 VL__FLOAT_BINARY(double, mul_f64, *)
 
-static float f16_load(uint16_t h) { return (float)vl_f16_to_double(h); }
-static uint16_t f16_store(float f) { return vl_f16_from_double((double)f); }
-static float bf16_load(uint16_t h) { return (float)vl_bf16_to_double(h); }
-static uint16_t bf16_store(float f) { return vl_bf16_from_double((double)f); }
+static float f16_load(uint16_t h) {
+  return (float)vl_f16_to_double(h);
+}
+static uint16_t f16_store(float f) {
+  return vl_f16_from_double((double)f);
+}
+static float bf16_load(uint16_t h) {
+  return (float)vl_bf16_to_double(h);
+}
+static uint16_t bf16_store(float f) {
+  return vl_bf16_from_double((double)f);
+}
 
-#define VL__HALF_BINARY(name, load, store, op)                                   \
-  static void name(void *o, const void *a, const void *b, int64_t bstep, int64_t n) { \
-    uint16_t *po = o;                                                            \
-    const uint16_t *pa = a, *pb = b;                                             \
-    for (int64_t k = 0; k < n; k++, pb += bstep) po[k] = store(load(pa[k]) op load(*pb)); \
+#define VL__HALF_BINARY(name, load, store, op)                                                     \
+  static void name(void *o, const void *a, const void *b, int64_t bstep, int64_t n) {              \
+    uint16_t *po = o;                                                                              \
+    const uint16_t *pa = a, *pb = b;                                                               \
+    for (int64_t k = 0; k < n; k++, pb += bstep) po[k] = store(load(pa[k]) op load(*pb));          \
   }
 
 VL__HALF_BINARY(add_f16, f16_load, f16_store, +)
@@ -65,11 +73,11 @@ VL__HALF_BINARY(mul_f16, f16_load, f16_store, *)
 VL__HALF_BINARY(add_bf16, bf16_load, bf16_store, +)
 VL__HALF_BINARY(mul_bf16, bf16_load, bf16_store, *)
 
-#define VL__RELU(T, name)                                                        \
-  static void name(void *o, const void *a, int64_t n) {                          \
-    T *po = o;                                                                   \
-    const T *pa = a;                                                             \
-    for (int64_t k = 0; k < n; k++) po[k] = pa[k] < 0 ? (T)0 : pa[k];            \
+#define VL__RELU(T, name)                                                                          \
+  static void name(void *o, const void *a, int64_t n) {                                            \
+    T *po = o;                                                                                     \
+    const T *pa = a;                                                                               \
+    for (int64_t k = 0; k < n; k++) po[k] = pa[k] < 0 ? (T)0 : pa[k];                              \
   }
 
 VL__RELU(int8_t, relu_i8)
@@ -119,7 +127,9 @@ void vl__ew_binary(vl_dtype dt, vl__ew_op op, void *out, const void *a, const vo
   (op == VL__EW_ADD ? r->add : r->mul)(out, a, b, b_scalar ? 0 : 1, n);
 }
 
-void vl__ew_relu(vl_dtype dt, void *out, const void *a, int64_t n) { ew_table[dt].relu(out, a, n); }
+void vl__ew_relu(vl_dtype dt, void *out, const void *a, int64_t n) {
+  ew_table[dt].relu(out, a, n);
+}
 
 /* ---- casts ------------------------------------------------------------------------------- */
 
@@ -129,23 +139,33 @@ typedef struct num {
   double f;
 } num;
 
-static num num_int(int64_t i) { return (num){.is_float = false, .i = i, .f = 0}; }
-static num num_float(double f) { return (num){.is_float = true, .i = 0, .f = f}; }
+static num num_int(int64_t i) {
+  return (num){.is_float = false, .i = i, .f = 0};
+}
+static num num_float(double f) {
+  return (num){.is_float = true, .i = 0, .f = f};
+}
 
 static num num_load(vl_dtype dt, const void *p) {
   uint8_t u8;
   uint16_t u16;
+  int8_t i8;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64;
+  float f32;
+  double f64;
   switch (dt) {
   case VL_DTYPE_UINT8: memcpy(&u8, p, 1); return num_int(u8);
   case VL_DTYPE_BOOL: memcpy(&u8, p, 1); return num_int(u8 != 0);
-  case VL_DTYPE_INT8: { int8_t v; memcpy(&v, p, 1); return num_int(v); }
-  case VL_DTYPE_INT16: { int16_t v; memcpy(&v, p, 2); return num_int(v); }
-  case VL_DTYPE_INT32: { int32_t v; memcpy(&v, p, 4); return num_int(v); }
-  case VL_DTYPE_INT64: { int64_t v; memcpy(&v, p, 8); return num_int(v); }
+  case VL_DTYPE_INT8: memcpy(&i8, p, 1); return num_int(i8);
+  case VL_DTYPE_INT16: memcpy(&i16, p, 2); return num_int(i16);
+  case VL_DTYPE_INT32: memcpy(&i32, p, 4); return num_int(i32);
+  case VL_DTYPE_INT64: memcpy(&i64, p, 8); return num_int(i64);
   case VL_DTYPE_FLOAT16: memcpy(&u16, p, 2); return num_float(vl_f16_to_double(u16));
   case VL_DTYPE_BFLOAT16: memcpy(&u16, p, 2); return num_float(vl_bf16_to_double(u16));
-  case VL_DTYPE_FLOAT32: { float v; memcpy(&v, p, 4); return num_float(v); }
-  default: { double v; memcpy(&v, p, 8); return num_float(v); }
+  case VL_DTYPE_FLOAT32: memcpy(&f32, p, 4); return num_float(f32);
+  default: memcpy(&f64, p, 8); return num_float(f64);
   }
 }
 
@@ -158,22 +178,38 @@ static int64_t num_to_int(num v) {
   return (int64_t)v.f;
 }
 
-static double num_to_double(num v) { return v.is_float ? v.f : (double)v.i; }
+static double num_to_double(num v) {
+  return v.is_float ? v.f : (double)v.i;
+}
 
 /* Stores v as dt; integers keep the low bits of the int64 value (two's complement wrap). */
 static void num_store(vl_dtype dt, void *p, num v) {
   uint64_t u = (uint64_t)num_to_int(v);
+  uint8_t u8 = (uint8_t)u;
+  uint16_t u16 = (uint16_t)u;
+  uint32_t u32 = (uint32_t)u;
+  float f32 = (float)num_to_double(v);
+  double f64 = num_to_double(v);
   switch (dt) {
-  case VL_DTYPE_BOOL: { uint8_t b = v.is_float ? v.f != 0 : v.i != 0; memcpy(p, &b, 1); return; }
+  case VL_DTYPE_BOOL:
+    u8 = v.is_float ? v.f != 0 : v.i != 0;
+    memcpy(p, &u8, 1);
+    return;
   case VL_DTYPE_UINT8:
-  case VL_DTYPE_INT8: { uint8_t b = (uint8_t)u; memcpy(p, &b, 1); return; }
-  case VL_DTYPE_INT16: { uint16_t h = (uint16_t)u; memcpy(p, &h, 2); return; }
-  case VL_DTYPE_INT32: { uint32_t w = (uint32_t)u; memcpy(p, &w, 4); return; }
+  case VL_DTYPE_INT8: memcpy(p, &u8, 1); return;
+  case VL_DTYPE_INT16: memcpy(p, &u16, 2); return;
+  case VL_DTYPE_INT32: memcpy(p, &u32, 4); return;
   case VL_DTYPE_INT64: memcpy(p, &u, 8); return;
-  case VL_DTYPE_FLOAT16: { uint16_t h = vl_f16_from_double(num_to_double(v)); memcpy(p, &h, 2); return; }
-  case VL_DTYPE_BFLOAT16: { uint16_t h = vl_bf16_from_double(num_to_double(v)); memcpy(p, &h, 2); return; }
-  case VL_DTYPE_FLOAT32: { float f = (float)num_to_double(v); memcpy(p, &f, 4); return; }
-  default: { double f = num_to_double(v); memcpy(p, &f, 8); return; }
+  case VL_DTYPE_FLOAT16:
+    u16 = vl_f16_from_double(f64);
+    memcpy(p, &u16, 2);
+    return;
+  case VL_DTYPE_BFLOAT16:
+    u16 = vl_bf16_from_double(f64);
+    memcpy(p, &u16, 2);
+    return;
+  case VL_DTYPE_FLOAT32: memcpy(p, &f32, 4); return;
+  default: memcpy(p, &f64, 8); return;
   }
 }
 

@@ -43,7 +43,8 @@ vl_status vl__tensor_map_add(vl_tensor_map *m, const char *name, const vl_spec *
                              const vl_limits *lim, vl_error *err) {
   char **names = realloc(m->names, (m->count + 1) * sizeof *names);
   if (names != NULL) m->names = names;
-  vl_tensor **tensors = names != NULL ? realloc(m->tensors, (m->count + 1) * sizeof *tensors) : NULL;
+  vl_tensor **tensors =
+      names != NULL ? realloc(m->tensors, (m->count + 1) * sizeof *tensors) : NULL;
   if (tensors != NULL) m->tensors = tensors;
   char *copy = tensors != NULL ? strdup(name) : NULL;
   if (copy == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
@@ -127,14 +128,23 @@ static void put_value(vl_dtype dt, void *p, uint64_t u) {
   float f = (float)(u % (1u << 24));
   double d = (double)(u % (1ull << 53));
   switch (dt) {
-  case VL_DTYPE_BOOL: b = (uint8_t)(u & 1u); memcpy(p, &b, 1); break;
+  case VL_DTYPE_BOOL:
+    b = (uint8_t)(u & 1u);
+    memcpy(p, &b, 1);
+    break;
   case VL_DTYPE_UINT8:
   case VL_DTYPE_INT8: memcpy(p, &b, 1); break;
   case VL_DTYPE_INT16: memcpy(p, &h, 2); break;
   case VL_DTYPE_INT32: memcpy(p, &w, 4); break;
   case VL_DTYPE_INT64: memcpy(p, &u, 8); break;
-  case VL_DTYPE_FLOAT16: h = half_value(&fmt_f16, u); memcpy(p, &h, 2); break;
-  case VL_DTYPE_BFLOAT16: h = half_value(&fmt_bf16, u); memcpy(p, &h, 2); break;
+  case VL_DTYPE_FLOAT16:
+    h = half_value(&fmt_f16, u);
+    memcpy(p, &h, 2);
+    break;
+  case VL_DTYPE_BFLOAT16:
+    h = half_value(&fmt_bf16, u);
+    memcpy(p, &h, 2);
+    break;
   case VL_DTYPE_FLOAT32: memcpy(p, &f, 4); break;
   default: memcpy(p, &d, 8); break;
   }
@@ -156,7 +166,8 @@ static vl_status fill_sequence(vl_tensor *t, uint64_t offset, vl_error *err) {
   vl_spec_numel(&t->spec, &numel);
   char *buf = dense ? t->data : malloc(t->nbytes > 0 ? (size_t)t->nbytes : 1);
   if (buf == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory generating inputs");
-  for (int64_t k = 0; k < numel; k++) put_value(t->spec.dtype, buf + (size_t)k * es, (uint64_t)k + offset);
+  for (int64_t k = 0; k < numel; k++)
+    put_value(t->spec.dtype, buf + (size_t)k * es, (uint64_t)k + offset);
   vl_status st = VL_OK;
   if (!dense) {
     vl_spec logical = t->spec;

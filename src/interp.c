@@ -129,8 +129,7 @@ static vl_status arg_int(run *r, const vl_node *n, uint32_t k, int64_t *v) {
 }
 
 static vl_status arg_int_list(run *r, const vl_node *n, uint32_t k, int64_t *v, size_t *count) {
-  if (k >= n->n_args || n->args[k].kind != VL_ARG_LIST ||
-      n->args[k].u.list.count > VL_MAX_RANK)
+  if (k >= n->n_args || n->args[k].kind != VL_ARG_LIST || n->args[k].u.list.count > VL_MAX_RANK)
     return arg_error(r, k, "a list of at most 16 integers");
   const vl_arg *list = &n->args[k];
   for (uint32_t j = 0; j < list->u.list.count; j++) {
@@ -219,7 +218,8 @@ static vl_status node_dest(run *r, uint32_t i, bool inplace, tview *dst, bool *f
   if (n->out != VL_NO_NODE || inplace) {
     uint32_t w = n->out != VL_NO_NODE ? n->out : n->args[0].u.ref;
     if (r->slots[w].store == NO_STORE)
-      return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, n->out != VL_NO_NODE ? "/kwargs/out" : "/args/0",
+      return vl_error_set(r->err, VL_ERR_INVALID_GRAPH,
+                          n->out != VL_NO_NODE ? "/kwargs/out" : "/args/0",
                           "the written argument is not a computed tensor");
     r->slots[i] = r->slots[w];
     *dst = slot_view(r, w);
@@ -257,7 +257,8 @@ static vl_status op_permute(run *r, uint32_t i, const tview *dst, bool fresh) {
   if (st == VL_OK && rank != self.spec.rank)
     return vl_error_set(r->err, VL_ERR_KERNEL, "/args/1", "permute of rank %u by %zu dims",
                         (unsigned)self.spec.rank, rank);
-  for (size_t d = 0; st == VL_OK && d < rank; d++) st = dim_wrap(r, 1, perm[d], self.spec.rank, &perm[d]);
+  for (size_t d = 0; st == VL_OK && d < rank; d++)
+    st = dim_wrap(r, 1, perm[d], self.spec.rank, &perm[d]);
   if (st != VL_OK) return st;
   return vl_copy_permute(&dst->spec, dst->data, &self.spec, self.data, perm, r->err);
 }
@@ -322,7 +323,8 @@ static vl_status operand_get(run *r, const vl_node *n, uint32_t k, const tview *
   o->tmp_bytes = 0;
   o->scalar = k < n->n_args && n->args[k].kind != VL_ARG_REF;
   if (o->scalar) {
-    if (!vl__ew_scalar(dst->spec.dtype, &n->args[k], &o->elem)) return arg_error(r, k, "a tensor or a number");
+    if (!vl__ew_scalar(dst->spec.dtype, &n->args[k], &o->elem))
+      return arg_error(r, k, "a tensor or a number");
     o->data = &o->elem;
     return VL_OK;
   }
@@ -357,7 +359,8 @@ static vl_status result_end(run *r, const tview *dst, void *tmp, int64_t tmp_byt
 }
 
 /* b * alpha in place, for add(a, b, alpha=...) with alpha other than 1. */
-static vl_status apply_alpha(run *r, const vl_node *n, const tview *dst, operand *b, int64_t numel) {
+static vl_status apply_alpha(run *r, const vl_node *n, const tview *dst, operand *b,
+                             int64_t numel) {
   const vl_arg *alpha = vl_node_kwarg(n, "alpha");
   uint64_t ae = 0;
   if (alpha == NULL || (alpha->kind == VL_ARG_INT && alpha->u.i == 1)) return VL_OK;
@@ -487,8 +490,7 @@ static vl_status exec_placeholder(run *r, uint32_t i, const vl_tensor_map *input
   char sa[160], sb[160];
   tview dst;
   if (k < 0)
-    return vl_error_set(r->err, VL_ERR_INVALID_PARAMS, "", "no value for placeholder %s",
-                        n->name);
+    return vl_error_set(r->err, VL_ERR_INVALID_PARAMS, "", "no value for placeholder %s", n->name);
   const vl_tensor *t = inputs->tensors[k];
   if (t->spec.dtype != n->val.dtype)
     return vl_error_set(r->err, VL_ERR_INVALID_TENSOR, "/dtype", "is %s, placeholder %s is %s",

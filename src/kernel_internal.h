@@ -15,7 +15,8 @@ const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shap
 
 /* Index of the placeholder named name, or VL_NO_NODE. */
 uint32_t vl__graph_placeholder(const vl_graph *g, const char *name);
-/* Every name in inputs (may be NULL) is a placeholder's; else VL_ERR_INVALID_PARAMS at "/<name>". */
+/* Every name in inputs (may be NULL) is a placeholder's; else VL_ERR_INVALID_PARAMS at "/<name>".
+ */
 vl_status vl__inputs_check_names(const vl_graph *g, const vl_tensor_map *inputs, vl_error *err);
 
 /* An empty map; caller frees with vl_tensor_map_free. */

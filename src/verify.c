@@ -56,8 +56,10 @@ static vl_status compare_output(const vl_tensor_map *want, const vl_tensor_map *
     memcpy(m->expected, pa + (size_t)k * es, es);
     memcpy(m->actual, pb + (size_t)k * es, es);
     m->name = strdup(want->names[i]);
-    if (m->name == NULL) st = vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
-    else r->n_mismatches++;
+    if (m->name == NULL)
+      st = vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+    else
+      r->n_mismatches++;
   }
   free(ta);
   free(tb);
@@ -129,10 +131,14 @@ static cJSON *mismatch_to_json(const vl_mismatch *m) {
             cJSON_AddNumberToObject(o, "output", m->output) != NULL &&
             cJSON_AddStringToObject(o, "name", m->name) != NULL &&
             cJSON_AddNumberToObject(o, "index", (double)m->index) != NULL;
-  if (ok && cJSON_AddItemToObject(o, "expected", expected)) expected = NULL;
-  else ok = false;
-  if (ok && cJSON_AddItemToObject(o, "actual", actual)) actual = NULL;
-  else ok = false;
+  if (ok && cJSON_AddItemToObject(o, "expected", expected))
+    expected = NULL;
+  else
+    ok = false;
+  if (ok && cJSON_AddItemToObject(o, "actual", actual))
+    actual = NULL;
+  else
+    ok = false;
   cJSON_Delete(expected);
   cJSON_Delete(actual);
   if (!ok) {
@@ -147,15 +153,19 @@ cJSON *vl_verify_result_to_json(const vl_verify_result *r) {
   cJSON *report = vl_report_to_json(&r->report);
   bool ok = o != NULL && list != NULL && report != NULL &&
             cJSON_AddBoolToObject(o, "equal", r->equal) != NULL;
-  if (ok && cJSON_AddItemToObject(o, "report", report)) report = NULL;
-  else ok = false;
+  if (ok && cJSON_AddItemToObject(o, "report", report))
+    report = NULL;
+  else
+    ok = false;
   for (uint32_t i = 0; ok && i < r->n_mismatches; i++) {
     cJSON *m = mismatch_to_json(&r->mismatches[i]);
     ok = m != NULL && cJSON_AddItemToArray(list, m);
     if (!ok) cJSON_Delete(m);
   }
-  if (ok && cJSON_AddItemToObject(o, "mismatches", list)) list = NULL;
-  else ok = false;
+  if (ok && cJSON_AddItemToObject(o, "mismatches", list))
+    list = NULL;
+  else
+    ok = false;
   cJSON_Delete(report);
   cJSON_Delete(list);
   if (!ok) {

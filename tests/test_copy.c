@@ -77,7 +77,9 @@ static uint64_t rnd(uint64_t *state) {
   return x * 2685821657736338717ull;
 }
 
-static int64_t rnd_below(uint64_t *state, int64_t n) { return (int64_t)(rnd(state) % (uint64_t)n); }
+static int64_t rnd_below(uint64_t *state, int64_t n) {
+  return (int64_t)(rnd(state) % (uint64_t)n);
+}
 
 static void rnd_permutation(uint64_t *state, uint8_t *order, uint8_t rank) {
   vl_dim_order_default(order, rank);
@@ -343,7 +345,8 @@ static vl_status view_copy_status(const int64_t *shape, uint8_t rank, const int6
 static void assert_kernel_error(vl_status st, const vl_error *err, const char *needle) {
   assert_int_equal(st, VL_ERR_KERNEL);
   assert_int_equal(err->code, VL_ERR_KERNEL);
-  if (strstr(err->message, needle) == NULL) fail_msg("message '%s' lacks '%s'", err->message, needle);
+  if (strstr(err->message, needle) == NULL)
+    fail_msg("message '%s' lacks '%s'", err->message, needle);
   assert_null(strchr(err->message, '\n'));
 }
 

@@ -85,53 +85,57 @@ static vl_lower_options options(bool remove, vl_policy policy) {
 
 /* SPEC §2's patch embedding, in either spelling of the layout change. */
 static char *patch_embed_json(bool skip_dim_order) {
-  const char *to_cl =
-      skip_dim_order
-          ? "\"target\": \"aten._to_copy.default\", \"kwargs\": {\"memory_format\": \"channels_last\"}"
-          : "\"target\": \"dim_order_ops._to_dim_order_copy.default\", \"kwargs\": {\"dim_order\": [0,2,3,1]}";
+  const char *to_cl = skip_dim_order ? "\"target\": \"aten._to_copy.default\", \"kwargs\": "
+                                       "{\"memory_format\": \"channels_last\"}"
+                                     : "\"target\": \"dim_order_ops._to_dim_order_copy.default\", "
+                                       "\"kwargs\": {\"dim_order\": [0,2,3,1]}";
   char *buf = malloc(4096);
   assert_non_null(buf);
-  snprintf(buf, 4096,
-           HEAD "\"name\": \"patch_embed\", \"skip_dim_order\": %s, \"nodes\": ["
-                "{\"name\": \"x\", \"op\": \"placeholder\", \"kind\": \"user_input\","
-                " \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,2,3], \"dim_order\": [0,1,2,3]}},"
-                "{\"name\": \"x_cl\", \"op\": \"call_function\", %s, \"args\": [\"x\"],"
-                " \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,2,3], \"dim_order\": [0,2,3,1]}},"
-                "{\"name\": \"flat\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
-                " \"args\": [\"x_cl\", [1,2,-1]], \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,6]}},"
-                "{\"name\": \"tokens\", \"op\": \"call_function\", \"target\": \"aten.permute_copy.default\","
-                " \"args\": [\"flat\", [0,2,1]], \"val\": {\"dtype\": \"float32\", \"shape\": [1,6,2]}},"
-                "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"tokens\"]}]}",
-           skip_dim_order ? "true" : "false", to_cl);
+  snprintf(
+      buf, 4096,
+      HEAD
+      "\"name\": \"patch_embed\", \"skip_dim_order\": %s, \"nodes\": ["
+      "{\"name\": \"x\", \"op\": \"placeholder\", \"kind\": \"user_input\","
+      " \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,2,3], \"dim_order\": [0,1,2,3]}},"
+      "{\"name\": \"x_cl\", \"op\": \"call_function\", %s, \"args\": [\"x\"],"
+      " \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,2,3], \"dim_order\": [0,2,3,1]}},"
+      "{\"name\": \"flat\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
+      " \"args\": [\"x_cl\", [1,2,-1]], \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,6]}},"
+      "{\"name\": \"tokens\", \"op\": \"call_function\", \"target\": \"aten.permute_copy.default\","
+      " \"args\": [\"flat\", [0,2,1]], \"val\": {\"dtype\": \"float32\", \"shape\": [1,6,2]}},"
+      "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"tokens\"]}]}",
+      skip_dim_order ? "true" : "false", to_cl);
   return buf;
 }
 
 /* A view taken, then its base bumped in place, then the view read. */
 static const char *mutation_json =
     HEAD "\"name\": \"mutation\", \"nodes\": ["
-    "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-    "{\"name\": \"base\", \"op\": \"call_function\", \"target\": \"aten.mul.Tensor\","
-    " \"args\": [\"x\", 1.0], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-    "{\"name\": \"v\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
-    " \"args\": [\"base\", [6]], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
-    "{\"name\": \"bumped\", \"op\": \"call_function\", \"target\": \"aten.add_.Tensor\","
-    " \"args\": [\"base\", 10.0], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-    "{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"aten.mul.Tensor\","
-    " \"args\": [\"v\", 2.0], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
-    "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"r\"]}]}";
+         "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": "
+         "[2,3]}},"
+         "{\"name\": \"base\", \"op\": \"call_function\", \"target\": \"aten.mul.Tensor\","
+         " \"args\": [\"x\", 1.0], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+         "{\"name\": \"v\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
+         " \"args\": [\"base\", [6]], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
+         "{\"name\": \"bumped\", \"op\": \"call_function\", \"target\": \"aten.add_.Tensor\","
+         " \"args\": [\"base\", 10.0], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+         "{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"aten.mul.Tensor\","
+         " \"args\": [\"v\", 2.0], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
+         "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"r\"]}]}";
 
 static const char *reshape_chain_json =
     HEAD "\"name\": \"chain\", \"nodes\": ["
-    "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": [2,3,4]}},"
-    "{\"name\": \"a\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
-    " \"args\": [\"x\", [6,4]], \"val\": {\"dtype\": \"float32\", \"shape\": [6,4]}},"
-    "{\"name\": \"b\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
-    " \"args\": [\"a\", [24]], \"val\": {\"dtype\": \"float32\", \"shape\": [24]}},"
-    "{\"name\": \"c\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
-    " \"args\": [\"b\", [4,-1]], \"val\": {\"dtype\": \"float32\", \"shape\": [4,6]}},"
-    "{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"aten.add.Tensor\","
-    " \"args\": [\"c\", \"c\"], \"val\": {\"dtype\": \"float32\", \"shape\": [4,6]}},"
-    "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"r\"]}]}";
+         "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": "
+         "[2,3,4]}},"
+         "{\"name\": \"a\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
+         " \"args\": [\"x\", [6,4]], \"val\": {\"dtype\": \"float32\", \"shape\": [6,4]}},"
+         "{\"name\": \"b\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
+         " \"args\": [\"a\", [24]], \"val\": {\"dtype\": \"float32\", \"shape\": [24]}},"
+         "{\"name\": \"c\", \"op\": \"call_function\", \"target\": \"aten.view_copy.default\","
+         " \"args\": [\"b\", [4,-1]], \"val\": {\"dtype\": \"float32\", \"shape\": [4,6]}},"
+         "{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"aten.add.Tensor\","
+         " \"args\": [\"c\", \"c\"], \"val\": {\"dtype\": \"float32\", \"shape\": [4,6]}},"
+         "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"r\"]}]}";
 
 /* ---- execution ------------------------------------------------------------------------------ */
 
@@ -174,15 +178,18 @@ static void memory_view_reads_its_base_through_its_own_layout(void **state) {
   /* The wrong alias a layout-blind lowering would make: the view sees buffer order. */
   const char *json =
       HEAD "\"nodes\": ["
-      "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,2,3]}},"
-      "{\"name\": \"x_cl\", \"op\": \"call_function\", \"target\": \"dim_order_ops._to_dim_order_copy.default\","
-      " \"args\": [\"x\"], \"kwargs\": {\"dim_order\": [0,2,3,1]},"
-      " \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,2,3], \"dim_order\": [0,2,3,1]}},"
-      "{\"name\": \"flat\", \"op\": \"call_function\", \"target\": \"memory.view\", \"alias_of\": \"x_cl\","
-      " \"args\": [\"x_cl\", [1,2,6]], \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,6]}},"
-      "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.relu.default\","
-      " \"args\": [\"flat\"], \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,6]}},"
-      "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}";
+           "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
+           "\"shape\": [1,2,2,3]}},"
+           "{\"name\": \"x_cl\", \"op\": \"call_function\", \"target\": "
+           "\"dim_order_ops._to_dim_order_copy.default\","
+           " \"args\": [\"x\"], \"kwargs\": {\"dim_order\": [0,2,3,1]},"
+           " \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,2,3], \"dim_order\": [0,2,3,1]}},"
+           "{\"name\": \"flat\", \"op\": \"call_function\", \"target\": \"memory.view\", "
+           "\"alias_of\": \"x_cl\","
+           " \"args\": [\"x_cl\", [1,2,6]], \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,6]}},"
+           "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.relu.default\","
+           " \"args\": [\"flat\"], \"val\": {\"dtype\": \"float32\", \"shape\": [1,2,6]}},"
+           "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}";
   vl_graph *g = parse(json);
   vl_tensor_map *in = input_iota("x", 4, (const int64_t[]){1, 2, 2, 3}, NULL);
   vl_tensor_map *out = run_ok(g, in);
@@ -196,16 +203,18 @@ static void in_place_add_writes_the_base_that_a_memory_view_reads(void **state) 
   (void)state;
   const char *json =
       HEAD "\"nodes\": ["
-      "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-      "{\"name\": \"base\", \"op\": \"call_function\", \"target\": \"aten.clone.default\","
-      " \"args\": [\"x\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-      "{\"name\": \"v\", \"op\": \"call_function\", \"target\": \"memory.view\", \"alias_of\": \"base\","
-      " \"args\": [\"base\", [6]], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
-      "{\"name\": \"b2\", \"op\": \"call_function\", \"target\": \"aten.add_.Tensor\","
-      " \"args\": [\"base\", \"base\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-      "{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"aten.relu.default\","
-      " \"args\": [\"v\"], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
-      "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"r\", \"b2\", \"x\"]}]}";
+           "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
+           "\"shape\": [2,3]}},"
+           "{\"name\": \"base\", \"op\": \"call_function\", \"target\": \"aten.clone.default\","
+           " \"args\": [\"x\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+           "{\"name\": \"v\", \"op\": \"call_function\", \"target\": \"memory.view\", "
+           "\"alias_of\": \"base\","
+           " \"args\": [\"base\", [6]], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
+           "{\"name\": \"b2\", \"op\": \"call_function\", \"target\": \"aten.add_.Tensor\","
+           " \"args\": [\"base\", \"base\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+           "{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"aten.relu.default\","
+           " \"args\": [\"v\"], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
+           "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"r\", \"b2\", \"x\"]}]}";
   vl_graph *g = parse(json);
   vl_tensor_map *in = input_iota("x", 2, (const int64_t[]){2, 3}, NULL);
   vl_tensor_map *out = run_ok(g, in);
@@ -222,17 +231,20 @@ static void copy_transpose_and_out_variant_write_where_they_should(void **state)
   (void)state;
   const char *json =
       HEAD "\"nodes\": ["
-      "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-      "{\"name\": \"t\", \"op\": \"call_function\", \"target\": \"aten.transpose_copy.int\","
-      " \"args\": [\"x\", 0, -1], \"val\": {\"dtype\": \"float32\", \"shape\": [3,2]}},"
-      "{\"name\": \"buf\", \"op\": \"call_function\", \"target\": \"aten.mul.Tensor\","
-      " \"args\": [\"t\", 0], \"val\": {\"dtype\": \"float32\", \"shape\": [3,2], \"dim_order\": [1,0]}},"
-      "{\"name\": \"c\", \"op\": \"call_function\", \"target\": \"aten.copy_.default\","
-      " \"args\": [\"buf\", \"t\"], \"val\": {\"dtype\": \"float32\", \"shape\": [3,2], \"dim_order\": [1,0]}},"
-      "{\"name\": \"o\", \"op\": \"call_function\", \"target\": \"aten.add.Tensor\","
-      " \"args\": [\"t\", \"t\"], \"kwargs\": {\"out\": \"buf\", \"alpha\": 2},"
-      " \"val\": {\"dtype\": \"float32\", \"shape\": [3,2], \"dim_order\": [1,0]}},"
-      "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"t\", \"c\", \"buf\"]}]}";
+           "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
+           "\"shape\": [2,3]}},"
+           "{\"name\": \"t\", \"op\": \"call_function\", \"target\": \"aten.transpose_copy.int\","
+           " \"args\": [\"x\", 0, -1], \"val\": {\"dtype\": \"float32\", \"shape\": [3,2]}},"
+           "{\"name\": \"buf\", \"op\": \"call_function\", \"target\": \"aten.mul.Tensor\","
+           " \"args\": [\"t\", 0], \"val\": {\"dtype\": \"float32\", \"shape\": [3,2], "
+           "\"dim_order\": [1,0]}},"
+           "{\"name\": \"c\", \"op\": \"call_function\", \"target\": \"aten.copy_.default\","
+           " \"args\": [\"buf\", \"t\"], \"val\": {\"dtype\": \"float32\", \"shape\": [3,2], "
+           "\"dim_order\": [1,0]}},"
+           "{\"name\": \"o\", \"op\": \"call_function\", \"target\": \"aten.add.Tensor\","
+           " \"args\": [\"t\", \"t\"], \"kwargs\": {\"out\": \"buf\", \"alpha\": 2},"
+           " \"val\": {\"dtype\": \"float32\", \"shape\": [3,2], \"dim_order\": [1,0]}},"
+           "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"t\", \"c\", \"buf\"]}]}";
   vl_graph *g = parse(json);
   vl_tensor_map *in = input_iota("x", 2, (const int64_t[]){2, 3}, NULL);
   vl_tensor_map *out = run_ok(g, in);
@@ -249,13 +261,15 @@ static void copy_transpose_and_out_variant_write_where_they_should(void **state)
 static void run_dtype_op(const char *dtype, const char *target, const char *second, const void *x,
                          size_t nbytes, void *got) {
   char json[1024];
-  snprintf(json, sizeof json,
-           HEAD "\"nodes\": ["
-                "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"%s\", \"shape\": [4]}},"
-                "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"%s\", \"args\": [\"x\"%s%s],"
-                " \"val\": {\"dtype\": \"%s\", \"shape\": [4]}},"
-                "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}",
-           dtype, target, second ? ", " : "", second ? second : "", dtype);
+  snprintf(
+      json, sizeof json,
+      HEAD
+      "\"nodes\": ["
+      "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"%s\", \"shape\": [4]}},"
+      "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"%s\", \"args\": [\"x\"%s%s],"
+      " \"val\": {\"dtype\": \"%s\", \"shape\": [4]}},"
+      "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}",
+      dtype, target, second ? ", " : "", second ? second : "", dtype);
   vl_graph *g = parse(json);
   vl_tensor_map *in = NULL;
   vl_error err;
@@ -279,7 +293,7 @@ static void integer_arithmetic_wraps_like_twos_complement(void **state) {
   assert_int_equal(got[2], 10);
   assert_int_equal(got[3], -6);
   run_dtype_op("int8", "aten.mul.Tensor", "100", x, 4, got);
-  assert_int_equal(got[0], (int8_t)(127 * 100 - 12800));  /* 12700 mod 256 = 156 -> -100 */
+  assert_int_equal(got[0], (int8_t)(127 * 100 - 12800)); /* 12700 mod 256 = 156 -> -100 */
   assert_int_equal(got[2], (int8_t)(500 - 512));
   run_dtype_op("int8", "aten.relu.default", NULL, x, 4, got);
   assert_int_equal(got[0], 127);
@@ -319,10 +333,11 @@ static void unsupported_target_is_named_with_its_node_path(void **state) {
   (void)state;
   const char *json =
       HEAD "\"nodes\": ["
-      "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": [2]}},"
-      "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.sin.default\","
-      " \"args\": [\"x\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2]}},"
-      "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}";
+           "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
+           "\"shape\": [2]}},"
+           "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.sin.default\","
+           " \"args\": [\"x\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2]}},"
+           "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}";
   vl_graph *g = parse(json);
   vl_tensor_map *in = input_iota("x", 1, (const int64_t[]){2}, NULL), *out = NULL;
   vl_error err;
@@ -391,21 +406,24 @@ static void kernel_errors_point_at_their_node(void **state) {
   (void)state;
   const char *json =
       HEAD "\"nodes\": ["
-      "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-      "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.add.Tensor\","
-      " \"args\": [\"x\", \"z\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-      "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}";
+           "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
+           "\"shape\": [2,3]}},"
+           "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.add.Tensor\","
+           " \"args\": [\"x\", \"z\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+           "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}";
   vl_graph *g = NULL;
   vl_error err;
   /* "z" is an unknown reference: the graph itself is invalid. */
   assert_int_equal(vl_graph_parse(json, strlen(json), NULL, &g, &err), VL_ERR_INVALID_GRAPH);
   const char *json2 =
       HEAD "\"nodes\": ["
-      "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-      "{\"name\": \"z\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", \"shape\": [3,2]}},"
-      "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.add.Tensor\","
-      " \"args\": [\"x\", \"z\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-      "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}";
+           "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
+           "\"shape\": [2,3]}},"
+           "{\"name\": \"z\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
+           "\"shape\": [3,2]}},"
+           "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.add.Tensor\","
+           " \"args\": [\"x\", \"z\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+           "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}";
   g = parse(json2);
   vl_tensor_map *in = NULL, *out = NULL;
   assert_int_equal(vl_inputs_generate(g, NULL, 1, NULL, &in, &err), VL_OK);
@@ -420,14 +438,16 @@ static void kernel_errors_point_at_their_node(void **state) {
 
 static void generated_inputs_are_distinct_and_follow_the_seed(void **state) {
   (void)state;
-  static const char *const dtypes[] = {"uint8", "int16", "int32", "int64", "float16",
-                                       "bfloat16", "float32", "float64"};
+  static const char *const dtypes[] = {"uint8",   "int16",    "int32",   "int64",
+                                       "float16", "bfloat16", "float32", "float64"};
   static const int64_t counts[] = {256, 5000, 5000, 5000, 60000, 60000, 5000, 5000};
   for (size_t d = 0; d < 8; d++) {
     char json[1024];
     snprintf(json, sizeof json,
-             HEAD "\"nodes\": [{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"%s\","
-                  " \"shape\": [%lld], \"dim_order\": [0]}}, {\"name\": \"out\", \"op\": \"output\", \"args\": [\"x\"]}]}",
+             HEAD
+             "\"nodes\": [{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"%s\","
+             " \"shape\": [%lld], \"dim_order\": [0]}}, {\"name\": \"out\", \"op\": \"output\", "
+             "\"args\": [\"x\"]}]}",
              dtypes[d], (long long)counts[d]);
     vl_graph *g = parse(json);
     vl_tensor_map *a = NULL, *b = NULL, *c = NULL;
@@ -453,9 +473,9 @@ static void generated_inputs_are_distinct_and_follow_the_seed(void **state) {
 
 static void generated_half_values_are_finite_and_start_with_integers(void **state) {
   (void)state;
-  const char *json =
-      HEAD "\"nodes\": [{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float16\","
-           " \"shape\": [63487]}}, {\"name\": \"out\", \"op\": \"output\", \"args\": [\"x\"]}]}";
+  const char *json = HEAD
+      "\"nodes\": [{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float16\","
+      " \"shape\": [63487]}}, {\"name\": \"out\", \"op\": \"output\", \"args\": [\"x\"]}]}";
   vl_graph *g = parse(json);
   vl_tensor_map *a = NULL;
   vl_error err;
@@ -522,7 +542,8 @@ static void verify_under_legacy_policy_shows_the_reordered_element(void **state)
     assert_true(got == 3.0f);  /* aliased: 0,3,6,9,... */
     cJSON *j = vl_verify_result_to_json(&r);
     char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(j, "mismatches"));
-    assert_string_equal(text, "[{\"output\":0,\"name\":\"tokens\",\"index\":1,\"expected\":6,\"actual\":3}]");
+    assert_string_equal(
+        text, "[{\"output\":0,\"name\":\"tokens\",\"index\":1,\"expected\":6,\"actual\":3}]");
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "equal")));
     assert_non_null(cJSON_GetObjectItem(j, "report"));
     free(text);

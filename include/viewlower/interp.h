@@ -26,7 +26,10 @@ VL_API vl_status vl_interp_run(const vl_graph *g, const vl_tensor_map *inputs,
                                const vl_limits *lim, vl_tensor_map **outputs, vl_error *err);
 
 /* Fills in a value for each placeholder absent from given (may be NULL) from seed: distinct,
- * exactly representable values in the placeholder's dtype and layout. Caller frees *out. */
+ * exactly representable values in the placeholder's dtype and layout. *out holds a value for
+ * every placeholder, in graph order (a copy of the given one where there is one). A name in
+ * given that no placeholder has is VL_ERR_INVALID_PARAMS at "/<name>" (vl_interp_run too).
+ * Caller frees *out with vl_tensor_map_free. */
 VL_API vl_status vl_inputs_generate(const vl_graph *g, const vl_tensor_map *given, uint64_t seed,
                                     const vl_limits *lim, vl_tensor_map **out, vl_error *err);
 
