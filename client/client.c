@@ -73,8 +73,7 @@ static vl_status wait_ready(vl_client *c, short events, int64_t deadline, vl_err
 }
 
 /* Sends every byte of iov[0..n) (iov is consumed). */
-static vl_status send_all(vl_client *c, struct iovec *iov, int n, int64_t deadline,
-                          vl_error *err) {
+static vl_status send_all(vl_client *c, struct iovec *iov, int n, int64_t deadline, vl_error *err) {
   while (n > 0) {
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
     ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
@@ -287,9 +286,8 @@ static char *request_text(uint64_t id, const char *method, const cJSON *params) 
   if (req != NULL && cJSON_AddStringToObject(req, "jsonrpc", "2.0") != NULL &&
       cJSON_AddNumberToObject(req, "id", (double)id) != NULL &&
       cJSON_AddStringToObject(req, "method", method) != NULL) {
-    bool ok = params != NULL
-                  ? cJSON_AddItemReferenceToObject(req, "params", (cJSON *)params)
-                  : cJSON_AddObjectToObject(req, "params") != NULL;
+    bool ok = params != NULL ? cJSON_AddItemReferenceToObject(req, "params", (cJSON *)params)
+                             : cJSON_AddObjectToObject(req, "params") != NULL;
     text = ok ? cJSON_PrintUnformatted(req) : NULL;
   }
   cJSON_Delete(req);
@@ -335,8 +333,8 @@ vl_status vl_client_send(vl_client *c, uint64_t id, const char *method, const cJ
                          const uint8_t *payload, size_t payload_len, vl_error *err) {
   vl_status s = check_usable(c, err);
   if (s == VL_OK) {
-    s = send_request(c, id, method, params, payload, payload_len,
-                     deadline_after(c->timeout_ms), err);
+    s = send_request(c, id, method, params, payload, payload_len, deadline_after(c->timeout_ms),
+                     err);
   }
   if (s == VL_OK) {
     c->pending++;
@@ -424,8 +422,7 @@ static vl_status read_response(vl_client *c, cJSON *doc, uint64_t *id, cJSON **r
   return VL_OK;
 }
 
-static vl_status recv_header(vl_client *c, vl_frame_header *h, int64_t deadline,
-                             vl_error *err) {
+static vl_status recv_header(vl_client *c, vl_frame_header *h, int64_t deadline, vl_error *err) {
   uint8_t hdr[VL_FRAME_HEADER_SIZE];
   vl_status s = recv_exact(c, hdr, sizeof hdr, deadline, err);
   if (s == VL_OK && vl_frame_header_decode(hdr, h, err) != VL_OK) {

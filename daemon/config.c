@@ -42,8 +42,8 @@ static const option options[] = {
      "octal permission bits of the socket file"},
     {"workers", "N", ARG_UINT, 1, 1024, 4, false, FIELD(workers),
      "worker threads for lowering and execution (libuv thread pool)"},
-    {"max-frame-bytes", "N", ARG_UINT, 1024, (uint64_t)1 << 40, VL_FRAME_DEFAULT_MAX_BYTES,
-     false, FIELD(max_frame_bytes), "bound of JSON + payload bytes of one frame"},
+    {"max-frame-bytes", "N", ARG_UINT, 1024, (uint64_t)1 << 40, VL_FRAME_DEFAULT_MAX_BYTES, false,
+     FIELD(max_frame_bytes), "bound of JSON + payload bytes of one frame"},
     {"max-connections", "N", ARG_UINT, 1, 1000000, 1024, false, FIELD(max_connections),
      "open connections; past it a client gets error -32005 and is closed"},
     {"idle-timeout-ms", "N", ARG_UINT, 0, 86400000, 60000, false, FIELD(idle_timeout_ms),
@@ -150,23 +150,15 @@ static bool apply(vl_config *cfg, const option *o, const char *value, char *errb
   vl_log_level level;
   bool ok = true;
   switch (o->kind) {
-  case ARG_PATH:
-    memcpy((uint8_t *)cfg + o->offset, &value, sizeof value);
-    return true;
+  case ARG_PATH: memcpy((uint8_t *)cfg + o->offset, &value, sizeof value); return true;
   case ARG_LEVEL:
     ok = vl_log_level_from_name(value, &level);
     v = (uint64_t)level;
     break;
-  case ARG_MODE:
-    ok = parse_number(value, 8, &v);
-    break;
-  case ARG_UINT:
-    ok = parse_number(value, 10, &v);
-    break;
+  case ARG_MODE: ok = parse_number(value, 8, &v); break;
+  case ARG_UINT: ok = parse_number(value, 10, &v); break;
   case ARG_UID:
-  case ARG_GID:
-    ok = parse_id(o, value, &v);
-    break;
+  case ARG_GID: ok = parse_id(o, value, &v); break;
   }
   if (!ok || (o->kind != ARG_LEVEL && (v < o->min || v > o->max))) {
     snprintf(errbuf, n, "--%s: invalid value '%s' (see --help)", o->name, value);
@@ -220,9 +212,7 @@ vl_config_result vl_config_parse(vl_config *cfg, int argc, char **argv, char *er
 
 static void print_default(FILE *out, const vl_config *def, const option *o) {
   switch (o->kind) {
-  case ARG_MODE:
-    fprintf(out, " (default %04" PRIo64 ")", load_uint(def, o));
-    break;
+  case ARG_MODE: fprintf(out, " (default %04" PRIo64 ")", load_uint(def, o)); break;
   case ARG_LEVEL:
     fprintf(out, " (default %s)", vl_log_level_name((vl_log_level)load_uint(def, o)));
     break;
@@ -230,8 +220,7 @@ static void print_default(FILE *out, const vl_config *def, const option *o) {
     fprintf(out, " (%" PRIu64 "..%" PRIu64 ", default %" PRIu64 ")", o->min, o->max,
             load_uint(def, o));
     break;
-  default:
-    break;
+  default: break;
   }
 }
 

@@ -13,12 +13,12 @@
 #define VL_CONFIG_MAX_IDS 64
 
 typedef struct vl_config {
-  const char *socket;        /* --socket; NULL: resolved as SPEC §7 says */
-  uint32_t socket_mode;      /* permission bits given to a socket file we create */
-  uint32_t workers;          /* UV_THREADPOOL_SIZE */
-  uint64_t max_frame_bytes;  /* JSON + payload of one frame, both ways */
-  uint32_t max_connections;  /* open client connections */
-  uint64_t idle_timeout_ms;  /* no bytes and nothing in flight for this long: close; 0 never */
+  const char *socket;       /* --socket; NULL: resolved as SPEC §7 says */
+  uint32_t socket_mode;     /* permission bits given to a socket file we create */
+  uint32_t workers;         /* UV_THREADPOOL_SIZE */
+  uint64_t max_frame_bytes; /* JSON + payload of one frame, both ways */
+  uint32_t max_connections; /* open client connections */
+  uint64_t idle_timeout_ms; /* no bytes and nothing in flight for this long: close; 0 never */
   uint32_t allow_uid[VL_CONFIG_MAX_IDS];
   size_t n_allow_uid;
   uint32_t allow_gid[VL_CONFIG_MAX_IDS];

@@ -126,8 +126,7 @@ static void on_written(uv_write_t *req, int status) {
     mark_activity(c);
   }
   if (status < 0 && !c->closing) {
-    vl_log_debug("conn %llu: write failed: %s", (unsigned long long)c->serial,
-                 uv_strerror(status));
+    vl_log_debug("conn %llu: write failed: %s", (unsigned long long)c->serial, uv_strerror(status));
     vl_conn_close(c);
   }
   vl_conn_settle(c);
@@ -175,8 +174,8 @@ void vl_conn_send(vl_conn *c, char *json, size_t json_len, bool json_static, vl_
   uv_buf_t bufs[3] = {{.base = (char *)m->header, .len = VL_FRAME_HEADER_SIZE},
                       {.base = m->json, .len = json_len},
                       {.base = (char *)m->payload.data, .len = m->payload.len}};
-  int rc = uv_write(&m->req, (uv_stream_t *)&c->pipe, bufs, m->payload.len > 0 ? 3u : 2u,
-                    on_written);
+  int rc =
+      uv_write(&m->req, (uv_stream_t *)&c->pipe, bufs, m->payload.len > 0 ? 3u : 2u, on_written);
   if (rc != 0) {
     vl_log_debug("conn %llu: write: %s", (unsigned long long)c->serial, uv_strerror(rc));
     out_msg_free(m);
@@ -262,8 +261,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     process_input(c);
   } else if (nread < 0) {
     if (nread != UV_EOF) {
-      vl_log_debug("conn %llu: read: %s", (unsigned long long)c->serial,
-                   uv_strerror((int)nread));
+      vl_log_debug("conn %llu: read: %s", (unsigned long long)c->serial, uv_strerror((int)nread));
     } else if (!vl_frame_decoder_idle(&c->dec)) {
       vl_log_info("conn %llu: peer closed in the middle of a frame", (unsigned long long)c->serial);
     }
@@ -309,9 +307,9 @@ static void on_idle(uv_timer_t *t) {
   if (c->inflight > 0) {
     return;
   }
-  const char *why = c->writes > 0                       ? " and not reading its responses"
+  const char *why = c->writes > 0                     ? " and not reading its responses"
                     : !vl_frame_decoder_idle(&c->dec) ? " in the middle of a frame"
-                                                        : "";
+                                                      : "";
   vl_log_info("conn %llu (uid %u): idle for %llu ms%s; closing", (unsigned long long)c->serial,
               (unsigned)c->uid, (unsigned long long)c->srv->cfg->idle_timeout_ms, why);
   vl_conn_close(c);

@@ -35,8 +35,8 @@ typedef struct method {
 static cJSON *stats_method(vl_server *srv);
 
 static const method methods[] = {
-    {"ping", RUN_LIGHT, NULL},    {"version", RUN_LIGHT, NULL}, {"validate", RUN_POOL, NULL},
-    {"lower", RUN_POOL, NULL},    {"execute", RUN_POOL, NULL},  {"verify", RUN_POOL, NULL},
+    {"ping", RUN_LIGHT, NULL},     {"version", RUN_LIGHT, NULL},      {"validate", RUN_POOL, NULL},
+    {"lower", RUN_POOL, NULL},     {"execute", RUN_POOL, NULL},       {"verify", RUN_POOL, NULL},
     {"view_copy", RUN_POOL, NULL}, {"stats", RUN_LOOP, stats_method},
 };
 

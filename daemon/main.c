@@ -51,14 +51,9 @@ int main(int argc, char **argv) {
   vl_config cfg;
   char msg[256];
   switch (vl_config_parse(&cfg, argc, argv, msg, sizeof msg)) {
-  case VL_CONFIG_HELP:
-    vl_config_usage(stdout);
-    return EXIT_SUCCESS;
-  case VL_CONFIG_ERROR:
-    fprintf(stderr, "viewlowerd: %s\n", msg);
-    return EXIT_USAGE;
-  case VL_CONFIG_OK:
-    break;
+  case VL_CONFIG_HELP: vl_config_usage(stdout); return EXIT_SUCCESS;
+  case VL_CONFIG_ERROR: fprintf(stderr, "viewlowerd: %s\n", msg); return EXIT_USAGE;
+  case VL_CONFIG_OK: break;
   }
   vl_log_init((vl_log_level)cfg.log_level);
   if (ignore_sigpipe() != 0 || size_thread_pool(cfg.workers) != 0) {

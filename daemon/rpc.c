@@ -83,8 +83,7 @@ static vl_status read_params(vl_rpc_request *req, vl_error *err) {
   return VL_OK;
 }
 
-vl_status vl_rpc_request_parse(const char *json, size_t len, vl_rpc_request *req,
-                               vl_error *err) {
+vl_status vl_rpc_request_parse(const char *json, size_t len, vl_rpc_request *req, vl_error *err) {
   memset(req, 0, sizeof *req);
   vl_status s = parse_json(json, len, req, err);
   if (s != VL_OK) {

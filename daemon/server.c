@@ -370,8 +370,7 @@ int vl_server_start(vl_server *srv, uv_loop_t *loop, const vl_config *cfg) {
   srv->self_uid = geteuid();
   vl_stats_init(&srv->stats, uv_hrtime());
   start_handles(srv);
-  if (start_listening(srv) != 0 ||
-      uv_signal_start(&srv->sigterm, on_signal, SIGTERM) != 0 ||
+  if (start_listening(srv) != 0 || uv_signal_start(&srv->sigterm, on_signal, SIGTERM) != 0 ||
       uv_signal_start(&srv->sigint, on_signal, SIGINT) != 0) {
     stop_listening(srv);
     srv->shutting_down = true;

@@ -34,8 +34,8 @@ typedef struct vl_conn {
   uid_t uid;
   gid_t gid;
   vl_frame_decoder dec;
-  uint8_t *rbuf;     /* VL_READ_BUF_SIZE bytes, read into only while nothing is left over */
-  size_t rbuf_off;   /* unconsumed bytes are rbuf[rbuf_off..rbuf_len) */
+  uint8_t *rbuf;   /* VL_READ_BUF_SIZE bytes, read into only while nothing is left over */
+  size_t rbuf_off; /* unconsumed bytes are rbuf[rbuf_off..rbuf_len) */
   size_t rbuf_len;
   unsigned refs;
   unsigned handles_open;

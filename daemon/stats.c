@@ -11,8 +11,8 @@ void vl_stats_init(vl_stats *s, uint64_t now_ns) {
 }
 
 void vl_stats_record(vl_stats *s, int method, int is_error, uint64_t latency_ns) {
-  vl_method_counts *c = method >= 0 && method < VL_STATS_MAX_METHODS ? &s->by_method[method]
-                                                                      : &s->invalid;
+  vl_method_counts *c =
+      method >= 0 && method < VL_STATS_MAX_METHODS ? &s->by_method[method] : &s->invalid;
   c->requests++;
   c->errors += is_error ? 1u : 0u;
   uint64_t us = latency_ns / 1000;
@@ -123,8 +123,7 @@ cJSON *vl_stats_to_json(const vl_stats *s, const vl_stats_view *v) {
   cJSON *o = cJSON_CreateObject();
   double uptime_ms = (double)((v->now_ns - s->start_ns) / 1000000);
   if (o == NULL || cJSON_AddNumberToObject(o, "uptime_ms", uptime_ms) == NULL ||
-      !add(o, "connections", connections_json(s, v)) ||
-      !add(o, "requests", requests_json(s, v)) ||
+      !add(o, "connections", connections_json(s, v)) || !add(o, "requests", requests_json(s, v)) ||
       cJSON_AddNumberToObject(o, "views_replaced", (double)s->views_replaced) == NULL ||
       cJSON_AddNumberToObject(o, "bytes_saved", (double)s->bytes_saved) == NULL ||
       !add(o, "latency_us", latency_json(s))) {

@@ -295,8 +295,7 @@ static void decoder_rejects_a_payload_over_the_limit(void **state) {
   for (size_t i = 0; i < 15; i++) {
     assert_int_equal(vl_frame_decoder_feed(&d, h + i, 1, &used, &ready, &f, &err), VL_OK);
   }
-  assert_int_equal(vl_frame_decoder_feed(&d, h + 15, 1, &used, &ready, &f, &err),
-                   VL_ERR_TOO_LARGE);
+  assert_int_equal(vl_frame_decoder_feed(&d, h + 15, 1, &used, &ready, &f, &err), VL_ERR_TOO_LARGE);
   assert_non_null(strstr(err.message, "10 JSON bytes and 55 payload bytes"));
   vl_frame_decoder_free(&d);
 }
@@ -311,8 +310,7 @@ static void decoder_reports_out_of_memory_for_an_unallocatable_frame(void **stat
   bool ready;
   size_t used;
   vl_error err;
-  assert_int_equal(vl_frame_decoder_feed(&d, h, sizeof h, &used, &ready, &f, &err),
-                   VL_ERR_NOMEM);
+  assert_int_equal(vl_frame_decoder_feed(&d, h, sizeof h, &used, &ready, &f, &err), VL_ERR_NOMEM);
   assert_false(ready);
   assert_null(d.body);
   vl_frame_decoder_free(&d);

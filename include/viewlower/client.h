@@ -70,9 +70,8 @@ VL_API vl_status vl_client_call(vl_client *c, const char *method, const cJSON *p
  * on a server error it returns the error's status with *result NULL. result may be NULL to
  * discard it. Interleave sends and receives so that neither side blocks on a full socket
  * buffer: the daemon stops reading a connection with too many requests in flight. */
-VL_API vl_status vl_client_send(vl_client *c, uint64_t id, const char *method,
-                                const cJSON *params, const uint8_t *payload, size_t payload_len,
-                                vl_error *err);
+VL_API vl_status vl_client_send(vl_client *c, uint64_t id, const char *method, const cJSON *params,
+                                const uint8_t *payload, size_t payload_len, vl_error *err);
 VL_API vl_status vl_client_recv(vl_client *c, uint64_t *id, cJSON **result, vl_buf *out_payload,
                                 vl_error *err);
 
@@ -85,13 +84,11 @@ VL_API vl_status vl_client_lower(vl_client *c, const cJSON *graph, const cJSON *
                                  cJSON **result, vl_error *err);
 /* {"graph","inputs","encoding"?} -> {"outputs"}; binary outputs go to out_payload. */
 VL_API vl_status vl_client_execute(vl_client *c, const cJSON *graph, const cJSON *inputs,
-                                   const char *encoding, const uint8_t *payload,
-                                   size_t payload_len, cJSON **result, vl_buf *out_payload,
-                                   vl_error *err);
+                                   const char *encoding, const uint8_t *payload, size_t payload_len,
+                                   cJSON **result, vl_buf *out_payload, vl_error *err);
 /* {"graph","options"?,"inputs"?,"seed"?} -> {"equal","report","mismatches"}; seed < 0: none. */
 VL_API vl_status vl_client_verify(vl_client *c, const cJSON *graph, const cJSON *options,
-                                  const cJSON *inputs, int64_t seed, cJSON **result,
-                                  vl_error *err);
+                                  const cJSON *inputs, int64_t seed, cJSON **result, vl_error *err);
 /* {"input","size","out_dim_order"?,"encoding"?} -> {"output"}. params is the whole object. */
 VL_API vl_status vl_client_view_copy(vl_client *c, const cJSON *params, const uint8_t *payload,
                                      size_t payload_len, cJSON **result, vl_buf *out_payload,

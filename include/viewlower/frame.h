@@ -56,8 +56,8 @@ typedef struct vl_frame_decoder {
   uint8_t header[VL_FRAME_HEADER_SIZE];
   size_t header_got;
   vl_frame_header hdr;
-  uint8_t *body;    /* JSON, NUL, padding, payload: allocated once the header is checked */
-  size_t body_len;  /* bytes expected from the wire (json_len + payload_len) */
+  uint8_t *body;   /* JSON, NUL, padding, payload: allocated once the header is checked */
+  size_t body_len; /* bytes expected from the wire (json_len + payload_len) */
   size_t body_got;
   vl_status failed; /* sticky: once a feed fails, every later feed fails the same way */
 } vl_frame_decoder;
@@ -69,8 +69,7 @@ VL_API void vl_frame_decoder_init(vl_frame_decoder *d, uint64_t max_frame_bytes)
  * Errors: VL_ERR_PROTOCOL (bad magic), VL_ERR_TOO_LARGE (sizes over the limit), VL_ERR_NOMEM;
  * after an error the decoder only reports that error again. */
 VL_API vl_status vl_frame_decoder_feed(vl_frame_decoder *d, const uint8_t *data, size_t len,
-                                       size_t *consumed, bool *ready, vl_frame *out,
-                                       vl_error *err);
+                                       size_t *consumed, bool *ready, vl_frame *out, vl_error *err);
 /* True when no partial frame is buffered (nothing received since the last whole frame). */
 VL_API bool vl_frame_decoder_idle(const vl_frame_decoder *d);
 /* Releases a partial frame; the decoder may be initialised again afterwards. */

@@ -67,8 +67,7 @@ static void exec_child(const daemon_proc *d, const char *const *argv, const char
   _exit(127);
 }
 
-pid_t daemon_spawn(daemon_proc *d, const char *const *args, const char *const *env,
-                   int listen_fd) {
+pid_t daemon_spawn(daemon_proc *d, const char *const *args, const char *const *env, int listen_fd) {
   const char *argv[HARNESS_MAX_ARGS + 2] = {"viewlowerd"};
   size_t n = 1;
   for (size_t i = 0; args != NULL && args[i] != NULL; i++) {
@@ -290,8 +289,7 @@ void raw_expect_error(int fd, int code, int64_t id, const char *kind) {
   assert_int_equal((int)json_number(e, "code"), code);
   assert_non_null(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "message")));
   const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
-  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, "kind")),
-                      kind);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, "kind")), kind);
   if (id < 0) {
     assert_true(cJSON_IsNull(jid));
   } else {

@@ -18,9 +18,9 @@
 
 typedef struct daemon_proc {
   pid_t pid;
-  char dir[32];   /* temporary directory, removed by daemon_cleanup */
-  char sock[64];  /* dir/viewlower.sock */
-  char log[64];   /* dir/daemon.log: the daemon's stderr */
+  char dir[32];  /* temporary directory, removed by daemon_cleanup */
+  char sock[64]; /* dir/viewlower.sock */
+  char log[64];  /* dir/daemon.log: the daemon's stderr */
 } daemon_proc;
 
 /* Makes the temporary directory and fills the paths; no process yet. */
@@ -31,8 +31,7 @@ void daemon_start(daemon_proc *d, const char *const *args);
 /* Forks and execs viewlowerd with exactly args (after argv[0]) and the extra environment
  * entries (NAME=VALUE, NULL-terminated), the fd listen_fd (if >= 0) moved to fd 3 and
  * LISTEN_PID set to the child's pid. Does not wait for anything. */
-pid_t daemon_spawn(daemon_proc *d, const char *const *args, const char *const *env,
-                   int listen_fd);
+pid_t daemon_spawn(daemon_proc *d, const char *const *args, const char *const *env, int listen_fd);
 /* Waits until path accepts connections; fails the test (with the log) if d's process exits
  * or HARNESS_WAIT_MS passes first. */
 void daemon_wait_listening(const daemon_proc *d, const char *path);

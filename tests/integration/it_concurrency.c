@@ -25,8 +25,8 @@ static int setup(void **state) {
   daemon_proc *d = calloc(1, sizeof *d);
   assert_non_null(d);
   daemon_prepare(d);
-  static const char *const args[] = {"--workers",      "4", "--max-inflight", "4",
-                                     "--idle-timeout-ms", "1000", NULL};
+  static const char *const args[] = {"--workers", "4", "--max-inflight", "4", "--idle-timeout-ms",
+                                     "1000",      NULL};
   daemon_start(d, args);
   *state = d;
   return 0;
@@ -101,8 +101,7 @@ static bool run_window(vl_client *c, client_run *run, unsigned first, cJSON *low
   for (unsigned k = 0; k < WINDOW; k++) {
     unsigned n = first + k;
     const char *m = methods[n % 3];
-    if (vl_client_send(c, base + n, m, n % 3 == 2 ? lower_params : NULL, NULL, 0, &err) !=
-        VL_OK) {
+    if (vl_client_send(c, base + n, m, n % 3 == 2 ? lower_params : NULL, NULL, 0, &err) != VL_OK) {
       snprintf(run->failure, sizeof run->failure, "send %u: %s", n, err.message);
       return false;
     }
@@ -116,8 +115,8 @@ static bool run_window(vl_client *c, client_run *run, unsigned first, cJSON *low
               !seen[id - base - first];
     cJSON_Delete(r);
     if (!ok) {
-      snprintf(run->failure, sizeof run->failure, "recv: status %s id %llu: %s",
-               vl_status_kind(s), (unsigned long long)id, err.message);
+      snprintf(run->failure, sizeof run->failure, "recv: status %s id %llu: %s", vl_status_kind(s),
+               (unsigned long long)id, err.message);
       return false;
     }
     seen[id - base - first] = true;
@@ -254,7 +253,6 @@ static void a_stalled_half_frame_delays_nobody_and_the_idle_timeout_closes_it(vo
   assert_true(closed_after < 4 * IDLE_MS);
   vl_client_close(c);
 }
-
 
 /* A client whose ping went through: retried while the daemon still counts connections that
  * were closed a moment ago (it learns of a close asynchronously). */

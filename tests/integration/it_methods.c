@@ -87,8 +87,8 @@ static void version_reports_the_library_version_and_protocol_1(void **state) {
 static void validate_returns_the_graph_with_full_specs(void **state) {
   fixture *f = *state;
   cJSON *r = call_ok(f->c, "validate", with_graph("patch_embed.json", "{}"));
-  const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(
-      cJSON_GetObjectItemCaseSensitive(r, "graph"), "nodes");
+  const cJSON *nodes =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "graph"), "nodes");
   assert_int_equal(cJSON_GetArraySize(nodes), 5);
   const cJSON *val = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(nodes, 2), "val");
   assert_non_null(cJSON_GetObjectItemCaseSensitive(val, "dim_order"));
@@ -106,8 +106,7 @@ static void lower_keeps_the_view_of_a_channels_last_base(void **state) {
   assert_int_equal((int)json_number(r, "report.replaced"), 0);
   assert_int_equal((int)json_number(r, "report.kept"), 1);
   const cJSON *d = cJSON_GetArrayItem(
-      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "report"),
-                                       "decisions"),
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "report"), "decisions"),
       0);
   assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "node")), "flat");
   const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(d, "reasons");
@@ -131,8 +130,8 @@ static void lower_replaces_the_normalized_reshape_chain(void **state) {
     const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(node, "target"));
     if (t != NULL && strcmp(t, "memory.view") == 0) {
       found = true;
-      assert_string_equal(
-          cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(node, "alias_of")), "x");
+      assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(node, "alias_of")),
+                          "x");
     }
   }
   assert_true(found);
@@ -141,11 +140,10 @@ static void lower_replaces_the_normalized_reshape_chain(void **state) {
 
 static void execute_runs_patch_embed_on_given_values(void **state) {
   fixture *f = *state;
-  cJSON *r = call_ok(
-      f->c, "execute",
-      with_graph("patch_embed.json",
-                 "{\"inputs\":{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
-                 "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}}}"));
+  cJSON *r = call_ok(f->c, "execute",
+                     with_graph("patch_embed.json",
+                                "{\"inputs\":{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
+                                "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}}}"));
   const cJSON *out = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "outputs"), 0);
   const cJSON *values = cJSON_GetObjectItemCaseSensitive(out, "values");
   const double want[12] = {0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11};
@@ -203,13 +201,13 @@ static void big_view_copy(vl_client *c, const uint32_t *in, const char *in_order
   cJSON *params = json(text);
   cJSON *r = NULL;
   vl_error err;
-  vl_status s = vl_client_view_copy(c, params, (const uint8_t *)in, (size_t)BIG_NUMEL * 4, &r,
-                                    out, &err);
+  vl_status s =
+      vl_client_view_copy(c, params, (const uint8_t *)in, (size_t)BIG_NUMEL * 4, &r, out, &err);
   if (s != VL_OK) {
     fail_msg("view_copy: %s %s", err.path, err.message);
   }
-  const cJSON *blob = cJSON_GetObjectItemCaseSensitive(
-      cJSON_GetObjectItemCaseSensitive(r, "output"), "blob");
+  const cJSON *blob =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "output"), "blob");
   assert_int_equal((long long)json_number(blob, "nbytes"), (long long)BIG_NUMEL * 4);
   assert_int_equal((long long)json_number(blob, "offset"), 0);
   assert_int_equal(out->len, (size_t)BIG_NUMEL * 4);
@@ -266,8 +264,7 @@ static void kernel_and_params_errors_keep_their_kind(void **state) {
   assert_int_equal(vl_client_view_copy(f->c, p, NULL, 0, NULL, NULL, &err), VL_ERR_KERNEL);
   cJSON_Delete(p);
   p = json("{\"size\":[6]}");
-  assert_int_equal(vl_client_view_copy(f->c, p, NULL, 0, NULL, NULL, &err),
-                   VL_ERR_INVALID_PARAMS);
+  assert_int_equal(vl_client_view_copy(f->c, p, NULL, 0, NULL, NULL, &err), VL_ERR_INVALID_PARAMS);
   assert_string_equal(err.path, "/input");
   cJSON_Delete(p);
   cJSON *graph = json("{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
@@ -304,8 +301,7 @@ static void stats_counts_requests_errors_and_savings(void **state) {
   assert_int_equal(json_number(after, "requests.by_method.stats.requests") -
                        json_number(before, "requests.by_method.stats.requests"),
                    1);
-  assert_int_equal(json_number(after, "views_replaced") - json_number(before, "views_replaced"),
-                   1);
+  assert_int_equal(json_number(after, "views_replaced") - json_number(before, "views_replaced"), 1);
   assert_int_equal(json_number(after, "bytes_saved") - json_number(before, "bytes_saved"), 96);
   assert_int_equal((int)json_number(after, "connections.current"), 1);
   assert_true(json_number(after, "latency_us.p50") <= json_number(after, "latency_us.p90"));

@@ -247,8 +247,7 @@ static void the_client_reports_server_errors_and_transport_errors_apart(void **s
   assert_true(vl_client_is_transport_error(s));
   vl_client_close(c);
   vl_client *gone = NULL;
-  assert_int_equal(vl_client_connect("/nonexistent/viewlower.sock", 1000, &gone, &err),
-                   VL_ERR_IO);
+  assert_int_equal(vl_client_connect("/nonexistent/viewlower.sock", 1000, &gone, &err), VL_ERR_IO);
   assert_null(gone);
 }
 
