@@ -18,8 +18,80 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "viewlower/frame.h"
+
+/* Everything started or created, so that a failing test (which leaves its function through
+ * cmocka's longjmp) still leaves no daemon running and no directory behind: cleaned at exit. */
+enum { MAX_TRACKED = 64 };
+static pid_t tracked_pids[MAX_TRACKED];
+static char tracked_dirs[MAX_TRACKED][32];
+static bool cleanup_registered;
+
+static void remove_dir(const char *dir) {
+  DIR *dh = opendir(dir);
+  if (dh == NULL) {
+    return;
+  }
+  struct dirent *e;
+  char path[512];
+  while ((e = readdir(dh)) != NULL) {
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  }
+  closedir(dh);
+  rmdir(dir);
+}
+
+static void cleanup_at_exit(void) {
+  for (size_t i = 0; i < MAX_TRACKED; i++) {
+    if (tracked_pids[i] > 0) {
+      kill(tracked_pids[i], SIGKILL);
+      waitpid(tracked_pids[i], NULL, 0);
+    }
+    if (tracked_dirs[i][0] != '\0') {
+      remove_dir(tracked_dirs[i]);
+    }
+  }
+}
+
+static void track_pid(pid_t pid) {
+  for (size_t i = 0; i < MAX_TRACKED; i++) {
+    if (tracked_pids[i] <= 0) {
+      tracked_pids[i] = pid;
+      return;
+    }
+  }
+}
+
+/* The process was reaped: forget it. */
+static void untrack_pid(pid_t pid) {
+  for (size_t i = 0; i < MAX_TRACKED; i++) {
+    if (tracked_pids[i] == pid) {
+      tracked_pids[i] = 0;
+    }
+  }
+}
+
+static void track_dir(const char *dir, bool on) {
+  if (!cleanup_registered) {
+    atexit(cleanup_at_exit);
+    cleanup_registered = true;
+  }
+  for (size_t i = 0; i < MAX_TRACKED; i++) {
+    if (on && tracked_dirs[i][0] == '\0') {
+      snprintf(tracked_dirs[i], sizeof tracked_dirs[i], "%s", dir);
+      return;
+    }
+    if (!on && strcmp(tracked_dirs[i], dir) == 0) {
+      tracked_dirs[i][0] = '\0';
+      return;
+    }
+  }
+}
 
 uint64_t now_ms(void) {
   struct timespec ts;
@@ -37,6 +109,7 @@ void daemon_prepare(daemon_proc *d) {
   d->pid = -1;
   snprintf(d->dir, sizeof d->dir, "/tmp/vlit.XXXXXX");
   assert_non_null(mkdtemp(d->dir));
+  track_dir(d->dir, true);
   snprintf(d->sock, sizeof d->sock, "%s/viewlower.sock", d->dir);
   snprintf(d->log, sizeof d->log, "%s/daemon.log", d->dir);
 }
@@ -80,6 +153,7 @@ pid_t daemon_spawn(daemon_proc *d, const char *const *args, const char *const *e
   if (pid == 0) {
     exec_child(d, argv, env, listen_fd);
   }
+  track_pid(pid);
   d->pid = pid;
   return pid;
 }
@@ -99,7 +173,11 @@ void daemon_wait_listening(const daemon_proc *d, const char *path) {
   uint64_t deadline = now_ms() + HARNESS_WAIT_MS;
   while (!can_connect(path)) {
     int status;
-    if (waitpid(d->pid, &status, WNOHANG) == d->pid || now_ms() > deadline) {
+    bool exited = waitpid(d->pid, &status, WNOHANG) == d->pid;
+    if (exited) {
+      untrack_pid(d->pid);
+    }
+    if (exited || now_ms() > deadline) {
       daemon_dump_log(d);
       fail_msg("viewlowerd did not start listening on %s", path);
     }
@@ -125,6 +203,7 @@ int daemon_wait(pid_t pid, int timeout_ms) {
     int status;
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) {
+      untrack_pid(pid);
       return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     if (r < 0 || now_ms() > deadline) {
@@ -143,6 +222,7 @@ int daemon_stop(daemon_proc *d) {
   if (rc < 0) {
     kill(d->pid, SIGKILL);
     waitpid(d->pid, NULL, 0);
+    untrack_pid(d->pid);
     d->pid = -1;
     daemon_dump_log(d);
     fail_msg("viewlowerd did not exit after SIGTERM");
@@ -155,14 +235,14 @@ void daemon_cleanup(daemon_proc *d) {
   if (d->pid > 0) {
     kill(d->pid, SIGKILL);
     waitpid(d->pid, NULL, 0);
+    untrack_pid(d->pid);
     d->pid = -1;
   }
   if (d->dir[0] == '\0') {
     return;
   }
-  unlink(d->sock);
-  unlink(d->log);
-  rmdir(d->dir);
+  remove_dir(d->dir);
+  track_dir(d->dir, false);
   d->dir[0] = '\0';
 }
 
