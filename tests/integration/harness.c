@@ -99,7 +99,7 @@ uint64_t now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void sleep_ms(long ms) {
+void sleep_ms(long ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
 }
@@ -281,6 +281,19 @@ vl_client *client_open(const daemon_proc *d) {
     fail_msg("connect %s: %s", d->sock, err.message);
   }
   return c;
+}
+
+void ping_ok(const char *path) {
+  vl_client *c = NULL;
+  vl_error err;
+  vl_status s = vl_client_connect(path, HARNESS_WAIT_MS, &c, &err);
+  if (s == VL_OK) {
+    s = vl_client_ping(c, &err);
+  }
+  vl_client_close(c);
+  if (s != VL_OK) {
+    fail_msg("ping %s: %s", path, err.message);
+  }
 }
 
 /* ---- raw frames --------------------------------------------------------------------------- */

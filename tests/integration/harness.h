@@ -48,6 +48,8 @@ bool daemon_log_contains(const daemon_proc *d, const char *text);
 
 /* A connected client or fails the test. */
 vl_client *client_open(const daemon_proc *d);
+/* Connects to path, pings, closes; fails the test unless the ping succeeds. */
+void ping_ok(const char *path);
 
 /* Raw socket speaking frames (receive timeout HARNESS_WAIT_MS). */
 int raw_connect(const char *path);
@@ -71,5 +73,6 @@ cJSON *json(const char *text);
 double json_number(const cJSON *obj, const char *dotted);
 
 uint64_t now_ms(void);
+void sleep_ms(long ms);
 
 #endif

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -203,11 +202,6 @@ static void a_small_inflight_limit_holds_back_reading_but_loses_nothing(void **s
   vl_client_close(c);
 }
 
-static void sleep_10ms(void) {
-  struct timespec ts = {0, 10 * 1000 * 1000};
-  nanosleep(&ts, NULL);
-}
-
 static void a_client_that_stops_reading_is_closed_by_the_idle_timeout(void **state) {
   daemon_proc *d = *state;
   enum { NUMEL = 1 << 18 }; /* 1 MiB in, several MiB of JSON values out */
@@ -224,7 +218,7 @@ static void a_client_that_stops_reading_is_closed_by_the_idle_timeout(void **sta
   free(in);
   uint64_t deadline = now_ms() + HARNESS_WAIT_MS;
   while (!daemon_log_contains(d, "not reading its responses") && now_ms() < deadline) {
-    sleep_10ms();
+    sleep_ms(10);
   }
   assert_true(daemon_log_contains(d, "not reading its responses"));
   close(fd);
@@ -266,7 +260,7 @@ static vl_client *client_admitted(const daemon_proc *d) {
     }
     assert_int_equal(s, VL_ERR_OVERLOADED);
     vl_client_close(c);
-    sleep_10ms();
+    sleep_ms(10);
   }
   fail_msg("no connection slot came free");
   return NULL;

@@ -62,14 +62,6 @@ static bool notified(int fd, const char *needle) {
   return false;
 }
 
-static void ping_ok(const char *path) {
-  vl_client *c = NULL;
-  vl_error err;
-  assert_int_equal(vl_client_connect(path, HARNESS_WAIT_MS, &c, &err), VL_OK);
-  assert_int_equal(vl_client_ping(c, &err), VL_OK);
-  vl_client_close(c);
-}
-
 /* Pipelines n heavy verify requests (ids 1..n) and then a ping (id 99), and waits for the
  * ping's answer: the daemon answers it as soon as it reads it, so afterwards every verify
  * frame has been received and is in flight. */
