@@ -198,22 +198,28 @@ static void admit(vl_server *srv, vl_conn *c) {
   vl_conn_start(c);
 }
 
+static void drop_connection(vl_server *srv);
+
 static void on_spare_closed(uv_handle_t *h) {
   vl_server *srv = h->data;
   srv->spare_busy = false;
+  if (srv->accept_pending && srv->listening) {
+    drop_connection(srv); /* libuv holds that connection and pauses accepting until taken */
+  }
 }
 
 /* Without memory for a connection, accept it into the spare handle and close it at once, so
  * that the listener keeps going. */
-static void drop_connection(vl_server *srv, uv_stream_t *listener) {
-  vl_log_error("out of memory: dropping a new connection");
+static void drop_connection(vl_server *srv) {
   if (srv->spare_busy) {
+    srv->accept_pending = true;
     return;
   }
+  srv->accept_pending = false;
   uv_pipe_init(srv->loop, &srv->spare, 0);
   srv->spare.data = srv;
   srv->spare_busy = true;
-  uv_accept(listener, (uv_stream_t *)&srv->spare);
+  uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&srv->spare);
   uv_close((uv_handle_t *)&srv->spare, on_spare_closed);
 }
 
@@ -225,7 +231,8 @@ static void on_connection(uv_stream_t *listener, int status) {
   }
   vl_conn *c = vl_conn_new(srv);
   if (c == NULL) {
-    drop_connection(srv, listener);
+    vl_log_error("out of memory: dropping a new connection");
+    drop_connection(srv);
     return;
   }
   int rc = uv_accept(listener, (uv_stream_t *)&c->pipe);

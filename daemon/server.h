@@ -59,6 +59,7 @@ struct vl_server {
   uv_timer_t watchdog;
   bool listening;
   bool spare_busy;
+  bool accept_pending; /* a connection waits to be dropped once the spare is free */
   bool shutting_down;
   bool finished;
   char socket_path[108]; /* the socket file we bound, removed at shutdown ("" if none) */
