@@ -3,6 +3,7 @@
 #include "viewlower/status.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +29,38 @@ const char *vl_status_kind(vl_status s) {
   return (unsigned)s < VL_STATUS_COUNT ? status_table[s].kind : "internal";
 }
 
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 (overlong, surrogate, > U+10FFFF,
+ * truncated, stray continuation byte). */
+static size_t utf8_sequence(const unsigned char *p) {
+  if (p[0] < 0x80) return 1;
+  size_t n = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC0 ? 2 : 0;
+  if (n == 0 || p[0] > 0xF4) return 0;
+  uint32_t cp = p[0] & (0x7Fu >> n);
+  for (size_t k = 1; k < n; k++) {
+    if ((p[k] & 0xC0) != 0x80) return 0; /* also stops at the terminating NUL */
+    cp = (cp << 6) | (p[k] & 0x3Fu);
+  }
+  static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+/* Errors quote hostile input and are cut to fixed buffers, yet they travel in JSON responses
+ * and one-line logs: replace bytes that are not UTF-8 (a sequence cut by truncation included)
+ * with '?' and control characters with spaces. */
+static void sanitize(char *s) {
+  unsigned char *p = (unsigned char *)s;
+  while (*p) {
+    size_t n = utf8_sequence(p);
+    if (n == 0) {
+      *p++ = '?';
+    } else {
+      if (n == 1 && (*p < 0x20 || *p == 0x7F)) *p = ' ';
+      p += n;
+    }
+  }
+}
+
 void vl_error_clear(vl_error *err) {
   if (err == NULL) return;
   err->code = VL_OK;
@@ -43,9 +76,8 @@ vl_status vl_error_set(vl_error *err, vl_status code, const char *path, const ch
   va_start(ap, fmt);
   vsnprintf(err->message, sizeof err->message, fmt, ap);
   va_end(ap);
-  /* Messages are one line: a newline from hostile input must not split a log record. */
-  for (char *p = err->message; *p; p++)
-    if (*p == '\n' || *p == '\r') *p = ' ';
+  sanitize(err->path);
+  sanitize(err->message);
   return code;
 }
 
@@ -54,6 +86,7 @@ void vl_error_prefix(vl_error *err, const char *prefix) {
   char tmp[VL_ERROR_PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s%s", prefix, err->path);
   memcpy(err->path, tmp, sizeof tmp);
+  sanitize(err->path); /* the longer path may have been cut inside a character */
 }
 
 const char *vl_error_format(const vl_error *err, char *buf, size_t n) {
