@@ -104,6 +104,8 @@ static vl_status parse_arg(parser *p, const cJSON *j, bool strings_are_refs, cha
       return resolve(p, j->valuestring, sub, &out->u.ref);
     }
     out->kind = VL_ARG_STRING;
+    if (!vl__utf8_valid(j->valuestring, strlen(j->valuestring)))
+      return FAIL(p, sub, "is not valid UTF-8");
     out->u.s = strdup(j->valuestring);
     return out->u.s ? VL_OK : VL_ERR_NOMEM;
   }
@@ -125,6 +127,25 @@ static vl_status parse_arg(parser *p, const cJSON *j, bool strings_are_refs, cha
   return VL_OK;
 }
 
+/* Does j nest arrays or objects deeper than budget levels? Recursion stays within budget. A
+ * tree built with the cJSON API has no nesting limit, and every walk over arguments recurses. */
+static bool nested_deeper(const cJSON *j, int budget) {
+  if (!cJSON_IsArray(j) && !cJSON_IsObject(j)) return false;
+  if (budget == 0) return true;
+  for (const cJSON *c = j->child; c; c = c->next)
+    if (nested_deeper(c, budget - 1)) return true;
+  return false;
+}
+
+/* parse_arg for one top-level argument or kwarg value, its nesting bounded first. */
+static vl_status parse_top_arg(parser *p, const cJSON *j, bool strings_are_refs, char *sub,
+                               vl_arg *out) {
+  memset(out, 0, sizeof *out);
+  if (nested_deeper(j, CJSON_NESTING_LIMIT))
+    return fail(p, VL_ERR_TOO_LARGE, sub, "nested deeper than %d levels", CJSON_NESTING_LIMIT);
+  return parse_arg(p, j, strings_are_refs, sub, out);
+}
+
 static vl_status parse_args(parser *p, vl_node *n, const cJSON *args) {
   if (args == NULL) return VL_OK;
   if (!cJSON_IsArray(args)) return FAIL(p, "/args", "must be an array");
@@ -135,7 +156,7 @@ static vl_status parse_args(parser *p, vl_node *n, const cJSON *args) {
   char sub[VL_ERROR_PATH_MAX];
   for (const cJSON *c = args->child; c; c = c->next) {
     snprintf(sub, sizeof sub, "/args/%u", n->n_args);
-    vl_status st = parse_arg(p, c, true, sub, &n->args[n->n_args]);
+    vl_status st = parse_top_arg(p, c, true, sub, &n->args[n->n_args]);
     n->n_args++;
     if (st != VL_OK) return st;
   }
@@ -160,12 +181,14 @@ static vl_status parse_kwargs(parser *p, vl_node *n, const cJSON *kw) {
     for (uint32_t i = 0; i < n->n_kwargs; i++)
       if (strcmp(n->kwargs[i].key, c->string) == 0)
         return FAIL(p, sub, "duplicate key \"%.64s\"", c->string);
+    if (!vl__utf8_valid(c->string, strlen(c->string)))
+      return FAIL(p, sub, "key is not valid UTF-8");
     vl_kwarg *k = &n->kwargs[n->n_kwargs++];
     if ((k->key = strdup(c->string)) == NULL) return VL_ERR_NOMEM;
     bool is_out = strcmp(c->string, "out") == 0;
     if (is_out && !cJSON_IsString(c))
       return FAIL(p, sub, "must name the destination node");
-    st = parse_arg(p, c, false, sub, &k->value);
+    st = parse_top_arg(p, c, false, sub, &k->value);
     if (st != VL_OK) return st;
     if (is_out) {
       free(k->value.u.s);
@@ -273,6 +296,8 @@ static vl_status parse_call(parser *p, vl_node *n, const cJSON *j) {
     return FAIL(p, "", "kind and mutated belong to placeholders only");
   if (!cJSON_IsString(target) || !target_well_formed(target->valuestring))
     return FAIL(p, "/target", "must be a string namespace.operator[.overload]");
+  if (!vl__utf8_valid(target->valuestring, strlen(target->valuestring)))
+    return FAIL(p, "/target", "is not valid UTF-8");
   if ((n->target = strdup(target->valuestring)) == NULL) return VL_ERR_NOMEM;
   vl_status st = parse_args(p, n, cJSON_GetObjectItemCaseSensitive(j, "args"));
   if (st == VL_OK) st = parse_kwargs(p, n, cJSON_GetObjectItemCaseSensitive(j, "kwargs"));
@@ -379,6 +404,8 @@ static vl_status parse_header(parser *p, const cJSON *root, const cJSON **nodes,
   if (!vl__json_int(version, 1, 1, &v))
     return FAIL(p, "/version", "unsupported version (expected 1)");
   if (name != NULL && !cJSON_IsString(name)) return FAIL(p, "/name", "must be a string");
+  if (name != NULL && !vl__utf8_valid(name->valuestring, strlen(name->valuestring)))
+    return FAIL(p, "/name", "is not valid UTF-8");
   if (name != NULL && (p->g->name = strdup(name->valuestring)) == NULL) return VL_ERR_NOMEM;
   if (skip != NULL && !cJSON_IsBool(skip)) return FAIL(p, "/skip_dim_order", "must be true or false");
   p->g->skip_dim_order = cJSON_IsTrue(skip);
@@ -446,6 +473,10 @@ vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph *
 
 vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim, vl_graph **out,
                          vl_error *err) {
+  size_t nul = vl__json_find_nul_escape(json, len);
+  if (nul < len)
+    return vl_error_set(err, VL_ERR_PARSE, "",
+                        "\\u0000 at byte %zu: strings cannot hold NUL characters", nul);
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, false);
   if (root == NULL) {

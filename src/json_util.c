@@ -92,3 +92,14 @@ bool vl__utf8_valid(const char *s, size_t len) {
   }
   return true;
 }
+
+size_t vl__json_find_nul_escape(const char *text, size_t len) {
+  /* Escapes only occur inside strings; a backslash escapes the next character, so "\\u0000"
+   * (an escaped backslash, then "u0000") is text, not a NUL. */
+  for (size_t i = 0; i < len; i++) {
+    if (text[i] != '\\' || i + 1 >= len) continue;
+    if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0) return i;
+    i++;
+  }
+  return len;
+}

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "viewlower/status.h"
@@ -26,6 +27,10 @@ vl_status vl__json_int_array(const cJSON *arr, size_t max_len, int64_t min, int6
 /* path + "/" + token into out (size VL_ERROR_PATH_MAX). */
 void vl__path_join(char *out, const char *path, const char *token);
 void vl__path_join_index(char *out, const char *path, size_t index);
+/* Offset of the first \u0000 escape in JSON text, or len when there is none. cJSON decodes it
+ * to a NUL that ends the C string early ("x\u0000y" would read as "x"), so text parsers refuse
+ * such documents before building a tree. */
+size_t vl__json_find_nul_escape(const char *text, size_t len);
 /* Does the string hold valid UTF-8 and no NUL before len? */
 bool vl__utf8_valid(const char *s, size_t len);
 
