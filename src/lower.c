@@ -192,7 +192,9 @@ static vl_status decide(replacer *x, uint32_t v) {
   int64_t nbytes = 0;
   vl_spec_nbytes(&view->val, &nbytes);
   x->r->replaced++;
-  x->r->bytes_saved += nbytes;
+  /* Each view fits 63 bits, their sum need not: saturate. */
+  if (__builtin_add_overflow(x->r->bytes_saved, nbytes, &x->r->bytes_saved))
+    x->r->bytes_saved = INT64_MAX;
   return VL_OK;
 }
 
