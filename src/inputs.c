@@ -113,10 +113,8 @@ static uint64_t offset_range(vl_dtype dt) {
   case VL_DTYPE_BOOL: return 2;
   case VL_DTYPE_UINT8:
   case VL_DTYPE_INT8: return 256;
-  case VL_DTYPE_INT16: return 1024;
-  case VL_DTYPE_FLOAT16: return 1024;
   case VL_DTYPE_BFLOAT16: return 128;
-  default: return 1u << 20;
+  default: return 1024;
   }
 }
 
