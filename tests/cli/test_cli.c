@@ -288,7 +288,9 @@ static void ping_version_and_stats_answer(void **state) {
   drop(&r);
   r = run(false, NULL, (const char *[]){"stats", NULL});
   assert_int_equal(r.status, 0);
-  assert_non_null(cJSON_Parse(r.out));
+  cJSON *stats = cJSON_Parse(r.out);
+  assert_non_null(stats);
+  cJSON_Delete(stats);
   drop(&r);
 }
 
