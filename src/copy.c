@@ -496,7 +496,8 @@ vl_status vl_copy_logical(const vl_spec *dst_spec, void *dst, const vl_spec *src
   vl_status st = check_same_elements(dst_spec, src_spec, &numel, err);
   if (st != VL_OK || numel == 0) return st;
   size_t es = vl_dtype_size(src_spec->dtype);
-  nbytes = numel * (int64_t)es; /* fits: both specs describe existing buffers */
+  if (!vl_spec_nbytes(src_spec, &nbytes))
+    return vl_error_set(err, VL_ERR_KERNEL, "", "byte size of the copy overflows");
   bool dst_dense = vl_layout_is_contiguous(dst_spec), src_dense = vl_layout_is_contiguous(src_spec);
   if (dst_dense && src_dense) {
     memcpy(dst, src, (size_t)nbytes);

@@ -187,10 +187,13 @@ static vl_status logical_array(run *r, const tview *v, vl_dtype dt, bool allow_a
   vl_dim_order_default(dense.dim_order, dense.rank);
   dense.dtype = dt;
   vl_spec_nbytes(&dense, &nbytes);
-  int64_t extra = v->spec.dtype != dt ? numel * (int64_t)vl_dtype_size(v->spec.dtype) : 0;
-  vl_status st = buffer_new(r, nbytes + extra, tmp);
+  int64_t extra = 0, total;
+  if (v->spec.dtype != dt) vl_spec_nbytes(&v->spec, &extra); /* the uncast copy goes after */
+  if (__builtin_add_overflow(nbytes, extra, &total))
+    return vl_error_set(r->err, VL_ERR_TOO_LARGE, "", "temporary buffer size overflows");
+  vl_status st = buffer_new(r, total, tmp);
   if (st != VL_OK) return st;
-  *tmp_bytes = nbytes + extra;
+  *tmp_bytes = total;
   char *same = v->spec.dtype == dt ? *tmp : (char *)*tmp + nbytes;
   dense.dtype = v->spec.dtype;
   st = vl_copy_logical(&dense, same, &v->spec, v->data, r->err);
