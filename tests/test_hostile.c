@@ -6,8 +6,8 @@
  * asserts the exact status and JSON pointer (relative to params), and that nothing crashes,
  * leaks or allocates what the input only claims to need. */
 #include <setjmp.h>
-#include <stdbool.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +24,8 @@
 /* ---------------------------------------------------------------- helpers */
 
 #define G_HEAD "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
-#define G_X "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}"
+#define G_X                                                                                        \
+  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}"
 #define G_OUT(a) "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"" a "\"]}"
 /* A one-placeholder graph around node text n (which must name "x" as its input or be "x"). */
 #define GRAPH1(n) G_HEAD n "," G_OUT("x") "]}"
@@ -60,8 +61,8 @@ static void check_error(const char *what, vl_status st, const vl_error *err, vl_
 }
 
 /* Calls method with params given as JSON text (parsed the way the daemon parses requests). */
-static void expect_with(const char *method, const char *params, const call_opts *o,
-                        vl_status code, const char *path) {
+static void expect_with(const char *method, const char *params, const call_opts *o, vl_status code,
+                        const char *path) {
   cJSON *doc = cJSON_ParseWithLength(params, strlen(params));
   if (doc == NULL) fail_msg("test params do not parse: %.300s", params);
   vl_error err;
@@ -79,8 +80,8 @@ static void expect_ok_with(const char *method, const char *params, const call_op
   assert_non_null(doc);
   vl_error err;
   vl_status st = call_doc(method, doc, o, &err);
-  if (st != VL_OK) fail_msg("%.300s\n got %s %s: %s", params, vl_status_kind(st), err.path,
-                            err.message);
+  if (st != VL_OK)
+    fail_msg("%.300s\n got %s %s: %s", params, vl_status_kind(st), err.path, err.message);
   cJSON_Delete(doc);
 }
 
@@ -145,18 +146,18 @@ static void tensor_over_the_byte_limit_is_refused_before_reading_values(void **s
   vl_limits_default(&lim);
   lim.max_tensor_bytes = 16;
   call_opts o = {NULL, 0, &lim};
-  expect_with("view_copy", "{\"input\":{\"dtype\":\"int8\",\"shape\":[17],\"data\":\"\"},"
-                           "\"size\":[-1]}",
+  expect_with("view_copy",
+              "{\"input\":{\"dtype\":\"int8\",\"shape\":[17],\"data\":\"\"},"
+              "\"size\":[-1]}",
               &o, VL_ERR_TOO_LARGE, "/input/shape");
 }
 
 static void view_size_whose_product_overflows_is_a_kernel_error(void **state) {
   (void)state;
-  expect("view_copy",
-         "{\"input\":" TENSOR_2x3 ",\"size\":[4294967296,4294967296,4294967296]}",
+  expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[4294967296,4294967296,4294967296]}",
          VL_ERR_KERNEL, "/size");
-  expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[9007199254740992,-1]}",
-         VL_ERR_KERNEL, "/size");
+  expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[9007199254740992,-1]}", VL_ERR_KERNEL,
+         "/size");
 }
 
 static void execution_over_the_total_byte_limit_is_too_large(void **state) {
@@ -240,8 +241,7 @@ static void rank_17_is_refused_everywhere(void **state) {
   expect_graph(GRAPH1("{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"uint8\","
                       "\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}}"),
                VL_ERR_INVALID_GRAPH, "/graph/nodes/0/val/shape");
-  expect("view_copy",
-         "{\"input\":" TENSOR_2x3 ",\"size\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,6]}",
+  expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,6]}",
          VL_ERR_KERNEL, "/size");
   /* Rank 16 is the maximum and works. */
   expect_ok_with("view_copy",
@@ -376,8 +376,9 @@ static void argument_nested_100000_deep_is_an_invalid_graph(void **state) {
       "\"target\":\"custom.op.default\",\"args\":[\"x\"],\"val\":{\"dtype\":\"float32\","
       "\"shape\":[2,3]}}," G_OUT("y") "]}}");
   assert_non_null(params);
-  cJSON *args = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
-      cJSON_GetObjectItem(params, "graph"), "nodes"), 1), "args");
+  cJSON *args = cJSON_GetObjectItem(
+      cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(params, "graph"), "nodes"), 1),
+      "args");
   cJSON *deep = nested_arrays(100000);
   cJSON_AddItemToArray(args, deep);
   vl_error err;
@@ -386,8 +387,8 @@ static void argument_nested_100000_deep_is_an_invalid_graph(void **state) {
   cJSON_DetachItemViaPointer(args, deep);
   delete_nested(deep);
   /* The same in kwargs; 999 levels (within cJSON's own limit of 1000) are accepted. */
-  cJSON *node = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(params, "graph"),
-                                                       "nodes"), 1);
+  cJSON *node =
+      cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(params, "graph"), "nodes"), 1);
   cJSON *kwargs = cJSON_AddObjectToObject(node, "kwargs");
   deep = nested_arrays(100000);
   cJSON_AddItemToObject(kwargs, "k", deep);
@@ -404,8 +405,8 @@ static void argument_nested_100000_deep_is_an_invalid_graph(void **state) {
 
 static void nested_tensor_values_are_refused(void **state) {
   (void)state;
-  expect_tensor("{\"dtype\":\"float32\",\"shape\":[2],\"values\":[[1],[2]]}",
-                VL_ERR_INVALID_TENSOR, "/input/values/0");
+  expect_tensor("{\"dtype\":\"float32\",\"shape\":[2],\"values\":[[1],[2]]}", VL_ERR_INVALID_TENSOR,
+                "/input/values/0");
 }
 
 /* ---------------------------------------------------------------- strings */
@@ -419,8 +420,8 @@ static void nul_byte_in_a_node_name_is_refused(void **state) {
       GRAPH1("{\"name\":\"x\\u0000y\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
              "\"shape\":[2]}}"),
       G_HEAD G_X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"custom.op.default\","
-             "\"args\":[\"x\"],\"kwargs\":{\"mode\":\"\\\\\\u0000\"},\"val\":{\"dtype\":"
-             "\"float32\",\"shape\":[2,3]}}," G_OUT("y") "]}",
+                 "\"args\":[\"x\"],\"kwargs\":{\"mode\":\"\\\\\\u0000\"},\"val\":{\"dtype\":"
+                 "\"float32\",\"shape\":[2,3]}}," G_OUT("y") "]}",
   };
   for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
     vl_graph *g = NULL;
@@ -432,9 +433,10 @@ static void nul_byte_in_a_node_name_is_refused(void **state) {
     assert_null(g);
   }
   /* An escaped backslash followed by "u0000" is text, not a NUL. */
-  const char *ok = G_HEAD G_X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":"
-                   "\"custom.op.default\",\"args\":[\"x\"],\"kwargs\":{\"mode\":\"\\\\u0000\"},"
-                   "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," G_OUT("y") "]}";
+  const char *ok =
+      G_HEAD G_X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":"
+                 "\"custom.op.default\",\"args\":[\"x\"],\"kwargs\":{\"mode\":\"\\\\u0000\"},"
+                 "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," G_OUT("y") "]}";
   vl_graph *g = NULL;
   vl_error err;
   assert_int_equal(vl_graph_parse(ok, strlen(ok), NULL, &g, &err), VL_OK);
@@ -445,11 +447,11 @@ static void nul_byte_in_a_node_name_is_refused(void **state) {
 static void invalid_utf8_in_a_node_name_is_refused(void **state) {
   (void)state;
   static const char *const names[] = {
-      "x\xff",             /* not a UTF-8 byte */
-      "\xc0\xb8",          /* overlong '8' */
-      "\xe2\x82",          /* truncated sequence */
-      "\xed\xa0\x80",      /* encoded surrogate */
-      "\xf4\x90\x80\x80",  /* beyond U+10FFFF */
+      "x\xff",            /* not a UTF-8 byte */
+      "\xc0\xb8",         /* overlong '8' */
+      "\xe2\x82",         /* truncated sequence */
+      "\xed\xa0\x80",     /* encoded surrogate */
+      "\xf4\x90\x80\x80", /* beyond U+10FFFF */
   };
   char graph[512];
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -471,16 +473,17 @@ static void invalid_utf8_in_other_kept_strings_is_refused(void **state) {
   (void)state;
   /* Strings the graph keeps and prints back must be valid UTF-8, or the response would not
    * be JSON. */
-  expect_graph("{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"g\xff\",\"nodes\":["
-               G_X "," G_OUT("x") "]}",
+  expect_graph("{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"g\xff\",\"nodes\":[" G_X
+               "," G_OUT("x") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/name");
-  expect_graph(G_HEAD G_X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":"
+  expect_graph(G_HEAD G_X
+               ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":"
                "\"custom.op\xff.default\",\"args\":[\"x\"],\"val\":{\"dtype\":\"float32\","
                "\"shape\":[2,3]}}," G_OUT("y") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/nodes/1/target");
   expect_graph(G_HEAD G_X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":"
-               "\"custom.op.default\",\"args\":[\"x\"],\"kwargs\":{\"mode\":\"a\xff\"},"
-               "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," G_OUT("y") "]}",
+                          "\"custom.op.default\",\"args\":[\"x\"],\"kwargs\":{\"mode\":\"a\xff\"},"
+                          "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," G_OUT("y") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/nodes/1/kwargs/mode");
 }
 
@@ -524,7 +527,7 @@ static void errors_quoting_hostile_keys_stay_one_line_of_utf8(void **state) {
       "{\"graph\":" GRAPH1(G_X) ",\"a\\nb\":1}",
       "{\"graph\":" GRAPH1(G_X) ",\"a\xff\xfe\":1}",
       "{\"graph\":" GRAPH1(G_X) ",\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-      "\xce\xbb\":1}",
+                                "\xce\xbb\":1}",
   };
   for (size_t i = 0; i < sizeof params / sizeof *params; i++) {
     cJSON *doc = cJSON_Parse(params[i]);
@@ -573,21 +576,22 @@ static void duplicate_keys_are_refused_at_every_level(void **state) {
                "\"nodes\":[" G_X "," G_OUT("x") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/format");
   expect_graph(G_HEAD "{\"name\":\"x\",\"name\":\"x\",\"op\":\"placeholder\",\"val\":"
-               "{\"dtype\":\"float32\",\"shape\":[2]}}," G_OUT("x") "]}",
+                      "{\"dtype\":\"float32\",\"shape\":[2]}}," G_OUT("x") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/nodes/0/name");
   expect_graph(G_HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
-               "\"shape\":[2],\"shape\":[2]}}," G_OUT("x") "]}",
+                      "\"shape\":[2],\"shape\":[2]}}," G_OUT("x") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/nodes/0/val/shape");
   expect_graph(G_HEAD G_X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":"
-               "\"custom.op.default\",\"args\":[\"x\"],\"kwargs\":{\"k\":1,\"k\":2},"
-               "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," G_OUT("y") "]}",
+                          "\"custom.op.default\",\"args\":[\"x\"],\"kwargs\":{\"k\":1,\"k\":2},"
+                          "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," G_OUT("y") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/nodes/1/kwargs/k");
   expect_tensor("{\"dtype\":\"float32\",\"shape\":[1],\"values\":[1],\"values\":[2]}",
                 VL_ERR_INVALID_TENSOR, "/input/values");
   expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[6],\"size\":[3,2]}",
          VL_ERR_INVALID_PARAMS, "/size");
-  expect("lower", "{\"graph\":" GRAPH1(G_X) ",\"options\":{\"policy\":\"safe\","
-                  "\"policy\":\"legacy\"}}",
+  expect("lower",
+         "{\"graph\":" GRAPH1(G_X) ",\"options\":{\"policy\":\"safe\","
+                                   "\"policy\":\"legacy\"}}",
          VL_ERR_INVALID_PARAMS, "/options/policy");
 }
 
@@ -620,8 +624,8 @@ static void integers_out_of_range_or_fractional_are_refused(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     expect_tensor(cases[i].tensor, VL_ERR_INVALID_TENSOR, cases[i].path);
-  expect_graph("{\"format\":\"viewlower.graph\",\"version\":1.5,\"nodes\":[" G_X "," G_OUT("x")
-               "]}",
+  expect_graph("{\"format\":\"viewlower.graph\",\"version\":1.5,\"nodes\":[" G_X
+               "," G_OUT("x") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/version");
   expect("verify", "{\"graph\":" GRAPH1(G_X) ",\"seed\":1e300}", VL_ERR_INVALID_PARAMS, "/seed");
   expect("verify", "{\"graph\":" GRAPH1(G_X) ",\"seed\":-1}", VL_ERR_INVALID_PARAMS, "/seed");
@@ -650,10 +654,10 @@ static void value_lists_that_disagree_with_the_shape_are_refused(void **state) {
   expect("view_copy", params, VL_ERR_INVALID_TENSOR, "/input/values");
   free(params);
   free(big);
-  expect_tensor("{\"dtype\":\"float32\",\"shape\":[1000000],\"values\":[1]}",
-                VL_ERR_INVALID_TENSOR, "/input/values");
-  expect_tensor("{\"dtype\":\"float32\",\"shape\":[2],\"values\":{\"0\":1}}",
-                VL_ERR_INVALID_TENSOR, "/input/values");
+  expect_tensor("{\"dtype\":\"float32\",\"shape\":[1000000],\"values\":[1]}", VL_ERR_INVALID_TENSOR,
+                "/input/values");
+  expect_tensor("{\"dtype\":\"float32\",\"shape\":[2],\"values\":{\"0\":1}}", VL_ERR_INVALID_TENSOR,
+                "/input/values");
   expect_tensor("{\"dtype\":\"float32\",\"shape\":[3],\"data\":\"AAAA\"}", VL_ERR_INVALID_TENSOR,
                 "/input/data");
   expect_tensor("{\"dtype\":\"bool\",\"shape\":[3],\"data\":\"AAIA\"}", VL_ERR_INVALID_TENSOR,
@@ -668,16 +672,17 @@ static void negative_sizes_are_refused(void **state) {
                 "/input/shape/0");
   expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[-2,-3]}", VL_ERR_KERNEL, "/size");
   expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[-1,-1]}", VL_ERR_KERNEL, "/size");
-  expect("view_copy", "{\"input\":{\"dtype\":\"float32\",\"shape\":[0],\"values\":[]},"
-                      "\"size\":[-1,0]}",
+  expect("view_copy",
+         "{\"input\":{\"dtype\":\"float32\",\"shape\":[0],\"values\":[]},"
+         "\"size\":[-1,0]}",
          VL_ERR_KERNEL, "/size");
   expect_graph(G_HEAD G_X ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":"
-               "\"aten.view_copy.default\",\"args\":[\"x\",[-1,-1]],\"val\":{\"dtype\":"
-               "\"float32\",\"shape\":[3,2]}}," G_OUT("v") "]}",
+                          "\"aten.view_copy.default\",\"args\":[\"x\",[-1,-1]],\"val\":{\"dtype\":"
+                          "\"float32\",\"shape\":[3,2]}}," G_OUT("v") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/nodes/1/args/1");
   expect_graph(G_HEAD G_X ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":"
-               "\"aten.view_copy.default\",\"args\":[\"x\",[-3,-2]],\"val\":{\"dtype\":"
-               "\"float32\",\"shape\":[3,2]}}," G_OUT("v") "]}",
+                          "\"aten.view_copy.default\",\"args\":[\"x\",[-3,-2]],\"val\":{\"dtype\":"
+                          "\"float32\",\"shape\":[3,2]}}," G_OUT("v") "]}",
                VL_ERR_INVALID_GRAPH, "/graph/nodes/1/args/1");
 }
 
@@ -719,8 +724,7 @@ static void malformed_requests_are_refused(void **state) {
   expect("execute", "{\"graph\":" GRAPH1(G_X) ",\"encoding\":\"hex\"}", VL_ERR_INVALID_PARAMS,
          "/encoding");
   expect("execute", "{\"graph\":" GRAPH1(G_X) "}", VL_ERR_INVALID_PARAMS, "/inputs/x");
-  expect("execute", "{\"graph\":" GRAPH1(G_X) ",\"inputs\":[]}", VL_ERR_INVALID_TENSOR,
-         "/inputs");
+  expect("execute", "{\"graph\":" GRAPH1(G_X) ",\"inputs\":[]}", VL_ERR_INVALID_TENSOR, "/inputs");
   expect("view_copy", "{\"input\":" TENSOR_2x3 "}", VL_ERR_INVALID_PARAMS, "/size");
   expect("view_copy", "{\"size\":[6]}", VL_ERR_INVALID_PARAMS, "/input");
 }

@@ -4,11 +4,12 @@
  * requests of every method, keeping up to --pipeline requests in flight, for a bounded count
  * and/or time. With --warmup-ms the run has two phases: a warm-up, after which every client
  * disconnects and the daemon is measured idle, then the main phase (throughput and latency are
- * the main phase's; RSS growth compares the idle daemon after each phase). Every response is matched to its request by id: a response with an id that is
- * not in flight is "mismatched" (duplicates included), a request left without a response when
- * its connection ends is "lost". Each request kind has one expected outcome (a result, or one
- * error code); any other outcome is "unexpected". With --daemon-pid the daemon's RSS and open
- * fd count are read from /proc before, during (sampled) and after the run.
+ * the main phase's; RSS growth compares the idle daemon after each phase). Every response is
+ * matched to its request by id: a response with an id that is not in flight is "mismatched"
+ * (duplicates included), a request left without a response when its connection ends is "lost". Each
+ * request kind has one expected outcome (a result, or one error code); any other outcome is
+ * "unexpected". With --daemon-pid the daemon's RSS and open fd count are read from /proc before,
+ * during (sampled) and after the run.
  *
  * Prints one JSON object on stdout. With --check, exits 1 when anything was lost, mismatched
  * or unexpected, a transport error happened, RSS grew past --max-rss-growth-pct after the
@@ -29,49 +30,48 @@
 
 /* ---------------------------------------------------------------- the request mix */
 
-#define PE_GRAPH                                                                             \
-  "{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"patch_embed\",\"nodes\":["      \
-  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"  \
-  "{\"name\":\"x_cl\",\"op\":\"call_function\",\"target\":"                                  \
-  "\"dim_order_ops._to_dim_order_copy.default\",\"args\":[\"x\"],\"kwargs\":{\"dim_order\":" \
-  "[0,2,3,1]},\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1]}},"   \
-  "{\"name\":\"flat\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","       \
-  "\"args\":[\"x_cl\",[1,2,-1]],\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,6]}},"         \
-  "{\"name\":\"tokens\",\"op\":\"call_function\",\"target\":\"aten.permute_copy.default\","  \
-  "\"args\":[\"flat\",[0,2,1]],\"val\":{\"dtype\":\"float32\",\"shape\":[1,6,2]}},"          \
+#define PE_GRAPH                                                                                   \
+  "{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"patch_embed\",\"nodes\":["             \
+  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"   \
+  "{\"name\":\"x_cl\",\"op\":\"call_function\",\"target\":"                                        \
+  "\"dim_order_ops._to_dim_order_copy.default\",\"args\":[\"x\"],\"kwargs\":{\"dim_order\":"       \
+  "[0,2,3,1]},\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1]}},"       \
+  "{\"name\":\"flat\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","             \
+  "\"args\":[\"x_cl\",[1,2,-1]],\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,6]}},"               \
+  "{\"name\":\"tokens\",\"op\":\"call_function\",\"target\":\"aten.permute_copy.default\","        \
+  "\"args\":[\"flat\",[0,2,1]],\"val\":{\"dtype\":\"float32\",\"shape\":[1,6,2]}},"                \
   "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"tokens\"]}]}"
-#define INPLACE_GRAPH                                                                        \
-  "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["                                \
-  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"  \
-  "{\"name\":\"base\",\"op\":\"call_function\",\"target\":\"aten.mul.Tensor\",\"args\":"     \
-  "[\"x\",2.0],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"                            \
-  "{\"name\":\"early\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","      \
-  "\"args\":[\"base\",[6]],\"val\":{\"dtype\":\"float32\",\"shape\":[6]}},"                  \
-  "{\"name\":\"late\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","       \
-  "\"args\":[\"base\",[3,2]],\"val\":{\"dtype\":\"float32\",\"shape\":[3,2]}},"              \
-  "{\"name\":\"early_used\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","      \
-  "\"args\":[\"early\"],\"val\":{\"dtype\":\"float32\",\"shape\":[6]}},"                     \
-  "{\"name\":\"bumped\",\"op\":\"call_function\",\"target\":\"aten.add_.Tensor\",\"args\":"  \
-  "[\"base\",1.0],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"                         \
-  "{\"name\":\"late_used\",\"op\":\"call_function\",\"target\":\"aten.mul.Tensor\","         \
-  "\"args\":[\"late\",3.0],\"val\":{\"dtype\":\"float32\",\"shape\":[3,2]}},"                \
+#define INPLACE_GRAPH                                                                              \
+  "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["                                      \
+  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"       \
+  "{\"name\":\"base\",\"op\":\"call_function\",\"target\":\"aten.mul.Tensor\",\"args\":"           \
+  "[\"x\",2.0],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"                                  \
+  "{\"name\":\"early\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","            \
+  "\"args\":[\"base\",[6]],\"val\":{\"dtype\":\"float32\",\"shape\":[6]}},"                        \
+  "{\"name\":\"late\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","             \
+  "\"args\":[\"base\",[3,2]],\"val\":{\"dtype\":\"float32\",\"shape\":[3,2]}},"                    \
+  "{\"name\":\"early_used\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","            \
+  "\"args\":[\"early\"],\"val\":{\"dtype\":\"float32\",\"shape\":[6]}},"                           \
+  "{\"name\":\"bumped\",\"op\":\"call_function\",\"target\":\"aten.add_.Tensor\",\"args\":"        \
+  "[\"base\",1.0],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"                               \
+  "{\"name\":\"late_used\",\"op\":\"call_function\",\"target\":\"aten.mul.Tensor\","               \
+  "\"args\":[\"late\",3.0],\"val\":{\"dtype\":\"float32\",\"shape\":[3,2]}},"                      \
   "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"early_used\",\"late_used\"]}]}"
 /* A 1 MiB channels-last tensor flattened as if contiguous: the view is kept; verify runs both. */
-#define BIG_GRAPH                                                                            \
-  "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["                                \
-  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":"         \
-  "[1,64,64,64]}},{\"name\":\"x_cl\",\"op\":\"call_function\",\"target\":"                   \
-  "\"dim_order_ops._to_dim_order_copy.default\",\"args\":[\"x\"],\"kwargs\":{\"dim_order\":" \
-  "[0,2,3,1]},\"val\":{\"dtype\":\"float32\",\"shape\":[1,64,64,64],\"dim_order\":"          \
-  "[0,2,3,1]}},{\"name\":\"flat\",\"op\":\"call_function\",\"target\":"                      \
-  "\"aten.view_copy.default\",\"args\":[\"x_cl\",[1,64,-1]],\"val\":{\"dtype\":\"float32\"," \
-  "\"shape\":[1,64,4096]}},{\"name\":\"y\",\"op\":\"call_function\",\"target\":"             \
-  "\"aten.relu.default\",\"args\":[\"flat\"],\"val\":{\"dtype\":\"float32\",\"shape\":"      \
+#define BIG_GRAPH                                                                                  \
+  "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["                                      \
+  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":"               \
+  "[1,64,64,64]}},{\"name\":\"x_cl\",\"op\":\"call_function\",\"target\":"                         \
+  "\"dim_order_ops._to_dim_order_copy.default\",\"args\":[\"x\"],\"kwargs\":{\"dim_order\":"       \
+  "[0,2,3,1]},\"val\":{\"dtype\":\"float32\",\"shape\":[1,64,64,64],\"dim_order\":"                \
+  "[0,2,3,1]}},{\"name\":\"flat\",\"op\":\"call_function\",\"target\":"                            \
+  "\"aten.view_copy.default\",\"args\":[\"x_cl\",[1,64,-1]],\"val\":{\"dtype\":\"float32\","       \
+  "\"shape\":[1,64,4096]}},{\"name\":\"y\",\"op\":\"call_function\",\"target\":"                   \
+  "\"aten.relu.default\",\"args\":[\"flat\"],\"val\":{\"dtype\":\"float32\",\"shape\":"            \
   "[1,64,4096]}},{\"name\":\"out\",\"op\":\"output\",\"args\":[\"y\"]}]}"
-#define X_VALUES \
+#define X_VALUES                                                                                   \
   "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}"
-#define X_BLOB \
-  "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"blob\":{\"offset\":0,\"nbytes\":48}}"
+#define X_BLOB "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"blob\":{\"offset\":0,\"nbytes\":48}}"
 
 typedef struct {
   const char *name;
@@ -94,10 +94,10 @@ static const request_kind kinds[] = {
      "{\"graph\":" PE_GRAPH ",\"inputs\":{\"x\":" X_BLOB "},\"encoding\":\"blob\"}", 0, true},
     {"verify", "verify", "{\"graph\":" INPLACE_GRAPH ",\"seed\":7}", 0, false},
     {"verify_1mib", "verify", "{\"graph\":" BIG_GRAPH ",\"seed\":3}", 0, false},
-    {"view_copy", "view_copy",
-     "{\"input\":" X_VALUES ",\"size\":[2,-1],\"out_dim_order\":[1,0]}", 0, false},
-    {"view_copy_blob", "view_copy",
-     "{\"input\":" X_BLOB ",\"size\":[12],\"encoding\":\"blob\"}", 0, true},
+    {"view_copy", "view_copy", "{\"input\":" X_VALUES ",\"size\":[2,-1],\"out_dim_order\":[1,0]}",
+     0, false},
+    {"view_copy_blob", "view_copy", "{\"input\":" X_BLOB ",\"size\":[12],\"encoding\":\"blob\"}", 0,
+     true},
     /* Invalid requests (index >= FIRST_INVALID). */
     {"bad_params", "lower", "{}", -32602, false},
     {"unknown_key", "view_copy", "{\"input\":" X_VALUES ",\"size\":[12],\"sise\":1}", -32602,
@@ -149,15 +149,23 @@ typedef struct {
   char kind; /* 's' string, 'u' uint64, 'i' unsigned, 'l' long, 'n' int, 'd' double, 'b' flag */
 } flag;
 
-#define OPT(name, field, kind) {name, offsetof(config, field), kind}
+#define OPT(name, field, kind)                                                                     \
+  { name, offsetof(config, field), kind }
 static const flag flags[] = {
-    OPT("--socket", socket, 's'),          OPT("--clients", clients, 'i'),
-    OPT("--pipeline", pipeline, 'i'),      OPT("--requests", requests, 'u'),
-    OPT("--duration-ms", duration_ms, 'u'), OPT("--warmup-ms", warmup_ms, 'u'),
-    OPT("--invalid-pct", invalid_pct, 'i'), OPT("--reconnect-every", reconnect_every, 'u'),
-    OPT("--seed", seed, 'u'),              OPT("--timeout-ms", timeout_ms, 'n'),
-    OPT("--daemon-pid", daemon_pid, 'l'),  OPT("--check", check, 'b'),
-    OPT("--max-rss-growth-pct", max_rss_growth_pct, 'd'), OPT("--settle-ms", settle_ms, 'u'),
+    OPT("--socket", socket, 's'),
+    OPT("--clients", clients, 'i'),
+    OPT("--pipeline", pipeline, 'i'),
+    OPT("--requests", requests, 'u'),
+    OPT("--duration-ms", duration_ms, 'u'),
+    OPT("--warmup-ms", warmup_ms, 'u'),
+    OPT("--invalid-pct", invalid_pct, 'i'),
+    OPT("--reconnect-every", reconnect_every, 'u'),
+    OPT("--seed", seed, 'u'),
+    OPT("--timeout-ms", timeout_ms, 'n'),
+    OPT("--daemon-pid", daemon_pid, 'l'),
+    OPT("--check", check, 'b'),
+    OPT("--max-rss-growth-pct", max_rss_growth_pct, 'd'),
+    OPT("--settle-ms", settle_ms, 'u'),
 };
 
 static bool parse_number(const char *s, char kind, void *at) {
@@ -172,10 +180,19 @@ static bool parse_number(const char *s, char kind, void *at) {
   unsigned long long v = strtoull(s, &end, 10);
   if (errno || *end || *s == '-' || *s == '\0') return false;
   switch (kind) {
-    case 'u': *(uint64_t *)at = v; return true;
-    case 'i': if (v > 1000000) return false; *(unsigned *)at = (unsigned)v; return true;
-    case 'n': if (v > 86400000) return false; *(int *)at = (int)v; return true;
-    default: if (v > 4194304) return false; *(long *)at = (long)v; return true;
+  case 'u': *(uint64_t *)at = v; return true;
+  case 'i':
+    if (v > 1000000) return false;
+    *(unsigned *)at = (unsigned)v;
+    return true;
+  case 'n':
+    if (v > 86400000) return false;
+    *(int *)at = (int)v;
+    return true;
+  default:
+    if (v > 4194304) return false;
+    *(long *)at = (long)v;
+    return true;
   }
 }
 
@@ -198,16 +215,21 @@ static bool parse_flag(config *cfg, int argc, char **argv, int *i) {
 }
 
 static bool parse_args(config *cfg, int argc, char **argv) {
-  *cfg = (config){.clients = 8, .pipeline = 4, .invalid_pct = 30, .seed = 1,
-                  .timeout_ms = 30000, .max_rss_growth_pct = 10.0, .settle_ms = 10000};
+  *cfg = (config){.clients = 8,
+                  .pipeline = 4,
+                  .invalid_pct = 30,
+                  .seed = 1,
+                  .timeout_ms = 30000,
+                  .max_rss_growth_pct = 10.0,
+                  .settle_ms = 10000};
   for (int i = 1; i < argc; i++) {
     if (!parse_flag(cfg, argc, argv, &i)) {
       fprintf(stderr, "viewlower-load: bad or unknown argument \"%s\"\n%s", argv[i], usage);
       return false;
     }
   }
-  if (cfg->socket == NULL || (cfg->requests == 0 && cfg->duration_ms == 0) ||
-      cfg->clients == 0 || cfg->pipeline == 0 || cfg->pipeline > 64 || cfg->invalid_pct > 100) {
+  if (cfg->socket == NULL || (cfg->requests == 0 && cfg->duration_ms == 0) || cfg->clients == 0 ||
+      cfg->pipeline == 0 || cfg->pipeline > 64 || cfg->invalid_pct > 100) {
     fprintf(stderr, "%s", usage);
     return false;
   }
@@ -279,8 +301,8 @@ typedef struct {
   unsigned n_slots;
 } worker;
 
-static const int rpc_codes[] = {-32700, -32600, -32601, -32602, -32603, -32001, -32002,
-                                -32003, -32004, -32005, -32006, -32007};
+static const int rpc_codes[] = {-32700, -32600, -32601, -32602, -32603, -32001,
+                                -32002, -32003, -32004, -32005, -32006, -32007};
 enum { N_RPC = sizeof rpc_codes / sizeof rpc_codes[0] };
 static uint64_t errors_total[N_RPC];
 static pthread_mutex_t merge_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -302,8 +324,7 @@ static unsigned pick_kind(worker *w) {
 
 /* Keeps the first problem a client saw: "what: detail". */
 static void note_problem(worker *w, const char *what, const char *detail) {
-  if (w->problem[0] == '\0')
-    snprintf(w->problem, sizeof w->problem, "%.40s: %.200s", what, detail);
+  if (w->problem[0] == '\0') snprintf(w->problem, sizeof w->problem, "%.40s: %.200s", what, detail);
 }
 
 static void record_latency(worker *w, uint64_t us) {
@@ -527,7 +548,7 @@ static void add_worker(totals *t, const worker *w) {
   if (t->lat && w->n_lat) memcpy(t->lat + t->n_lat, w->lat_us, w->n_lat * sizeof *t->lat);
   if (t->lat) t->n_lat += w->n_lat;
   if (t->problem[0] == '\0' && w->problem[0] != '\0')
-    snprintf(t->problem, sizeof t->problem, "client %u: %s", w->index, w->problem);
+    snprintf(t->problem, sizeof t->problem, "client %u: %.200s", w->index, w->problem);
 }
 
 static void merge(const worker *ws, unsigned n, totals *t) {
@@ -541,7 +562,9 @@ static void merge(const worker *ws, unsigned n, totals *t) {
 
 /* ---------------------------------------------------------------- the report */
 
-static void add_num(cJSON *o, const char *k, double v) { cJSON_AddNumberToObject(o, k, v); }
+static void add_num(cJSON *o, const char *k, double v) {
+  cJSON_AddNumberToObject(o, k, v);
+}
 
 static cJSON *report_daemon(const config *cfg, const daemon_figures *d) {
   cJSON *o = cJSON_CreateObject();
@@ -643,7 +666,8 @@ static void print_and_free(cJSON *out) {
 }
 
 /* Warm-up phase (clients then leave; the daemon is measured idle), then the main phase. */
-static double run_phases(const config *cfg, worker *ws, daemon_figures *d, uint64_t *main_answered) {
+static double run_phases(const config *cfg, worker *ws, daemon_figures *d,
+                         uint64_t *main_answered) {
   bool watch = cfg->daemon_pid > 0;
   uint64_t warm_answered = 0;
   if (cfg->warmup_ms) {

@@ -17,12 +17,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_CHECK(cond)                                                              \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
-      fprintf(stderr, "%s:%d: fuzz oracle failed: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                        \
-    }                                                                                 \
+#define FUZZ_CHECK(cond)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: fuzz oracle failed: %s\n", __FILE__, __LINE__, #cond);               \
+      abort();                                                                                     \
+    }                                                                                              \
   } while (0)
 
 /* Limits used by every harness: 4096 nodes, 256 KiB per tensor, 2 MiB per execution. */

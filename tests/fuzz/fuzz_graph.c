@@ -22,9 +22,9 @@ static uint32_t hash_bytes(const uint8_t *data, size_t size) {
 static void options_from_hash(uint32_t h, vl_lower_options *o) {
   vl_lower_options_default(o);
   switch (h % 4) {
-    case 2: o->policy = VL_POLICY_LEGACY; break;
-    case 3: o->remove_view_copy = false; break;
-    default: break;
+  case 2: o->policy = VL_POLICY_LEGACY; break;
+  case 3: o->remove_view_copy = false; break;
+  default: break;
   }
 }
 
@@ -34,8 +34,8 @@ static char *reprint(const char *text, const vl_limits *lim, vl_graph **out) {
   vl_error err;
   vl_error_clear(&err);
   vl_status st = vl_graph_parse(text, strlen(text), lim, &g, &err);
-  if (st != VL_OK) fprintf(stderr, "printed graph does not parse: %s: %s\n%s\n", err.path,
-                           err.message, text);
+  if (st != VL_OK)
+    fprintf(stderr, "printed graph does not parse: %s: %s\n%s\n", err.path, err.message, text);
   FUZZ_CHECK(st == VL_OK);
   char *again = vl_graph_print(g);
   FUZZ_CHECK(again != NULL);
@@ -80,8 +80,7 @@ static void check_report(const vl_graph *g, const vl_report *r) {
 }
 
 /* Lowering the lowered graph (reparsed from its print) must print the same text. */
-static void check_idempotent(const char *lowered, const vl_lower_options *o,
-                             const vl_limits *lim) {
+static void check_idempotent(const char *lowered, const vl_lower_options *o, const vl_limits *lim) {
   vl_graph *g = NULL;
   char *again = reprint(lowered, lim, &g);
   FUZZ_CHECK(strcmp(lowered, again) == 0);
@@ -90,8 +89,8 @@ static void check_idempotent(const char *lowered, const vl_lower_options *o,
   vl_error err;
   vl_error_clear(&err);
   vl_status st = vl_lower(g, o, &r, &err);
-  if (st != VL_OK) fprintf(stderr, "lowering the lowered graph failed: %s: %s\n", err.path,
-                           err.message);
+  if (st != VL_OK)
+    fprintf(stderr, "lowering the lowered graph failed: %s: %s\n", err.path, err.message);
   FUZZ_CHECK(st == VL_OK);
   FUZZ_CHECK(r.replaced == 0 && r.removed_dead == 0 && r.normalized == 0);
   char *twice = vl_graph_print(g);

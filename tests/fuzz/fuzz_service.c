@@ -13,9 +13,8 @@
 #include "fuzz.h"
 #include "viewlower/service.h"
 
-static const char *const methods[] = {"ping",   "version",   "validate", "lower",
-                                      "execute", "verify",   "view_copy", "stats",
-                                      "",       "lower\x01"};
+static const char *const methods[] = {"ping",   "version",   "validate", "lower", "execute",
+                                      "verify", "view_copy", "stats",    "",      "lower\x01"};
 #define N_METHODS (sizeof methods / sizeof *methods)
 
 typedef struct {

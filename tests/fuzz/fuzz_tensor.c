@@ -21,11 +21,11 @@ static double elem_as_double(vl_dtype dt, const uint8_t *p) {
   float f;
   double d;
   switch (dt) {
-    case VL_DTYPE_FLOAT16: memcpy(&h, p, 2); return vl_f16_to_double(h);
-    case VL_DTYPE_BFLOAT16: memcpy(&h, p, 2); return vl_bf16_to_double(h);
-    case VL_DTYPE_FLOAT32: memcpy(&f, p, 4); return (double)f;
-    case VL_DTYPE_FLOAT64: memcpy(&d, p, 8); return d;
-    default: return 0.0;
+  case VL_DTYPE_FLOAT16: memcpy(&h, p, 2); return vl_f16_to_double(h);
+  case VL_DTYPE_BFLOAT16: memcpy(&h, p, 2); return vl_bf16_to_double(h);
+  case VL_DTYPE_FLOAT32: memcpy(&f, p, 4); return (double)f;
+  case VL_DTYPE_FLOAT64: memcpy(&d, p, 8); return d;
+  default: return 0.0;
   }
 }
 
@@ -59,8 +59,8 @@ static void check_round_trip(const vl_tensor *t, vl_encoding enc, const vl_limit
   vl_status st = vl_tensor_from_json(j, payload.data, payload.len, lim, &back, &err);
   if (st != VL_OK) {
     char *text = cJSON_PrintUnformatted(j);
-    fprintf(stderr, "encoding %d does not read back: %s: %s\n%s\n", (int)enc, err.path,
-            err.message, text ? text : "");
+    fprintf(stderr, "encoding %d does not read back: %s: %s\n%s\n", (int)enc, err.path, err.message,
+            text ? text : "");
     free(text);
   }
   FUZZ_CHECK(st == VL_OK);
@@ -104,8 +104,9 @@ static bool read_ints(const cJSON *arr, int64_t *v, size_t *n) {
   for (const cJSON *c = arr->child; c != NULL; c = c->next) {
     if (*n == VL_MAX_RANK + 1 || !cJSON_IsNumber(c) || !isfinite(c->valuedouble)) return false;
     double d = c->valuedouble;
-    v[(*n)++] = d > 4e18 ? INT64_C(4000000000000000000)
-                         : d < -4e18 ? -INT64_C(4000000000000000000) : (int64_t)d;
+    v[(*n)++] = d > 4e18    ? INT64_C(4000000000000000000)
+                : d < -4e18 ? -INT64_C(4000000000000000000)
+                            : (int64_t)d;
   }
   return true;
 }
