@@ -18,3 +18,6 @@ cmake --build build-asan -j "$jobs"
 echo "== tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== fuzz (libFuzzer + ASan + UBSan, ${VL_FUZZ_SECONDS:-60} s per harness; a crash fails the run)"
+scripts/fuzz.sh "${VL_FUZZ_SECONDS:-60}"
