@@ -99,6 +99,76 @@ def feature_graphs():
     return g
 
 
+def alias_graphs():
+    """Graphs the interpreter runs whose views meet writes: every mutation rule of SPEC §3."""
+    f = lambda shape, order=None, **e: spec(shape, order, **e)
+    g = {}
+    g["base_mutated"] = graph("base_mutated", [
+        ph("x", f([2, 3])),
+        node("b", "aten.mul.Tensor", ["x", 2.0], f([2, 3])),
+        node("v", "aten.view_copy.default", ["b", [6]], f([6])),
+        node("w", "aten.add_.Tensor", ["b", 1.0], f([2, 3])),
+        node("r", "aten.relu.default", ["v"], f([6])),
+    ], ["r", "w"])
+    g["view_mutated"] = graph("view_mutated", [
+        ph("x", f([2, 3])),
+        node("b", "aten.mul.Tensor", ["x", 1.0], f([2, 3])),
+        node("v", "aten.view_copy.default", ["b", [3, 2]], f([3, 2])),
+        node("w", "aten.relu_.default", ["v"], f([3, 2])),
+        node("r", "aten.add.Tensor", ["b", 1.0], f([2, 3])),
+    ], ["r", "w"])
+    g["out_into_view"] = graph("out_into_view", [
+        ph("x", f([6])),
+        ph("y", f([6])),
+        node("b", "aten.mul.Tensor", ["x", 3.0], f([6])),
+        node("v", "aten.view_copy.default", ["b", [2, 3]], f([2, 3])),
+        node("y2", "aten.view_copy.default", ["y", [2, 3]], f([2, 3])),
+        node("m", "aten.mul.Tensor", ["y2", 2.0], f([2, 3]), kwargs={"out": "v"}),
+        node("r", "aten.add.Tensor", ["b", "x"], f([6])),
+    ], ["r", "m"])
+    g["copy_into_base"] = graph("copy_into_base", [
+        ph("x", f([4, 2])),
+        ph("z", f([4, 2])),
+        node("b", "aten.add.Tensor", ["x", "z"], f([4, 2])),
+        node("v", "aten.view_copy.default", ["b", [8]], f([8])),
+        node("c", "aten.copy_.default", ["b", "z"], f([4, 2])),
+        node("r", "aten.mul.Tensor", ["v", 2.0], f([8])),
+    ], ["r", "c"])
+    g["chain_over_write"] = graph("chain_over_write", [
+        ph("x", f([2, 6])),
+        node("b", "aten.mul.Tensor", ["x", 1.0], f([2, 6])),
+        node("v1", "aten.view_copy.default", ["b", [12]], f([12])),
+        node("w", "aten.add_.Tensor", ["b", 5.0], f([2, 6])),
+        node("v2", "aten.view_copy.default", ["v1", [3, 4]], f([3, 4])),
+        node("r", "aten.relu.default", ["v2"], f([3, 4])),
+    ], ["r", "w"])
+    g["mutated_buffer"] = graph("mutated_buffer", [
+        ph("buf", f([3, 2]), kind="buffer", mutated=True),
+        node("v", "aten.view_copy.default", ["buf", [6]], f([6])),
+        node("w", "aten.add_.Tensor", ["buf", 1.0], f([3, 2])),
+        node("r", "aten.relu.default", ["v"], f([6])),
+    ], ["r"])
+    g["layouts"] = graph("layouts", [
+        ph("x", f([1, 2, 3, 2])),
+        node("cl", "dim_order_ops._to_dim_order_copy.default", ["x"], f([1, 2, 3, 2], [0, 2, 3, 1]),
+             kwargs={"dim_order": [0, 2, 3, 1]}),
+        node("v", "aten.view_copy.default", ["cl", [1, 2, 6]], f([1, 2, 6], [0, 2, 1])),
+        node("t", "aten.transpose_copy.int", ["v", 1, 2], f([1, 6, 2])),
+        node("p", "aten.permute_copy.default", ["t", [2, 0, 1]], f([2, 1, 6])),
+        node("v2", "aten.view_copy.default", ["p", [12]], f([12])),
+        node("r", "aten.relu.default", ["v2"], f([12])),
+    ], ["r"])
+    g["layouts_3d"] = graph("layouts_3d", [
+        ph("x", f([1, 2, 2, 1, 3])),
+        node("cl", "aten._to_copy.default", ["x"], f([1, 2, 2, 1, 3], [0, 2, 3, 4, 1]),
+             kwargs={"memory_format": "channels_last_3d"}),
+        node("v", "aten.view_copy.default", ["cl", [2, 6]], f([2, 6])),
+        node("c", "aten.clone.default", ["v"], f([2, 6], [1, 0]), kwargs={"memory_format": "preserve_format"}),
+        node("a", "aten.add.Tensor", ["c", "v"], f([2, 6])),
+    ], ["a"], skip=True)
+    return g
+
+
 def graphs():
     g = {}
     for f in sorted(os.listdir(EX)):
@@ -106,6 +176,7 @@ def graphs():
             with open(os.path.join(EX, f)) as fh:
                 g[f[:-5]] = json.load(fh)
     g.update(feature_graphs())
+    g.update(alias_graphs())
     return g
 
 

@@ -2,7 +2,8 @@
  * mid-response or with requests in flight (the daemon keeps serving, and its connection count
  * and open fds come back to their baseline); SIGTERM with requests received but not yet
  * answered (each is answered, then exit 0); SIGTERM under load from many pipelining clients
- * (no response lost or mismatched, exit 0); restarts over a stale socket file (served at once).
+ * (no response lost or mismatched, exit 0); restarts over a stale socket file (served at once);
+ * running totals that must saturate rather than overflow.
  * Uses the integration tests' harness (tests/integration/harness.h) to run the daemon. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -365,6 +366,54 @@ static void sigterm_under_load_loses_nothing_and_exits_0(void **state) {
   daemon_cleanup(&d);
 }
 
+/* ---------------------------------------------------------------- hostile totals */
+
+/* Each lowering of this graph saves 2^63 - 1 bytes (the report saturates): the daemon's running
+ * total must saturate too, not overflow (signed overflow: undefined behaviour, an abort under
+ * UBSan, a negative total otherwise). */
+#define HUGE_SAVINGS_GRAPH                                                                         \
+  "{\"graph\":{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["                           \
+  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":"                  \
+  "[2147483648,2147483648]}},{\"name\":\"a\",\"op\":\"call_function\",\"target\":"                 \
+  "\"aten.view_copy.default\",\"args\":[\"x\",[4294967296,1073741824]],\"val\":{\"dtype\":"        \
+  "\"int8\",\"shape\":[4294967296,1073741824]}},{\"name\":\"b\",\"op\":\"call_function\","         \
+  "\"target\":\"aten.view_copy.default\",\"args\":[\"x\",[1073741824,4294967296]],\"val\":"        \
+  "{\"dtype\":\"int8\",\"shape\":[1073741824,4294967296]}},{\"name\":\"c\",\"op\":"                \
+  "\"call_function\",\"target\":\"custom.use.default\",\"args\":[\"a\",\"b\"],\"val\":"            \
+  "{\"dtype\":\"int8\",\"shape\":[1]}},{\"name\":\"out\",\"op\":\"output\",\"args\":[\"c\"]}]}}"
+
+static void stats_bytes_saved_saturates_instead_of_overflowing(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  daemon_start(&d, NULL);
+  vl_client *c = client_open(&d);
+  cJSON *params = cJSON_Parse(HUGE_SAVINGS_GRAPH);
+  assert_non_null(params);
+  for (int i = 0; i < 2; i++) { /* two: a wrapped total would read -2 */
+    cJSON *res = NULL;
+    vl_error err;
+    vl_status s = vl_client_call(c, "lower", params, NULL, 0, &res, NULL, &err);
+    if (s != VL_OK) {
+      daemon_dump_log(&d);
+      fail_msg("lower %d: %s (daemon/dispatch.c must saturate stats.bytes_saved)", i, err.message);
+    }
+    assert_true(json_number(res, "report.bytes_saved") == (double)INT64_MAX);
+    cJSON_Delete(res);
+  }
+  cJSON *stats = NULL;
+  vl_error err;
+  assert_int_equal(vl_client_stats(c, &stats, &err), VL_OK);
+  double total = json_number(stats, "bytes_saved");
+  if (total != (double)INT64_MAX)
+    fail_msg("stats.bytes_saved is %.17g after two saturated savings, want 2^63 - 1", total);
+  cJSON_Delete(stats);
+  cJSON_Delete(params);
+  vl_client_close(c);
+  assert_int_equal(daemon_stop(&d), 0);
+  daemon_cleanup(&d);
+}
+
 /* ---------------------------------------------------------------- restarts */
 
 static void restart_over_a_stale_socket_serves_at_once(void **state) {
@@ -403,6 +452,7 @@ int main(void) {
       cmocka_unit_test(disconnects_with_requests_in_flight_leave_nothing_behind),
       cmocka_unit_test(sigterm_answers_every_request_already_received),
       cmocka_unit_test(sigterm_under_load_loses_nothing_and_exits_0),
+      cmocka_unit_test(stats_bytes_saved_saturates_instead_of_overflowing),
       cmocka_unit_test(restart_over_a_stale_socket_serves_at_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
