@@ -47,6 +47,7 @@ static char *reprint(const char *text, const vl_limits *lim, vl_graph **out) {
 static void check_print_round_trip(const vl_graph *g, const vl_limits *lim) {
   char *text = vl_graph_print(g);
   FUZZ_CHECK(text != NULL);
+  FUZZ_CHECK(fuzz_utf8_valid(text));
   vl_graph *g2 = NULL;
   char *again = reprint(text, lim, &g2);
   FUZZ_CHECK(strcmp(text, again) == 0);

@@ -42,6 +42,7 @@ static void call(const char *method, const cJSON *params, const uint8_t *payload
   FUZZ_CHECK(cJSON_IsObject(res));
   o->text = cJSON_PrintUnformatted(res);
   FUZZ_CHECK(o->text != NULL);
+  FUZZ_CHECK(fuzz_utf8_valid(o->text));
   cJSON *back = cJSON_Parse(o->text);
   FUZZ_CHECK(back != NULL);
   cJSON_Delete(back);
