@@ -235,8 +235,9 @@ static vl_status m_view_copy(call *c, cJSON *result) {
   const cJSON *jsize = param(c, "size");
   /* Rank over 16 is one of the kernel's errors (SPEC §4), not a malformed request. */
   if (st == VL_OK && cJSON_IsArray(jsize) && cJSON_GetArraySize(jsize) > VL_MAX_RANK)
-    st = vl_error_set(c->err, VL_ERR_KERNEL, "/size", "view_copy: rank %d exceeds the maximum of %d",
-                      cJSON_GetArraySize(jsize), VL_MAX_RANK);
+    st = vl_error_set(c->err, VL_ERR_KERNEL, "/size",
+                      "view_copy: rank %d exceeds the maximum of %d", cJSON_GetArraySize(jsize),
+                      VL_MAX_RANK);
   if (st == VL_OK) st = get_dims(c, "size", INT64_MIN, INT64_MAX, size, &rank);
   bool has_order = param(c, "out_dim_order") != NULL && !cJSON_IsNull(param(c, "out_dim_order"));
   if (st == VL_OK && has_order) st = get_dims(c, "out_dim_order", 0, VL_MAX_RANK - 1, order, &order_rank);
