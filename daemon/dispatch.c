@@ -175,7 +175,9 @@ static void complete(work *w) {
   uint64_t elapsed = uv_hrtime() - w->start_ns;
   vl_stats_record(&srv->stats, w->method, w->status != VL_OK, elapsed);
   srv->stats.views_replaced += w->call.views_replaced;
-  srv->stats.bytes_saved += w->call.bytes_saved;
+  /* A client controls bytes_saved (huge dynamic upper bounds): saturate, never overflow. */
+  if (__builtin_add_overflow(srv->stats.bytes_saved, w->call.bytes_saved, &srv->stats.bytes_saved))
+    srv->stats.bytes_saved = INT64_MAX;
   vl_log_debug("conn %llu: %s -> %s in %.3f ms", (unsigned long long)c->serial,
                w->method >= 0 ? methods[w->method].name : "(invalid)", vl_status_kind(w->status),
                (double)elapsed / 1e6);
