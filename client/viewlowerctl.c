@@ -16,7 +16,13 @@
 #include "viewlower/service.h"
 #include "viewlower/tensor_json.h"
 
-enum { EXIT_MISMATCH = 1, EXIT_INVALID = 2, EXIT_UNREACHABLE = 3, EXIT_SERVER = 4, EXIT_USAGE = 64 };
+enum {
+  EXIT_MISMATCH = 1,
+  EXIT_INVALID = 2,
+  EXIT_UNREACHABLE = 3,
+  EXIT_SERVER = 4,
+  EXIT_USAGE = 64
+};
 #define MAX_FILE_BYTES ((size_t)4 << 30)
 #define MAX_POSITIONAL 4096
 
@@ -40,7 +46,8 @@ static void usage(FILE *f) {
         "  explain GRAPH [--keep-view-copy] [--policy safe|legacy]\n"
         "  verify GRAPH [--inputs FILE] [--seed N] [--keep-view-copy] [--policy safe|legacy]\n"
         "  run GRAPH --inputs FILE [-o OUT] [--encoding values|base64]\n"
-        "  view-copy TENSOR --size 1,2,-1 [--out-dim-order 0,1,2] [-o OUT] [--encoding values|base64]\n"
+        "  view-copy TENSOR --size 1,2,-1 [--out-dim-order 0,1,2] [-o OUT] [--encoding "
+        "values|base64]\n"
         "  ping | stats | version\n"
         "GRAPH, TENSOR and FILE may be - for standard input.\n"
         "Exit: 0 ok, 1 verify mismatch, 2 invalid input, 3 daemon unreachable or protocol error,\n"
@@ -84,8 +91,11 @@ static int report(const char *file, const vl_error *err) {
   static const struct {
     const char *prefix, *flag;
   } files[] = {{"/graph", NULL}, {"/inputs", NULL}, {"/input", NULL}},
-    flags[] = {{"/size", "--size"}, {"/out_dim_order", "--out-dim-order"}, {"/seed", "--seed"},
-               {"/options/policy", "--policy"}, {"/encoding", "--encoding"}};
+    flags[] = {{"/size", "--size"},
+               {"/out_dim_order", "--out-dim-order"},
+               {"/seed", "--seed"},
+               {"/options/policy", "--policy"},
+               {"/encoding", "--encoding"}};
   const char *path = err->path;
   const char *where = file;
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
@@ -165,7 +175,8 @@ static vl_status call(ctl *c, const char *method, const cJSON *params, const vl_
   const uint8_t *p = payload ? payload->data : NULL;
   size_t n = payload ? payload->len : 0;
   vl_error_clear(err);
-  if (c->local) return vl_service_call(method, params, p, n, &c->lim, result, out_payload, NULL, err);
+  if (c->local)
+    return vl_service_call(method, params, p, n, &c->lim, result, out_payload, NULL, err);
   vl_status st = connect_daemon(c, err);
   if (st != VL_OK) return st;
   return vl_client_call(c->client, method, params, p, n, result, out_payload, err);
@@ -202,7 +213,8 @@ static vl_status tensor_from_transport(ctl *c, cJSON *parent, cJSON *item, const
   vl_tensor *t = NULL;
   vl_status st = vl_tensor_from_json(item, payload->data, payload->len, NULL, &t, err);
   if (st != VL_OK)
-    return vl_error_set(err, VL_ERR_PROTOCOL, "", "bad tensor from the daemon: %.200s", err->message);
+    return vl_error_set(err, VL_ERR_PROTOCOL, "", "bad tensor from the daemon: %.200s",
+                        err->message);
   /* The same bound --local applies, so both modes answer alike. */
   if ((st = vl_tensor_encoding_check(t, enc, &c->lim, err)) != VL_OK) {
     vl_tensor_free(t);
@@ -297,7 +309,9 @@ static int simple_graph_command(ctl *c, const char *method, bool with_options, c
   return rc;
 }
 
-static int cmd_validate(ctl *c) { return simple_graph_command(c, "validate", false, "graph"); }
+static int cmd_validate(ctl *c) {
+  return simple_graph_command(c, "validate", false, "graph");
+}
 
 static void print_explain(const cJSON *report) {
   const cJSON *d;
@@ -346,16 +360,20 @@ static const char *base_name(const char *path) {
 static int write_lowered(ctl *c, size_t i, const cJSON *result) {
   if (c->out == NULL) return write_json(NULL, result);
   char path[4096];
-  const char *name = strcmp(c->positional[i], "-") == 0 ? "stdin.json" : base_name(c->positional[i]);
+  const char *name =
+      strcmp(c->positional[i], "-") == 0 ? "stdin.json" : base_name(c->positional[i]);
   snprintf(path, sizeof path, "%s/%s", c->out, name);
   return write_json(path, result);
 }
 
 static void progress(size_t done, size_t total) {
-  if (isatty(STDERR_FILENO)) fprintf(stderr, "\rlowered %zu/%zu%s", done, total, done == total ? "\n" : "");
+  if (isatty(STDERR_FILENO))
+    fprintf(stderr, "\rlowered %zu/%zu%s", done, total, done == total ? "\n" : "");
 }
 
-static int worst(int a, int b) { return a > b ? a : b; }
+static int worst(int a, int b) {
+  return a > b ? a : b;
+}
 
 /* In process: one graph after another. */
 static int lower_many_local(ctl *c, cJSON **results, int *codes) {
@@ -382,7 +400,8 @@ static int lower_many_remote(ctl *c, cJSON **results, int *codes) {
   while (done < c->n_positional) {
     while (sent < c->n_positional && inflight < WINDOW) {
       cJSON *params = graph_params(c, c->positional[sent], true, &err);
-      vl_status st = params ? vl_client_send(c->client, sent, "lower", params, NULL, 0, &err) : err.code;
+      vl_status st =
+          params ? vl_client_send(c->client, sent, "lower", params, NULL, 0, &err) : err.code;
       cJSON_Delete(params);
       if (st != VL_OK) {
         codes[sent] = report(c->positional[sent], &err);
@@ -499,8 +518,8 @@ static bool encoding_option(const ctl *c, vl_encoding *enc) {
 }
 
 /* Re-encodes each tensor of list (a JSON array) from the transport form. */
-static vl_status outputs_from_transport(ctl *c, cJSON *list, const vl_buf *payload,
-                                        vl_encoding enc, vl_error *err) {
+static vl_status outputs_from_transport(ctl *c, cJSON *list, const vl_buf *payload, vl_encoding enc,
+                                        vl_error *err) {
   cJSON *next;
   for (cJSON *t = list ? list->child : NULL; t != NULL; t = next) {
     next = t->next;
@@ -514,7 +533,8 @@ static int cmd_run(ctl *c) {
   vl_error err;
   vl_encoding enc;
   if (c->inputs == NULL) return usage_error("run needs --inputs FILE");
-  if (!encoding_option(c, &enc)) return usage_error("--encoding %s: use values or base64", c->encoding);
+  if (!encoding_option(c, &enc))
+    return usage_error("--encoding %s: use values or base64", c->encoding);
   vl_buf payload = {0}, out_payload = {0};
   cJSON *params = graph_params(c, c->positional[0], false, &err), *result = NULL;
   if (params == NULL) return report(c->positional[0], &err);
@@ -568,10 +588,12 @@ static int cmd_view_copy(ctl *c) {
   size_t rank, order_rank = 0;
   vl_encoding enc;
   if (c->size == NULL) return usage_error("view-copy needs --size");
-  if (!parse_list(c->size, size, &rank)) return usage_error("--size %s: not a comma list of integers", c->size);
+  if (!parse_list(c->size, size, &rank))
+    return usage_error("--size %s: not a comma list of integers", c->size);
   if (c->out_dim_order && !parse_list(c->out_dim_order, order, &order_rank))
     return usage_error("--out-dim-order %s: not a comma list of integers", c->out_dim_order);
-  if (!encoding_option(c, &enc)) return usage_error("--encoding %s: use values or base64", c->encoding);
+  if (!encoding_option(c, &enc))
+    return usage_error("--encoding %s: use values or base64", c->encoding);
   vl_error err;
   vl_buf payload = {0}, out_payload = {0};
   cJSON *input = read_json(c->positional[0], &err), *result = NULL;
@@ -583,19 +605,23 @@ static int cmd_view_copy(ctl *c) {
     st = tensor_for_transport(c, params, cJSON_GetObjectItem(params, "input"), &payload, &err);
   }
   cJSON_Delete(input);
-  if (st == VL_OK && !cJSON_AddItemToObject(params, "size", int_list_json(size, rank))) st = VL_ERR_NOMEM;
+  if (st == VL_OK && !cJSON_AddItemToObject(params, "size", int_list_json(size, rank)))
+    st = VL_ERR_NOMEM;
   if (st == VL_OK && c->out_dim_order &&
       !cJSON_AddItemToObject(params, "out_dim_order", int_list_json(order, order_rank)))
     st = VL_ERR_NOMEM;
   const char *wire = c->local ? (c->encoding ? c->encoding : "values") : "blob";
   if (st == VL_OK && !cJSON_AddStringToObject(params, "encoding", wire)) st = VL_ERR_NOMEM;
   if (st == VL_ERR_NOMEM && err.code != VL_ERR_NOMEM) vl_error_set(&err, st, "", "out of memory");
-  if (st == VL_OK) st = call(c, "view_copy", params, &payload, &result, &out_payload, &err);
-  else if (err.path[0] != '\0' || st != VL_ERR_NOMEM) vl_error_prefix(&err, "/input");
+  if (st == VL_OK)
+    st = call(c, "view_copy", params, &payload, &result, &out_payload, &err);
+  else if (err.path[0] != '\0' || st != VL_ERR_NOMEM)
+    vl_error_prefix(&err, "/input");
   cJSON_Delete(params);
   vl_buf_free(&payload);
   if (st == VL_OK)
-    st = tensor_from_transport(c, result, cJSON_GetObjectItem(result, "output"), &out_payload, enc, &err);
+    st = tensor_from_transport(c, result, cJSON_GetObjectItem(result, "output"), &out_payload, enc,
+                               &err);
   vl_buf_free(&out_payload);
   if (st != VL_OK) {
     cJSON_Delete(result);
@@ -618,14 +644,28 @@ static int cmd_plain(ctl *c, const char *method) {
   return rc;
 }
 
-static int cmd_ping(ctl *c) { return cmd_plain(c, "ping"); }
-static int cmd_stats(ctl *c) { return cmd_plain(c, "stats"); }
-static int cmd_version(ctl *c) { return cmd_plain(c, "version"); }
+static int cmd_ping(ctl *c) {
+  return cmd_plain(c, "ping");
+}
+static int cmd_stats(ctl *c) {
+  return cmd_plain(c, "stats");
+}
+static int cmd_version(ctl *c) {
+  return cmd_plain(c, "version");
+}
 
 /* ---- argument parsing: a table of commands, each with its options ---- */
 
-enum { OPT_OUT = 1 << 0, OPT_KEEP = 1 << 1, OPT_POLICY = 1 << 2, OPT_INPUTS = 1 << 3,
-       OPT_SEED = 1 << 4, OPT_ENCODING = 1 << 5, OPT_SIZE = 1 << 6, OPT_ORDER = 1 << 7 };
+enum {
+  OPT_OUT = 1 << 0,
+  OPT_KEEP = 1 << 1,
+  OPT_POLICY = 1 << 2,
+  OPT_INPUTS = 1 << 3,
+  OPT_SEED = 1 << 4,
+  OPT_ENCODING = 1 << 5,
+  OPT_SIZE = 1 << 6,
+  OPT_ORDER = 1 << 7
+};
 
 static const struct command {
   const char *name;
@@ -669,7 +709,8 @@ static int parse_command_args(ctl *c, const struct command *cmd, int argc, char 
     }
     const struct option_row *row = NULL;
     for (size_t k = 0; k < sizeof option_rows / sizeof *option_rows; k++)
-      if (strcmp(option_rows[k].flag, a) == 0 && (cmd->options & option_rows[k].bit)) row = &option_rows[k];
+      if (strcmp(option_rows[k].flag, a) == 0 && (cmd->options & option_rows[k].bit))
+        row = &option_rows[k];
     if (row == NULL) return usage_error("unknown option %s for this command", a);
     if (row->bit == OPT_KEEP) {
       c->keep_view_copy = true;
@@ -708,7 +749,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
       c.socket = argv[++i];
     } else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc) {
-      if (!parse_int(argv[++i], &c.timeout_ms)) return usage_error("--timeout-ms %s: not a number of milliseconds", argv[i]);
+      if (!parse_int(argv[++i], &c.timeout_ms))
+        return usage_error("--timeout-ms %s: not a number of milliseconds", argv[i]);
     } else {
       return usage_error("unknown option %s", argv[i]);
     }

@@ -38,8 +38,8 @@ static void expect_error(const char *json, vl_status code, const char *path, con
   vl_error_clear(&err);
   vl_status st = vl_graph_parse(json, strlen(json), NULL, &g, &err);
   if (st != code || strcmp(err.path, path) != 0 || strstr(err.message, msg) == NULL)
-    fail_msg("for %s\n got %d %s: %s\n want %d %s: ...%s...", json, st, err.path, err.message,
-             code, path, msg);
+    fail_msg("for %s\n got %d %s: %s\n want %d %s: ...%s...", json, st, err.path, err.message, code,
+             path, msg);
   assert_null(g);
 }
 
@@ -100,7 +100,8 @@ static void printing_then_parsing_gives_the_same_graph(void **state) {
 
 static void printed_vals_carry_dtype_shape_and_dim_order(void **state) {
   (void)state;
-  vl_graph *g = parse_ok(HEAD
+  vl_graph *g = parse_ok(
+      HEAD
       "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[8,1,3,3],"
       "\"strides\":[9,1,3,1],\"dynamic\":true}}," OUT("x") "]}");
   char *text = vl_graph_print(g);
@@ -113,9 +114,10 @@ static void printed_vals_carry_dtype_shape_and_dim_order(void **state) {
 
 static void literals_keep_their_kinds(void **state) {
   (void)state;
-  vl_graph *g = parse_ok(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\","
-      "\"args\":[\"x\",[1,[2.5,null]],true,-7],\"kwargs\":{\"mode\":\"fast\",\"alpha\":0.1},"
-      "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}");
+  vl_graph *g = parse_ok(
+      HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\","
+             "\"args\":[\"x\",[1,[2.5,null]],true,-7],\"kwargs\":{\"mode\":\"fast\",\"alpha\":0.1},"
+             "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}");
   const vl_node *y = &g->nodes[1];
   assert_int_equal(y->n_args, 4);
   assert_int_equal(y->args[1].u.list.items[1].u.list.items[0].kind, VL_ARG_FLOAT);
@@ -132,77 +134,108 @@ static void literals_keep_their_kinds(void **state) {
 
 static void structural_errors_name_the_place(void **state) {
   (void)state;
-  expect_error("{\"format\":\"onnx\",\"version\":1,\"nodes\":[]}", VL_ERR_INVALID_GRAPH, "/format", "unknown format");
-  expect_error("{\"format\":\"viewlower.graph\",\"version\":2,\"nodes\":[]}", VL_ERR_INVALID_GRAPH, "/version", "unsupported version");
-  expect_error("{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[],\"extra\":1}", VL_ERR_INVALID_GRAPH, "/extra", "unknown key");
-  expect_error("{\"format\":\"viewlower.graph\",\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[]}",
-               VL_ERR_INVALID_GRAPH, "/format", "duplicate key");
-  expect_error(HEAD X "," X "," OUT("x") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/name", "duplicate name \"x\"");
-  expect_error(HEAD "{\"op\":\"placeholder\"}]}", VL_ERR_INVALID_GRAPH, "/nodes/0/name", "is required");
-  expect_error(HEAD X "," OUT("nope") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/args/0", "unknown node \"nope\"");
+  expect_error("{\"format\":\"onnx\",\"version\":1,\"nodes\":[]}", VL_ERR_INVALID_GRAPH, "/format",
+               "unknown format");
+  expect_error("{\"format\":\"viewlower.graph\",\"version\":2,\"nodes\":[]}", VL_ERR_INVALID_GRAPH,
+               "/version", "unsupported version");
+  expect_error("{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[],\"extra\":1}",
+               VL_ERR_INVALID_GRAPH, "/extra", "unknown key");
+  expect_error(
+      "{\"format\":\"viewlower.graph\",\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[]}",
+      VL_ERR_INVALID_GRAPH, "/format", "duplicate key");
+  expect_error(HEAD X "," X "," OUT("x") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/name",
+               "duplicate name \"x\"");
+  expect_error(HEAD "{\"op\":\"placeholder\"}]}", VL_ERR_INVALID_GRAPH, "/nodes/0/name",
+               "is required");
+  expect_error(HEAD X "," OUT("nope") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/args/0",
+               "unknown node \"nope\"");
   expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
-               "\"args\":[\"z\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
-               "{\"name\":\"z\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
-               OUT("y") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/args/0", "defined later");
+                      "\"args\":[\"z\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
+                      "{\"name\":\"z\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+                      "\"shape\":[2,3]}}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/args/0", "defined later");
   expect_error(HEAD X "," OUT("x") ",{\"name\":\"out2\",\"op\":\"output\",\"args\":[\"x\"]}]}",
                VL_ERR_INVALID_GRAPH, "/nodes/1/op", "must be the last");
   expect_error(HEAD X "]}", VL_ERR_INVALID_GRAPH, "/nodes/0/op", "last node must be the output");
-  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call\"}," OUT("x") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/op", "must be placeholder");
-  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"relu\",\"args\":[\"x\"],"
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call\"}," OUT("x") "]}", VL_ERR_INVALID_GRAPH,
+               "/nodes/1/op", "must be placeholder");
+  expect_error(HEAD X
+               ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"relu\",\"args\":[\"x\"],"
                "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}",
                VL_ERR_INVALID_GRAPH, "/nodes/1/target", "namespace.operator");
-  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"a.b\",\"args\":[\"x\"]},"
-               OUT("y") "]}", VL_ERR_INVALID_GRAPH, "/nodes/1/val", "is required");
+  expect_error(
+      HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"a.b\",\"args\":[\"x\"]}," OUT(
+          "y") "]}",
+      VL_ERR_INVALID_GRAPH, "/nodes/1/val", "is required");
   expect_error("{\"format\":", VL_ERR_PARSE, "", "malformed JSON");
   expect_error(HEAD X "," OUT("x") "]} trailing", VL_ERR_PARSE, "", "trailing data");
 }
 
 static void spec_errors_name_the_field(void **state) {
   (void)state;
-  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float\",\"shape\":[2]}}," OUT("x") "]}",
-               VL_ERR_INVALID_GRAPH, "/nodes/0/val/dtype", "unknown dtype");
-  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,3,4,5],"
-               "\"dim_order\":[0,1,1,3]}}," OUT("x") "]}",
-               VL_ERR_INVALID_GRAPH, "/nodes/0/val/dim_order", "not a permutation of 0..3");
-  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,3],"
+  expect_error(
+      HEAD
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float\",\"shape\":[2]}}," OUT(
+          "x") "]}",
+      VL_ERR_INVALID_GRAPH, "/nodes/0/val/dtype", "unknown dtype");
+  expect_error(
+      HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,3,4,5],"
+           "\"dim_order\":[0,1,1,3]}}," OUT("x") "]}",
+      VL_ERR_INVALID_GRAPH, "/nodes/0/val/dim_order", "not a permutation of 0..3");
+  expect_error(HEAD
+               "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,3],"
                "\"dim_order\":[0]}}," OUT("x") "]}",
                VL_ERR_INVALID_GRAPH, "/nodes/0/val/dim_order", "has 1 entries but the rank is 2");
-  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,-3]}}," OUT("x") "]}",
-               VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape/1", "must not be negative");
-  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,3],"
+  expect_error(
+      HEAD
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,-3]}}," OUT(
+          "x") "]}",
+      VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape/1", "must not be negative");
+  expect_error(HEAD
+               "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2,3],"
                "\"strides\":[4,1]}}," OUT("x") "]}",
                VL_ERR_INVALID_GRAPH, "/nodes/0/val/strides", "not dense");
   expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\","
-               "\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}}," OUT("x") "]}",
+                    "\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}}," OUT("x") "]}",
                VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape", "rank 17 exceeds");
   expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\","
-               "\"shape\":[4294967296,4294967296]}}," OUT("x") "]}",
+                    "\"shape\":[4294967296,4294967296]}}," OUT("x") "]}",
                VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape", "overflows");
-  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2.5]}}," OUT("x") "]}",
-               VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape/0", "whole number");
+  expect_error(
+      HEAD
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int8\",\"shape\":[2.5]}}," OUT(
+          "x") "]}",
+      VL_ERR_INVALID_GRAPH, "/nodes/0/val/shape/0", "whole number");
 }
 
 #define CL "\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1]}"
 
 static void layout_spelling_must_follow_skip_dim_order(void **state) {
   (void)state;
-  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
-               "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten._to_copy.default\",\"args\":[\"x\"],"
-               "\"kwargs\":{\"memory_format\":\"channels_last\"}," CL "}," OUT("y") "]}",
-               VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/memory_format", "skip_dim_order is false");
-  expect_error("{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["
-               "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
-               "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"dim_order_ops._to_dim_order_copy.default\","
-               "\"args\":[\"x\"],\"kwargs\":{\"dim_order\":[0,2,3,1]}," CL "}," OUT("y") "]}",
-               VL_ERR_INVALID_GRAPH, "/nodes/1/target", "skip_dim_order is true");
-  vl_graph *g = parse_ok(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
-               "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.clone.default\",\"args\":[\"x\"],"
-               "\"kwargs\":{\"memory_format\":\"preserve_format\"},\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
-               OUT("y") "]}");
+  expect_error(
+      HEAD
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten._to_copy.default\",\"args\":["
+      "\"x\"],"
+      "\"kwargs\":{\"memory_format\":\"channels_last\"}," CL "}," OUT("y") "]}",
+      VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/memory_format", "skip_dim_order is false");
+  expect_error(
+      "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"dim_order_ops._to_dim_order_copy."
+      "default\","
+      "\"args\":[\"x\"],\"kwargs\":{\"dim_order\":[0,2,3,1]}," CL "}," OUT("y") "]}",
+      VL_ERR_INVALID_GRAPH, "/nodes/1/target", "skip_dim_order is true");
+  vl_graph *g = parse_ok(
+      HEAD
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.clone.default\",\"args\":[\"x\"],"
+      "\"kwargs\":{\"memory_format\":\"preserve_format\"},\"val\":{\"dtype\":\"float32\",\"shape\":"
+      "[1,2,2,3]}}," OUT("y") "]}");
   vl_graph_free(g);
 }
 
-#define VIEW(args, val) \
+#define VIEW(args, val)                                                                            \
   ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\",\"args\":" args \
   ",\"val\":" val "}," OUT("v") "]}"
 
@@ -224,12 +257,14 @@ static void view_copy_nodes_must_agree_with_their_size_and_base(void **state) {
 
 static void mutates_and_out_must_name_arguments(void **state) {
   (void)state;
-  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[],"
-               "\"mutates\":[\"x\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}",
-               VL_ERR_INVALID_GRAPH, "/nodes/1/mutates/0", "not among the node's arguments");
-  vl_graph *g = parse_ok(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.out\","
-               "\"args\":[\"x\"],\"kwargs\":{\"out\":\"x\"},\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
-               OUT("y") "]}");
+  expect_error(
+      HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[],"
+             "\"mutates\":[\"x\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}",
+      VL_ERR_INVALID_GRAPH, "/nodes/1/mutates/0", "not among the node's arguments");
+  vl_graph *g =
+      parse_ok(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.out\","
+                      "\"args\":[\"x\"],\"kwargs\":{\"out\":\"x\"},\"val\":{\"dtype\":\"float32\","
+                      "\"shape\":[2,3]}}," OUT("y") "]}");
   assert_int_equal(g->nodes[1].out, 0);
   vl_graph_free(g);
 }
@@ -263,11 +298,17 @@ static void too_many_nodes_is_too_large(void **state) {
 static char *chain(uint32_t n, size_t *len) {
   size_t cap = (size_t)n * 160 + 256, at = 0;
   char *buf = malloc(cap);
-  at += (size_t)sprintf(buf + at, HEAD "{\"name\":\"n0\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[4,4]}}");
+  at += (size_t)sprintf(
+      buf + at, HEAD
+      "{\"name\":\"n0\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[4,4]}}");
   for (uint32_t i = 1; i + 1 < n; i++)
-    at += (size_t)sprintf(buf + at, ",{\"name\":\"n%u\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
-                          "\"args\":[\"n%u\"],\"val\":{\"dtype\":\"float32\",\"shape\":[4,4]}}", i, i - 1);
-  at += (size_t)sprintf(buf + at, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%u\"]}]}", n - 2);
+    at += (size_t)sprintf(
+        buf + at,
+        ",{\"name\":\"n%u\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+        "\"args\":[\"n%u\"],\"val\":{\"dtype\":\"float32\",\"shape\":[4,4]}}",
+        i, i - 1);
+  at += (size_t)sprintf(buf + at, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%u\"]}]}",
+                        n - 2);
   *len = at;
   return buf;
 }

@@ -12,17 +12,22 @@
 
 #include "viewlower/lower.h"
 
-#define G(skip) "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":" skip ",\"nodes\":["
+#define G(skip)                                                                                    \
+  "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":" skip ",\"nodes\":["
 #define HEAD G("false")
-#define PH(name, dtype, shape) \
-  "{\"name\":\"" name "\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"" dtype "\",\"shape\":" shape "}}"
-#define VAL(shape, order) "\"val\":{\"dtype\":\"float32\",\"shape\":" shape ",\"dim_order\":" order "}"
-#define CALL(name, target, args, val) \
-  ",{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":" args "," val "}"
-#define CALLK(name, target, args, kwargs, val)                                                  \
-  ",{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":" args \
+#define PH(name, dtype, shape)                                                                     \
+  "{\"name\":\"" name "\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"" dtype                      \
+  "\",\"shape\":" shape "}}"
+#define VAL(shape, order)                                                                          \
+  "\"val\":{\"dtype\":\"float32\",\"shape\":" shape ",\"dim_order\":" order "}"
+#define CALL(name, target, args, val)                                                              \
+  ",{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":" args      \
+  "," val "}"
+#define CALLK(name, target, args, kwargs, val)                                                     \
+  ",{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":" args      \
   ",\"kwargs\":" kwargs "," val "}"
-#define VIEW(name, base, size, shape, order) CALL(name, "aten.view_copy.default", "[\"" base "\"," size "]", VAL(shape, order))
+#define VIEW(name, base, size, shape, order)                                                       \
+  CALL(name, "aten.view_copy.default", "[\"" base "\"," size "]", VAL(shape, order))
 #define OUT(args) ",{\"name\":\"out\",\"op\":\"output\",\"args\":" args "}]}"
 
 typedef struct {
@@ -40,7 +45,9 @@ static lowered lower_text(const char *json, bool remove, vl_policy policy) {
   return l;
 }
 
-static lowered lower_safe(const char *json) { return lower_text(json, true, VL_POLICY_SAFE); }
+static lowered lower_safe(const char *json) {
+  return lower_text(json, true, VL_POLICY_SAFE);
+}
 
 static void done(lowered *l) {
   vl_report_clear(&l->r);
@@ -75,10 +82,10 @@ static void expect(const lowered *l, const char *name, uint32_t reasons) {
 
 static void a_chain_of_four_views_ends_on_the_root_and_dead_ones_go(void **state) {
   (void)state;
-  lowered l = lower_safe(HEAD PH("x", "float32", "[2,3,4]")
-      VIEW("a", "x", "[6,4]", "[6,4]", "[0,1]") VIEW("b", "a", "[24]", "[24]", "[0]")
-      VIEW("c", "b", "[4,-1]", "[4,6]", "[0,1]") VIEW("d", "c", "[2,2,6]", "[2,2,6]", "[0,1,2]")
-      OUT("[\"d\"]"));
+  lowered l = lower_safe(
+      HEAD PH("x", "float32", "[2,3,4]") VIEW("a", "x", "[6,4]", "[6,4]", "[0,1]")
+          VIEW("b", "a", "[24]", "[24]", "[0]") VIEW("c", "b", "[4,-1]", "[4,6]", "[0,1]")
+              VIEW("d", "c", "[2,2,6]", "[2,2,6]", "[0,1,2]") OUT("[\"d\"]"));
   assert_int_equal(l.r.view_copy_nodes, 4);
   assert_int_equal(l.r.normalized, 3);
   assert_int_equal(l.r.removed_dead, 3);
@@ -93,14 +100,15 @@ static void a_chain_of_four_views_ends_on_the_root_and_dead_ones_go(void **state
 
 static void normalized_views_on_the_root_are_all_kept_alive_when_used(void **state) {
   (void)state;
-  lowered l = lower_safe(HEAD PH("x", "float32", "[2,3,4]")
-      VIEW("a", "x", "[6,4]", "[6,4]", "[0,1]") VIEW("b", "a", "[24]", "[24]", "[0]")
-      VIEW("c", "b", "[4,-1]", "[4,6]", "[0,1]") VIEW("d", "c", "[2,2,6]", "[2,2,6]", "[0,1,2]")
-      CALL("s", "aten.add.Tensor", "[\"a\",1]", VAL("[6,4]", "[0,1]"))
-      CALL("t", "aten.add.Tensor", "[\"b\",1]", VAL("[24]", "[0]"))
-      CALL("u", "aten.add.Tensor", "[\"c\",1]", VAL("[4,6]", "[0,1]"))
-      CALL("w", "aten.add.Tensor", "[\"d\",1]", VAL("[2,2,6]", "[0,1,2]"))
-      OUT("[\"s\",\"t\",\"u\",\"w\"]"));
+  lowered l = lower_safe(
+      HEAD PH("x", "float32", "[2,3,4]") VIEW("a", "x", "[6,4]", "[6,4]", "[0,1]")
+          VIEW("b", "a", "[24]", "[24]", "[0]") VIEW("c", "b", "[4,-1]", "[4,6]", "[0,1]")
+              VIEW("d", "c", "[2,2,6]", "[2,2,6]", "[0,1,2]")
+                  CALL("s", "aten.add.Tensor", "[\"a\",1]", VAL("[6,4]", "[0,1]"))
+                      CALL("t", "aten.add.Tensor", "[\"b\",1]", VAL("[24]", "[0]"))
+                          CALL("u", "aten.add.Tensor", "[\"c\",1]", VAL("[4,6]", "[0,1]"))
+                              CALL("w", "aten.add.Tensor", "[\"d\",1]", VAL("[2,2,6]", "[0,1,2]"))
+                                  OUT("[\"s\",\"t\",\"u\",\"w\"]"));
   assert_int_equal(l.r.removed_dead, 0);
   for (const char *const *n = (const char *const[]){"a", "b", "c", "d", NULL}; *n; n++) {
     expect(&l, *n, 0);
@@ -110,16 +118,19 @@ static void normalized_views_on_the_root_are_all_kept_alive_when_used(void **sta
   done(&l);
 }
 
-#define MODEL                                                                                   \
-  HEAD "{\"name\":\"p\",\"op\":\"placeholder\",\"kind\":\"parameter\",\"val\":{\"dtype\":\"float32\",\"shape\":[5,6]}}," \
-  "{\"name\":\"q\",\"op\":\"placeholder\",\"kind\":\"parameter\",\"val\":{\"dtype\":\"float32\",\"shape\":[30]}}," \
-  PH("x", "float32", "[5,6]")                                                                   \
-  VIEW("p_view", "p", "[6,5]", "[6,5]", "[0,1]") VIEW("x_view", "x", "[6,5]", "[6,5]", "[0,1]")  \
-  CALL("prod", "aten.mul.Tensor", "[\"p_view\",\"x_view\"]", VAL("[6,5]", "[0,1]"))           \
-  VIEW("flat", "prod", "[30]", "[30]", "[0]")                                                   \
-  CALL("scaled", "aten.mul.Tensor", "[\"flat\",\"q\"]", VAL("[30]", "[0]"))                   \
-  VIEW("out_a", "scaled", "[5,6]", "[5,6]", "[0,1]") VIEW("out_b", "scaled", "[3,10]", "[3,10]", "[0,1]") \
-  OUT("[\"out_a\",\"out_b\"]")
+#define MODEL                                                                                      \
+  HEAD "{\"name\":\"p\",\"op\":\"placeholder\",\"kind\":\"parameter\",\"val\":{\"dtype\":"         \
+       "\"float32\",\"shape\":[5,6]}},"                                                            \
+       "{\"name\":\"q\",\"op\":\"placeholder\",\"kind\":\"parameter\",\"val\":{\"dtype\":"         \
+       "\"float32\",\"shape\":[30]}}," PH("x", "float32", "[5,6]")                                 \
+           VIEW("p_view", "p", "[6,5]", "[6,5]", "[0,1]") VIEW("x_view", "x", "[6,5]", "[6,5]",    \
+                                                               "[0,1]")                            \
+               CALL("prod", "aten.mul.Tensor", "[\"p_view\",\"x_view\"]", VAL("[6,5]", "[0,1]"))   \
+                   VIEW("flat", "prod", "[30]", "[30]", "[0]")                                     \
+                       CALL("scaled", "aten.mul.Tensor", "[\"flat\",\"q\"]", VAL("[30]", "[0]"))   \
+                           VIEW("out_a", "scaled", "[5,6]", "[5,6]", "[0,1]")                      \
+                               VIEW("out_b", "scaled", "[3,10]", "[3,10]", "[0,1]")                \
+                                   OUT("[\"out_a\",\"out_b\"]")
 
 static void upstream_model_replaces_three_and_keeps_the_two_outputs(void **state) {
   (void)state;
@@ -136,20 +147,19 @@ static void upstream_model_replaces_three_and_keeps_the_two_outputs(void **state
   done(&l);
 }
 
-#define PATCH_DIM_ORDER                                                                        \
-  HEAD PH("x", "float32", "[1,2,2,3]")                                                         \
-  CALLK("x_cl", "dim_order_ops._to_dim_order_copy.default", "[\"x\"]", "{\"dim_order\":[0,2,3,1]}", \
-        VAL("[1,2,2,3]", "[0,2,3,1]"))                                                         \
-  VIEW("flat", "x_cl", "[1,2,-1]", "[1,2,6]", "[0,1,2]")                                       \
-  CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]", VAL("[1,6,2]", "[0,1,2]")) \
-  OUT("[\"tokens\"]")
-#define PATCH_MEMORY_FORMAT                                                                    \
-  G("true") PH("x", "float32", "[1,2,2,3]")                                                    \
-  CALLK("x_cl", "aten._to_copy.default", "[\"x\"]", "{\"memory_format\":\"channels_last\"}",   \
-        VAL("[1,2,2,3]", "[0,2,3,1]"))                                                         \
-  VIEW("flat", "x_cl", "[1,2,-1]", "[1,2,6]", "[0,1,2]")                                       \
-  CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]", VAL("[1,6,2]", "[0,1,2]")) \
-  OUT("[\"tokens\"]")
+#define PATCH_DIM_ORDER                                                                            \
+  HEAD PH("x", "float32", "[1,2,2,3]") CALLK(                                                      \
+      "x_cl", "dim_order_ops._to_dim_order_copy.default", "[\"x\"]", "{\"dim_order\":[0,2,3,1]}",  \
+      VAL("[1,2,2,3]", "[0,2,3,1]")) VIEW("flat", "x_cl", "[1,2,-1]", "[1,2,6]", "[0,1,2]")        \
+      CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]", VAL("[1,6,2]", "[0,1,2]")) \
+          OUT("[\"tokens\"]")
+#define PATCH_MEMORY_FORMAT                                                                        \
+  G("true")                                                                                        \
+  PH("x", "float32", "[1,2,2,3]")                                                                  \
+      CALLK("x_cl", "aten._to_copy.default", "[\"x\"]", "{\"memory_format\":\"channels_last\"}",   \
+            VAL("[1,2,2,3]", "[0,2,3,1]")) VIEW("flat", "x_cl", "[1,2,-1]", "[1,2,6]", "[0,1,2]")  \
+          CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]",                        \
+               VAL("[1,6,2]", "[0,1,2]")) OUT("[\"tokens\"]")
 
 static void patch_embedding_flatten_of_channels_last_is_kept_in_both_spellings(void **state) {
   (void)state;
@@ -171,9 +181,9 @@ static void patch_embedding_flatten_of_channels_last_is_kept_in_both_spellings(v
 static void patch_embedding_with_a_contiguous_base_is_replaced(void **state) {
   (void)state;
   lowered l = lower_safe(HEAD PH("x", "float32", "[1,2,2,3]")
-      VIEW("flat", "x", "[1,2,-1]", "[1,2,6]", "[0,1,2]")
-      CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]", VAL("[1,6,2]", "[0,1,2]"))
-      OUT("[\"tokens\"]"));
+                             VIEW("flat", "x", "[1,2,-1]", "[1,2,6]", "[0,1,2]")
+                                 CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]",
+                                      VAL("[1,6,2]", "[0,1,2]")) OUT("[\"tokens\"]"));
   expect(&l, "flat", 0);
   assert_int_equal(l.r.bytes_saved, 48);
   done(&l);
@@ -186,20 +196,21 @@ static void legacy_policy_replaces_the_patch_embedding_view(void **state) {
   done(&l);
 }
 
-#define CL_BASE(shape)                                                                         \
-  HEAD PH("x", "float32", shape)                                                               \
-  CALLK("x_cl", "dim_order_ops._to_dim_order_copy.default", "[\"x\"]", "{\"dim_order\":[0,2,3,1]}", \
-        VAL(shape, "[0,2,3,1]"))
-#define USE(view, shape, order) CALL("use", "aten.relu.default", "[\"" view "\"]", VAL(shape, order)) OUT("[\"use\"]")
+#define CL_BASE(shape)                                                                             \
+  HEAD PH("x", "float32", shape)                                                                   \
+      CALLK("x_cl", "dim_order_ops._to_dim_order_copy.default", "[\"x\"]",                         \
+            "{\"dim_order\":[0,2,3,1]}", VAL(shape, "[0,2,3,1]"))
+#define USE(view, shape, order)                                                                    \
+  CALL("use", "aten.relu.default", "[\"" view "\"]", VAL(shape, order)) OUT("[\"use\"]")
 
 static void degenerate_channels_last_views_are_replaced(void **state) {
   (void)state;
   lowered l = lower_safe(CL_BASE("[1,1,4,4]") VIEW("v", "x_cl", "[1,1,16]", "[1,1,16]", "[0,1,2]")
-                         USE("v", "[1,1,16]", "[0,1,2]"));
+                             USE("v", "[1,1,16]", "[0,1,2]"));
   expect(&l, "v", 0);
   done(&l);
   l = lower_safe(CL_BASE("[2,8,1,1]") VIEW("v", "x_cl", "[2,8]", "[2,8]", "[0,1]")
-                 USE("v", "[2,8]", "[0,1]"));
+                     USE("v", "[2,8]", "[0,1]"));
   expect(&l, "v", 0);
   done(&l);
 }
@@ -207,15 +218,15 @@ static void degenerate_channels_last_views_are_replaced(void **state) {
 static void flatten_declared_in_pytorch_memory_order_is_replaced(void **state) {
   (void)state;
   lowered l = lower_safe(CL_BASE("[1,4,2,3]") VIEW("v", "x_cl", "[1,4,6]", "[1,4,6]", "[0,2,1]")
-                         USE("v", "[1,4,6]", "[0,2,1]"));
+                             USE("v", "[1,4,6]", "[0,2,1]"));
   expect(&l, "v", 0);
   done(&l);
 }
 
 static void split_c_and_merge_hw_of_channels_last_is_replaced(void **state) {
   (void)state;
-  lowered l = lower_safe(CL_BASE("[2,4,3,5]") VIEW("v", "x_cl", "[2,2,2,15]", "[2,2,2,15]", "[0,3,1,2]")
-                         USE("v", "[2,2,2,15]", "[0,3,1,2]"));
+  lowered l = lower_safe(CL_BASE("[2,4,3,5]") VIEW(
+      "v", "x_cl", "[2,2,2,15]", "[2,2,2,15]", "[0,3,1,2]") USE("v", "[2,2,2,15]", "[0,3,1,2]"));
   expect(&l, "v", 0);
   done(&l);
 }
@@ -223,15 +234,15 @@ static void split_c_and_merge_hw_of_channels_last_is_replaced(void **state) {
 static void channels_last_flattened_whole_is_kept(void **state) {
   (void)state;
   lowered l = lower_safe(CL_BASE("[1,4,2,3]") VIEW("v", "x_cl", "[1,24]", "[1,24]", "[0,1]")
-                         USE("v", "[1,24]", "[0,1]"));
+                             USE("v", "[1,24]", "[0,1]"));
   expect(&l, "v", R(BASE_LAYOUT));
   done(&l);
 }
 
 static void a_view_declared_in_an_order_the_alias_cannot_give_is_view_layout(void **state) {
   (void)state;
-  lowered l = lower_safe(HEAD PH("x", "float32", "[2,3,4]") VIEW("v", "x", "[6,4]", "[6,4]", "[1,0]")
-                         USE("v", "[6,4]", "[1,0]"));
+  lowered l = lower_safe(HEAD PH("x", "float32", "[2,3,4]")
+                             VIEW("v", "x", "[6,4]", "[6,4]", "[1,0]") USE("v", "[6,4]", "[1,0]"));
   expect(&l, "v", R(VIEW_LAYOUT));
   done(&l);
 }
@@ -239,14 +250,16 @@ static void a_view_declared_in_an_order_the_alias_cannot_give_is_view_layout(voi
 static void five_d_channels_last_flatten_is_kept(void **state) {
   (void)state;
   lowered l = lower_safe(HEAD PH("x", "float32", "[1,2,2,2,3]")
-      CALLK("x_cl", "dim_order_ops._to_dim_order_copy.default", "[\"x\"]", "{\"dim_order\":[0,2,3,4,1]}",
-            VAL("[1,2,2,2,3]", "[0,2,3,4,1]"))
-      VIEW("v", "x_cl", "[1,2,12]", "[1,2,12]", "[0,1,2]") USE("v", "[1,2,12]", "[0,1,2]"));
+                             CALLK("x_cl", "dim_order_ops._to_dim_order_copy.default", "[\"x\"]",
+                                   "{\"dim_order\":[0,2,3,4,1]}", VAL("[1,2,2,2,3]", "[0,2,3,4,1]"))
+                                 VIEW("v", "x_cl", "[1,2,12]", "[1,2,12]", "[0,1,2]")
+                                     USE("v", "[1,2,12]", "[0,1,2]"));
   expect(&l, "v", R(BASE_LAYOUT));
   done(&l);
 }
 
-#define BASE6 HEAD PH("x", "float32", "[2,3]") CALL("b", "aten.mul.Tensor", "[\"x\",2]", VAL("[2,3]", "[0,1]"))
+#define BASE6                                                                                      \
+  HEAD PH("x", "float32", "[2,3]") CALL("b", "aten.mul.Tensor", "[\"x\",2]", VAL("[2,3]", "[0,1]"))
 #define V6 VIEW("v", "b", "[6]", "[6]", "[0]")
 #define VAL6 VAL("[6]", "[0]")
 #define VAL23 VAL("[2,3]", "[0,1]")
@@ -262,7 +275,7 @@ static void relu_in_place_on_the_view_is_view_mutated(void **state) {
 static void add_in_place_on_the_base_with_a_later_read_is_base_mutated(void **state) {
   (void)state;
   lowered l = lower_safe(BASE6 V6 CALL("w", "aten.add_.Tensor", "[\"b\",1]", VAL23)
-                         CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
+                             CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
   expect(&l, "v", R(BASE_MUTATED));
   assert_string_equal(decision(&l, "v")->message,
                       "w writes the storage of base b while r still reads the view");
@@ -272,40 +285,40 @@ static void add_in_place_on_the_base_with_a_later_read_is_base_mutated(void **st
 static void add_in_place_on_the_base_after_the_last_read_is_replaced(void **state) {
   (void)state;
   lowered l = lower_safe(BASE6 V6 CALL("r", "aten.relu.default", "[\"v\"]", VAL6)
-                         CALL("w", "aten.add_.Tensor", "[\"b\",1]", VAL23) OUT("[\"r\"]"));
+                             CALL("w", "aten.add_.Tensor", "[\"b\",1]", VAL23) OUT("[\"r\"]"));
   expect(&l, "v", 0);
   done(&l);
 }
 
 static void a_writer_that_also_reads_the_view_counts(void **state) {
   (void)state;
-  lowered l = lower_safe(BASE6 V6 CALL("w", "aten.copy_.default", "[\"b\",\"v\"]", VAL23)
-                         OUT("[\"w\"]"));
+  lowered l =
+      lower_safe(BASE6 V6 CALL("w", "aten.copy_.default", "[\"b\",\"v\"]", VAL23) OUT("[\"w\"]"));
   expect(&l, "v", R(BASE_MUTATED) | R(BASE_FEEDS_OUTPUT));
   done(&l);
 }
 
 static void copy_into_the_base_is_base_mutated(void **state) {
   (void)state;
-  lowered l = lower_safe(BASE6 "," PH("y", "float32", "[2,3]") V6
-                         CALL("w", "aten.copy_.default", "[\"b\",\"y\"]", VAL23)
-                         CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
+  lowered l = lower_safe(BASE6 "," PH("y", "float32", "[2,3]")
+                             V6 CALL("w", "aten.copy_.default", "[\"b\",\"y\"]", VAL23)
+                                 CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
   expect(&l, "v", R(BASE_MUTATED));
   done(&l);
 }
 
 static void out_equals_the_view_is_view_mutated(void **state) {
   (void)state;
-  lowered l = lower_safe(BASE6 "," PH("y", "float32", "[6]") V6
-                         CALLK("w", "aten.relu.out", "[\"y\"]", "{\"out\":\"v\"}", VAL6)
-                         OUT("[\"w\"]"));
+  lowered l = lower_safe(BASE6 "," PH("y", "float32", "[6]") V6 CALLK(
+      "w", "aten.relu.out", "[\"y\"]", "{\"out\":\"v\"}", VAL6) OUT("[\"w\"]"));
   expect(&l, "v", R(VIEW_MUTATED));
   done(&l);
 }
 
 static void a_custom_op_that_mutates_the_view_is_view_mutated(void **state) {
   (void)state;
-  lowered l = lower_safe(BASE6 V6
+  lowered l = lower_safe(
+      BASE6 V6
       ",{\"name\":\"w\",\"op\":\"call_function\",\"target\":\"my.scramble\",\"args\":[\"v\"],"
       "\"mutates\":[\"v\"]," VAL6 "}" OUT("[\"w\"]"));
   expect(&l, "v", R(VIEW_MUTATED));
@@ -314,18 +327,19 @@ static void a_custom_op_that_mutates_the_view_is_view_mutated(void **state) {
 
 static void a_view_of_a_mutated_buffer_is_base_mutable_input(void **state) {
   (void)state;
-  lowered l = lower_safe(HEAD "{\"name\":\"buf\",\"op\":\"placeholder\",\"kind\":\"buffer\",\"mutated\":true,"
-      "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}" VIEW("v", "buf", "[6]", "[6]", "[0]")
-      CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
+  lowered l = lower_safe(
+      HEAD "{\"name\":\"buf\",\"op\":\"placeholder\",\"kind\":\"buffer\",\"mutated\":true,"
+           "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}" VIEW("v", "buf", "[6]", "[6]", "[0]")
+               CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
   expect(&l, "v", R(BASE_MUTABLE_INPUT));
   done(&l);
 }
 
 static void a_view_of_a_view_whose_root_is_written_later_is_kept(void **state) {
   (void)state;
-  lowered l = lower_safe(BASE6 VIEW("v1", "b", "[3,2]", "[3,2]", "[0,1]") VIEW("v2", "v1", "[6]", "[6]", "[0]")
-                         CALL("w", "aten.add_.Tensor", "[\"b\",1]", VAL23)
-                         CALL("r", "aten.relu.default", "[\"v2\"]", VAL6) OUT("[\"r\"]"));
+  lowered l = lower_safe(BASE6 VIEW("v1", "b", "[3,2]", "[3,2]", "[0,1]") VIEW(
+      "v2", "v1", "[6]", "[6]", "[0]") CALL("w", "aten.add_.Tensor", "[\"b\",1]", VAL23)
+                             CALL("r", "aten.relu.default", "[\"v2\"]", VAL6) OUT("[\"r\"]"));
   assert_int_equal(l.r.normalized, 1);
   assert_int_equal(l.r.removed_dead, 1);
   expect(&l, "v2", R(BASE_MUTATED));
@@ -335,10 +349,9 @@ static void a_view_of_a_view_whose_root_is_written_later_is_kept(void **state) {
 
 static void a_view_of_a_view_taken_before_its_root_was_written_stays_on_the_copy(void **state) {
   (void)state;
-  lowered l = lower_safe(BASE6 VIEW("v1", "b", "[3,2]", "[3,2]", "[0,1]")
-                         CALL("w", "aten.add_.Tensor", "[\"b\",1]", VAL23)
-                         VIEW("v2", "v1", "[6]", "[6]", "[0]")
-                         CALL("r", "aten.relu.default", "[\"v2\"]", VAL6) OUT("[\"r\"]"));
+  lowered l = lower_safe(BASE6 VIEW("v1", "b", "[3,2]", "[3,2]", "[0,1]") CALL(
+      "w", "aten.add_.Tensor", "[\"b\",1]", VAL23) VIEW("v2", "v1", "[6]", "[6]", "[0]")
+                             CALL("r", "aten.relu.default", "[\"v2\"]", VAL6) OUT("[\"r\"]"));
   assert_int_equal(l.r.normalized, 0);
   expect(&l, "v1", R(BASE_MUTATED));
   expect(&l, "v2", 0);
@@ -349,10 +362,11 @@ static void a_view_of_a_view_taken_before_its_root_was_written_stays_on_the_copy
 static void writes_through_an_earlier_replaced_alias_count_for_later_views(void **state) {
   (void)state;
   /* a aliases b (replaced); w writes b through the in-place result; v is read after. */
-  lowered l = lower_safe(BASE6 VIEW("a", "b", "[3,2]", "[3,2]", "[0,1]")
-                         CALL("ra", "aten.relu.default", "[\"a\"]", VAL("[3,2]", "[0,1]"))
+  lowered l =
+      lower_safe(BASE6 VIEW("a", "b", "[3,2]", "[3,2]", "[0,1]")
+                     CALL("ra", "aten.relu.default", "[\"a\"]", VAL("[3,2]", "[0,1]"))
                          V6 CALL("w", "aten.mul_.Tensor", "[\"b\",2]", VAL23)
-                         CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"ra\",\"r\"]"));
+                             CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"ra\",\"r\"]"));
   expect(&l, "a", 0);
   expect(&l, "v", R(BASE_MUTATED));
   done(&l);
@@ -360,29 +374,32 @@ static void writes_through_an_earlier_replaced_alias_count_for_later_views(void 
 
 static void a_base_that_is_an_output_is_base_feeds_output(void **state) {
   (void)state;
-  lowered l = lower_safe(BASE6 V6 CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\",\"b\"]"));
+  lowered l =
+      lower_safe(BASE6 V6 CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\",\"b\"]"));
   expect(&l, "v", R(BASE_FEEDS_OUTPUT));
   done(&l);
 }
 
 static void static_and_dynamic_do_not_alias(void **state) {
   (void)state;
-  lowered l = lower_safe(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
-      "\"shape\":[2,3],\"dynamic\":true}}" VIEW("v", "x", "[6]", "[6]", "[0]")
-      CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
+  lowered l =
+      lower_safe(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+                      "\"shape\":[2,3],\"dynamic\":true}}" VIEW("v", "x", "[6]", "[6]", "[0]")
+                          CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
   expect(&l, "v", R(DYNAMIC_SHAPE));
   done(&l);
 }
 
 static void several_failed_conditions_are_all_listed_in_order(void **state) {
   (void)state;
-  lowered l = lower_safe(CL_BASE("[1,4,2,3]") VIEW("v", "x_cl", "[1,24]", "[1,24]", "[0,1]")
-      CALL("w", "aten.relu_.default", "[\"v\"]", VAL("[1,24]", "[0,1]")) OUT("[\"v\",\"x_cl\"]"));
+  lowered l = lower_safe(CL_BASE("[1,4,2,3]") VIEW("v", "x_cl", "[1,24]", "[1,24]", "[0,1]") CALL(
+      "w", "aten.relu_.default", "[\"v\"]", VAL("[1,24]", "[0,1]")) OUT("[\"v\",\"x_cl\"]"));
   expect(&l, "v", R(FEEDS_OUTPUT) | R(BASE_LAYOUT) | R(VIEW_MUTATED) | R(BASE_FEEDS_OUTPUT));
   cJSON *json = vl_report_to_json(&l.r);
-  char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetArrayItem(
-      cJSON_GetObjectItem(json, "decisions"), 0), "reasons"));
-  assert_string_equal(text, "[\"feeds_output\",\"base_layout\",\"view_mutated\",\"base_feeds_output\"]");
+  char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(
+      cJSON_GetArrayItem(cJSON_GetObjectItem(json, "decisions"), 0), "reasons"));
+  assert_string_equal(text,
+                      "[\"feeds_output\",\"base_layout\",\"view_mutated\",\"base_feeds_output\"]");
   free(text);
   cJSON_Delete(json);
   done(&l);
@@ -414,10 +431,12 @@ static void the_report_json_has_the_spec_fields(void **state) {
   lowered l = lower_safe(PATCH_DIM_ORDER);
   cJSON *json = vl_report_to_json(&l.r);
   char *text = cJSON_PrintUnformatted(json);
-  assert_string_equal(text,
+  assert_string_equal(
+      text,
       "{\"view_copy_nodes\":1,\"replaced\":0,\"kept\":1,\"normalized\":0,\"removed_dead\":0,"
       "\"bytes_saved\":0,\"decisions\":[{\"node\":\"flat\",\"base\":\"x_cl\",\"decision\":\"kept\","
-      "\"reasons\":[\"base_layout\"],\"message\":\"base x_cl has dim_order [0,2,3,1]; viewing it as "
+      "\"reasons\":[\"base_layout\"],\"message\":\"base x_cl has dim_order [0,2,3,1]; viewing it "
+      "as "
       "contiguous [1,2,6] would reorder elements\"}]}");
   free(text);
   cJSON_Delete(json);

@@ -18,7 +18,7 @@ static vl_spec spec(uint8_t rank, const int64_t *shape, const uint8_t *order) {
 
 static void dtype_names_and_sizes_match_the_spec(void **state) {
   (void)state;
-  static const char *names[] = {"uint8", "int8", "int16", "int32", "int64",
+  static const char *names[] = {"uint8",   "int8",     "int16",   "int32",   "int64",
                                 "float16", "bfloat16", "float32", "float64", "bool"};
   static const size_t sizes[] = {1, 1, 2, 4, 8, 2, 2, 4, 8, 1};
   for (int i = 0; i < VL_DTYPE_COUNT; i++) {
@@ -185,7 +185,8 @@ static void view_size_errors_are_each_reported(void **state) {
   (void)state;
   int64_t shape[4];
   vl_error err;
-  int64_t two[] = {-1, -1}, neg[] = {-2, 6}, zero[] = {0, -1}, nodiv[] = {5, -1}, mismatch[] = {5, 2};
+  int64_t two[] = {-1, -1}, neg[] = {-2, 6}, zero[] = {0, -1}, nodiv[] = {5, -1},
+          mismatch[] = {5, 2};
   assert_int_equal(vl_view_size_infer(12, two, 2, shape, &err), VL_ERR_KERNEL);
   assert_non_null(strstr(err.message, "only one size may be -1"));
   assert_int_equal(vl_view_size_infer(12, neg, 2, shape, &err), VL_ERR_KERNEL);

@@ -156,7 +156,8 @@ static const char *bad_graph =
 static void an_invalid_graph_is_one_line_with_the_pointer_and_exit_2(void **state) {
   (void)state;
   result r = both(bad_graph, (const char *[]){"validate", "-", NULL}, 2);
-  assert_string_equal(r.err, "viewlowerctl: -: /nodes/0/val/dim_order: not a permutation of 0..3\n");
+  assert_string_equal(r.err,
+                      "viewlowerctl: -: /nodes/0/val/dim_order: not a permutation of 0..3\n");
   assert_string_equal(r.out, "");
   drop(&r);
   r = both("{\"format\":", (const char *[]){"lower", "-", NULL}, 2);
@@ -215,14 +216,17 @@ static void lower_of_several_graphs_writes_one_result_per_input(void **state) {
   drop(&r);
   char dir[400];
   snprintf(dir, sizeof dir, "%s/lowered", tmpdir);
-  r = run(false, NULL, (const char *[]){"lower", EX "patch_embed.json", EX "reshape_chain.json", "-o", dir, NULL});
+  r = run(
+      false, NULL,
+      (const char *[]){"lower", EX "patch_embed.json", EX "reshape_chain.json", "-o", dir, NULL});
   assert_int_equal(r.status, 0);
   drop(&r);
   char path[500];
   snprintf(path, sizeof path, "%s/reshape_chain.json", dir);
   char *text = slurp(path);
   cJSON *j = cJSON_Parse(text);
-  assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "report"), "removed_dead")->valueint, 3);
+  assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "report"), "removed_dead")->valueint,
+                   3);
   cJSON_Delete(j);
   free(text);
 }
@@ -232,7 +236,10 @@ static void verify_is_equal_under_safe_and_exits_1_under_legacy(void **state) {
   result r = both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--seed", "7", NULL}, 0);
   assert_non_null(strstr(r.out, "\"equal\":true"));
   drop(&r);
-  r = both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--seed", "7", "--policy", "legacy", NULL}, 1);
+  r = both(
+      NULL,
+      (const char *[]){"verify", EX "patch_embed.json", "--seed", "7", "--policy", "legacy", NULL},
+      1);
   assert_non_null(strstr(r.out, "\"equal\":false"));
   drop(&r);
 }
@@ -243,11 +250,16 @@ static void run_gives_the_exact_patch_embedding_tokens(void **state) {
   snprintf(inputs, sizeof inputs, "%s/inputs.json", tmpdir);
   write_file(inputs, "{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
                      "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}}");
-  result r = both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", inputs, NULL}, 0);
-  assert_string_equal(r.out, "{\"outputs\":[{\"dtype\":\"float32\",\"shape\":[1,6,2],\"dim_order\":[0,1,2],"
-                             "\"values\":[0,6,1,7,2,8,3,9,4,10,5,11]}]}\n");
+  result r =
+      both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", inputs, NULL}, 0);
+  assert_string_equal(
+      r.out, "{\"outputs\":[{\"dtype\":\"float32\",\"shape\":[1,6,2],\"dim_order\":[0,1,2],"
+             "\"values\":[0,6,1,7,2,8,3,9,4,10,5,11]}]}\n");
   drop(&r);
-  r = both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", inputs, "--encoding", "base64", NULL}, 0);
+  r = both(NULL,
+           (const char *[]){"run", EX "patch_embed.json", "--inputs", inputs, "--encoding",
+                            "base64", NULL},
+           0);
   assert_non_null(strstr(r.out, "\"data\":\""));
   drop(&r);
 }
@@ -263,18 +275,20 @@ static void view_copy_reads_channels_last_in_logical_order(void **state) {
   r = both(t, (const char *[]){"view-copy", "-", "--size", "1,-1,-1", NULL}, 2);
   assert_non_null(strstr(r.err, "viewlowerctl: --size: "));
   drop(&r);
-  r = both("{\"dtype\":\"float32\",\"shape\":[2],\"values\":[1]}", (const char *[]){"view-copy", "-", "--size", "2", NULL}, 2);
+  r = both("{\"dtype\":\"float32\",\"shape\":[2],\"values\":[1]}",
+           (const char *[]){"view-copy", "-", "--size", "2", NULL}, 2);
   assert_non_null(strstr(r.err, "viewlowerctl: -: /values"));
   drop(&r);
 }
 
 static void an_unsupported_target_is_invalid_input(void **state) {
   (void)state;
-  const char *g = "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
-                  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2]}},"
-                  "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.sin.default\",\"args\":[\"x\"],"
-                  "\"val\":{\"dtype\":\"float32\",\"shape\":[2]}},"
-                  "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"y\"]}]}";
+  const char *g =
+      "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2]}},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.sin.default\",\"args\":[\"x\"],"
+      "\"val\":{\"dtype\":\"float32\",\"shape\":[2]}},"
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"y\"]}]}";
   result r = both(g, (const char *[]){"verify", "-", NULL}, 2);
   assert_non_null(strstr(r.err, "/nodes/1/target"));
   assert_non_null(strstr(r.err, "aten.sin.default"));
