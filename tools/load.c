@@ -121,6 +121,8 @@ static uint8_t blob_payload[48];
 
 typedef struct {
   const char *socket;
+  const char *kinds;  /* comma list of request kinds to send (NULL: the whole mix) */
+  uint32_t kind_mask; /* from kinds */
   unsigned clients;
   unsigned pipeline;
   uint64_t requests;    /* per client; 0: bounded by time only */
@@ -140,8 +142,9 @@ static const char usage[] =
     "usage: viewlower-load --socket PATH [--clients N] [--pipeline N] [--requests N]\n"
     "         [--duration-ms N] [--warmup-ms N] [--invalid-pct N] [--reconnect-every N]\n"
     "         [--seed N] [--timeout-ms N] [--daemon-pid PID] [--check]\n"
-    "         [--max-rss-growth-pct X] [--settle-ms N]\n"
-    "  --requests is per client; at least one of --requests and --duration-ms is needed.\n";
+    "         [--max-rss-growth-pct X] [--settle-ms N] [--kinds KIND,...]\n"
+    "  --requests is per client; at least one of --requests and --duration-ms is needed.\n"
+    "  --kinds sends only the listed request kinds (names as in the report's requests_by_kind).\n";
 
 typedef struct {
   const char *name;
@@ -166,6 +169,7 @@ static const flag flags[] = {
     OPT("--check", check, 'b'),
     OPT("--max-rss-growth-pct", max_rss_growth_pct, 'd'),
     OPT("--settle-ms", settle_ms, 'u'),
+    OPT("--kinds", kinds, 's'),
 };
 
 static bool parse_number(const char *s, char kind, void *at) {
@@ -214,6 +218,22 @@ static bool parse_flag(config *cfg, int argc, char **argv, int *i) {
   return false;
 }
 
+/* --kinds "ping,lower" -> a bit per kind; false on an unknown name. */
+static bool parse_kinds(config *cfg) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", cfg->kinds);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    unsigned k = 0;
+    while (k < N_KINDS && strcmp(kinds[k].name, tok) != 0) k++;
+    if (k == N_KINDS) {
+      fprintf(stderr, "viewlower-load: unknown request kind \"%s\"\n", tok);
+      return false;
+    }
+    cfg->kind_mask |= 1u << k;
+  }
+  return cfg->kind_mask != 0;
+}
+
 static bool parse_args(config *cfg, int argc, char **argv) {
   *cfg = (config){.clients = 8,
                   .pipeline = 4,
@@ -228,6 +248,7 @@ static bool parse_args(config *cfg, int argc, char **argv) {
       return false;
     }
   }
+  if (cfg->kinds != NULL && !parse_kinds(cfg)) return false;
   if (cfg->socket == NULL || (cfg->requests == 0 && cfg->duration_ms == 0) || cfg->clients == 0 ||
       cfg->pipeline == 0 || cfg->pipeline > 64 || cfg->invalid_pct > 100) {
     fprintf(stderr, "%s", usage);
@@ -314,8 +335,16 @@ static uint64_t next_random(uint64_t *s) {
   return *s;
 }
 
+/* A kind from the valid or invalid part of the mix (--invalid-pct), or with --kinds any
+ * listed kind. */
 static unsigned pick_kind(worker *w) {
   uint64_t r = next_random(&w->rng);
+  if (w->cfg->kind_mask) {
+    unsigned listed[N_KINDS], n = 0;
+    for (unsigned k = 0; k < N_KINDS; k++)
+      if (w->cfg->kind_mask & (1u << k)) listed[n++] = k;
+    return listed[(r >> 8) % n];
+  }
   bool invalid = (r % 100) < w->cfg->invalid_pct;
   uint64_t k = (r >> 8);
   return invalid ? FIRST_INVALID + (unsigned)(k % (N_KINDS - FIRST_INVALID))
