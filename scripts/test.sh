@@ -10,14 +10,27 @@ echo "== build (warnings are errors)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVL_WERROR=ON >/dev/null
 cmake --build build -j "$jobs"
 echo "== tests"
-ctest --test-dir build --output-on-failure -j "$jobs"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+ctest --test-dir build --output-on-failure -j "$jobs" | tee -a "$log"
 
 echo "== build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$jobs"
 echo "== tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" | tee -a "$log"
 
 echo "== fuzz (libFuzzer + ASan + UBSan, ${VL_FUZZ_SECONDS:-60} s per harness; a crash fails the run)"
-scripts/fuzz.sh "${VL_FUZZ_SECONDS:-60}"
+scripts/fuzz.sh "${VL_FUZZ_SECONDS:-60}" | tee -a "$log"
+
+# One closing line over all three stages: ctest runs (normal, sanitizers) and fuzz harnesses.
+passed=0
+failed=0
+while read -r nfail total; do
+  passed=$((passed + total - nfail))
+  failed=$((failed + nfail))
+done < <(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$log")
+passed=$((passed + $(grep -o '"ok":true' "$log" | wc -l)))
+failed=$((failed + $(grep -o '"ok":false' "$log" | wc -l)))
+echo "summary: $passed passed, $failed failed"
