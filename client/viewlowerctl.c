@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json_util.h"
 #include "viewlower/client.h"
 #include "viewlower/lower.h"
 #include "viewlower/service.h"
@@ -154,6 +155,13 @@ static cJSON *read_json(const char *path, vl_error *err) {
   vl_error_clear(err);
   char *text = read_file(path, &len, err);
   if (text == NULL) return NULL;
+  /* cJSON would cut a string at a \u0000 escape without a word: refuse the document. */
+  size_t nul = vl__json_find_nul_escape(text, len);
+  if (nul < len) {
+    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: \\u0000 is not allowed", nul);
+    free(text);
+    return NULL;
+  }
   const char *end = NULL;
   cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, false);
   if (doc == NULL)

@@ -263,7 +263,10 @@ static vl_status op_permute(run *r, uint32_t i, const tview *dst, bool fresh) {
   for (size_t d = 0; st == VL_OK && d < rank; d++)
     st = dim_wrap(r, 1, perm[d], self.spec.rank, &perm[d]);
   if (st != VL_OK) return st;
-  return vl_copy_permute(&dst->spec, dst->data, &self.spec, self.data, perm, r->err);
+  st = vl_copy_permute(&dst->spec, dst->data, &self.spec, self.data, perm, r->err);
+  /* A bad permutation is the dims argument's fault: point at it. */
+  if (st != VL_OK && r->err->path[0] == '\0') vl_error_prefix(r->err, "/args/1");
+  return st;
 }
 
 static vl_status op_transpose(run *r, uint32_t i, const tview *dst, bool fresh) {

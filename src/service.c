@@ -80,6 +80,9 @@ static vl_status get_inputs(call *c, vl_tensor_map **inputs) {
   const cJSON *in = param(c, "inputs");
   *inputs = NULL;
   if (in == NULL || cJSON_IsNull(in)) return VL_OK;
+  if (!cJSON_IsObject(in))
+    return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/inputs",
+                        "must be an object mapping placeholder names to tensors");
   vl_status st = vl_tensor_map_from_json(in, c->payload, c->payload_len, c->lim, inputs, c->err);
   if (st != VL_OK) vl_error_prefix(c->err, "/inputs");
   return st;

@@ -708,7 +708,7 @@ static void orders_that_are_not_permutations_are_refused(void **state) {
          "{\"graph\":" G_HEAD G_X ",{\"name\":\"p\",\"op\":\"call_function\",\"target\":"
          "\"aten.permute_copy.default\",\"args\":[\"x\",[0,0]],\"val\":{\"dtype\":\"float32\","
          "\"shape\":[2,2]}}," G_OUT("p") "]},\"inputs\":{\"x\":" TENSOR_2x3 "}}",
-         VL_ERR_KERNEL, "/graph/nodes/1");
+         VL_ERR_KERNEL, "/graph/nodes/1/args/1");
 }
 
 /* ---------------------------------------------------------------- requests */
@@ -724,7 +724,7 @@ static void malformed_requests_are_refused(void **state) {
   expect("execute", "{\"graph\":" GRAPH1(G_X) ",\"encoding\":\"hex\"}", VL_ERR_INVALID_PARAMS,
          "/encoding");
   expect("execute", "{\"graph\":" GRAPH1(G_X) "}", VL_ERR_INVALID_PARAMS, "/inputs/x");
-  expect("execute", "{\"graph\":" GRAPH1(G_X) ",\"inputs\":[]}", VL_ERR_INVALID_TENSOR, "/inputs");
+  expect("execute", "{\"graph\":" GRAPH1(G_X) ",\"inputs\":[]}", VL_ERR_INVALID_PARAMS, "/inputs");
   expect("view_copy", "{\"input\":" TENSOR_2x3 "}", VL_ERR_INVALID_PARAMS, "/size");
   expect("view_copy", "{\"size\":[6]}", VL_ERR_INVALID_PARAMS, "/input");
 }

@@ -160,6 +160,10 @@ static void an_invalid_graph_is_one_line_with_the_pointer_and_exit_2(void **stat
                       "viewlowerctl: -: /nodes/0/val/dim_order: not a permutation of 0..3\n");
   assert_string_equal(r.out, "");
   drop(&r);
+  r = both("{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[{\"name\":\"x\\u0000y\"}]}",
+           (const char *[]){"validate", "-", NULL}, 2);
+  assert_non_null(strstr(r.err, "\\u0000 is not allowed"));
+  drop(&r);
   r = both("{\"format\":", (const char *[]){"lower", "-", NULL}, 2);
   assert_non_null(strstr(r.err, "malformed JSON"));
   drop(&r);
