@@ -20,8 +20,10 @@ uint32_t vl__alias_class(vl_alias *a, uint32_t node) {
 static void join(vl_alias *a, uint32_t x, uint32_t y) {
   uint32_t rx = vl__alias_class(a, x), ry = vl__alias_class(a, y);
   /* The smaller index stays root, so a class root is its owner (earliest node). */
-  if (rx < ry) a->parent[ry] = rx;
-  else if (ry < rx) a->parent[rx] = ry;
+  if (rx < ry)
+    a->parent[ry] = rx;
+  else if (ry < rx)
+    a->parent[rx] = ry;
 }
 
 /* Records the writes of node w, counting (fill false) or filling (fill true) the CSR. */
@@ -79,7 +81,8 @@ static void build_reads(vl_alias *a, const vl_graph *g) {
   }
   const vl_node *out = &g->nodes[g->output];
   for (uint32_t k = 0; k < out->n_args; k++)
-    if (out->args[k].kind == VL_ARG_REF) a->is_output[vl__alias_class(a, out->args[k].u.ref)] = true;
+    if (out->args[k].kind == VL_ARG_REF)
+      a->is_output[vl__alias_class(a, out->args[k].u.ref)] = true;
 }
 
 vl_status vl__alias_build(vl_alias *a, const vl_graph *g) {

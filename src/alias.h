@@ -14,10 +14,10 @@ typedef struct vl_alias {
   uint32_t *parent;      /* union-find over nodes */
   uint32_t *write_start; /* CSR of writer positions per class root: [start[c], start[c+1]) */
   uint32_t *writes;
-  uint32_t *cursor;      /* per class root: first write not yet passed */
-  uint32_t *last_read;   /* per class root: last node reading any member (VL_NO_NODE: none) */
-  uint32_t *first_writer;/* per class root: first writer (VL_NO_NODE: none) */
-  bool *is_output;       /* per class root: a member is listed in the output */
+  uint32_t *cursor;       /* per class root: first write not yet passed */
+  uint32_t *last_read;    /* per class root: last node reading any member (VL_NO_NODE: none) */
+  uint32_t *first_writer; /* per class root: first writer (VL_NO_NODE: none) */
+  bool *is_output;        /* per class root: a member is listed in the output */
 } vl_alias;
 
 vl_status vl__alias_build(vl_alias *a, const vl_graph *g);

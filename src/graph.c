@@ -157,8 +157,12 @@ bool vl__target_is(const vl_node *n, const char *target) {
   return n->op == VL_NODE_CALL && n->target != NULL && strcmp(n->target, target) == 0;
 }
 
-bool vl__is_view_copy(const vl_node *n) { return vl__target_is(n, "aten.view_copy.default"); }
-bool vl__is_memory_view(const vl_node *n) { return vl__target_is(n, "memory.view"); }
+bool vl__is_view_copy(const vl_node *n) {
+  return vl__target_is(n, "aten.view_copy.default");
+}
+bool vl__is_memory_view(const vl_node *n) {
+  return vl__target_is(n, "memory.view");
+}
 
 bool vl__args_reference(const vl_node *n, uint32_t ref) {
   for (uint32_t i = 0; i < n->n_args; i++)

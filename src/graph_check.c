@@ -45,7 +45,8 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
   const vl_node *base = &g->nodes[n->args[0].u.ref];
   if (!base->has_val) return node_error(err, i, "/args/0", "the base must be a tensor node");
   const vl_arg *size = &n->args[1];
-  if (size->kind != VL_ARG_LIST) return node_error(err, i, "/args/1", "the size must be a list of integers");
+  if (size->kind != VL_ARG_LIST)
+    return node_error(err, i, "/args/1", "the size must be a list of integers");
   int64_t sizes[VL_MAX_RANK];
   if (size->u.list.count > VL_MAX_RANK)
     return node_error(err, i, "/args/1", "the size has more than 16 entries");

@@ -28,9 +28,9 @@ typedef struct {
   uint32_t index;
 } parser;
 
-static const char *const graph_keys[] = {"format", "version", "name", "skip_dim_order", "nodes",
-                                         NULL};
-static const char *const node_keys[] = {"name", "op", "target", "kind", "mutated", "val",
+static const char *const graph_keys[] = {"format",         "version", "name",
+                                         "skip_dim_order", "nodes",   NULL};
+static const char *const node_keys[] = {"name", "op",     "target",  "kind",     "mutated", "val",
                                         "args", "kwargs", "mutates", "alias_of", NULL};
 
 static uint64_t hash_name(const char *s) {
@@ -186,8 +186,7 @@ static vl_status parse_kwargs(parser *p, vl_node *n, const cJSON *kw) {
     vl_kwarg *k = &n->kwargs[n->n_kwargs++];
     if ((k->key = strdup(c->string)) == NULL) return VL_ERR_NOMEM;
     bool is_out = strcmp(c->string, "out") == 0;
-    if (is_out && !cJSON_IsString(c))
-      return FAIL(p, sub, "must name the destination node");
+    if (is_out && !cJSON_IsString(c)) return FAIL(p, sub, "must name the destination node");
     st = parse_top_arg(p, c, false, sub, &k->value);
     if (st != VL_OK) return st;
     if (is_out) {
@@ -266,8 +265,7 @@ static vl_status parse_placeholder(parser *p, vl_node *n, const cJSON *j) {
         n->kind = (vl_input_kind)k;
         found = true;
       }
-    if (!found)
-      return FAIL(p, "/kind", "must be user_input, parameter, buffer or constant");
+    if (!found) return FAIL(p, "/kind", "must be user_input, parameter, buffer or constant");
   }
   if (mut != NULL && !cJSON_IsBool(mut)) return FAIL(p, "/mutated", "must be true or false");
   n->mutated = cJSON_IsTrue(mut);
@@ -314,8 +312,7 @@ static vl_status parse_call(parser *p, vl_node *n, const cJSON *j) {
 }
 
 static vl_status parse_output(parser *p, vl_node *n, const cJSON *j) {
-  if (p->index + 1 != p->g->n_nodes)
-    return FAIL(p, "/op", "the output node must be the last node");
+  if (p->index + 1 != p->g->n_nodes) return FAIL(p, "/op", "the output node must be the last node");
   for (const cJSON *c = j->child; c; c = c->next)
     if (strcmp(c->string, "name") != 0 && strcmp(c->string, "op") != 0 &&
         strcmp(c->string, "args") != 0)
@@ -345,7 +342,8 @@ static vl_status parse_node(parser *p, const cJSON *j) {
   vl_status st = vl__json_check_keys(j, node_keys, NULL, p->path, VL_ERR_INVALID_GRAPH, p->err);
   if (st != VL_OK) return st;
   n->out = n->alias_of = VL_NO_NODE;
-  if (!cJSON_IsString(op)) return FAIL(p, "/op", "is required: placeholder, call_function or output");
+  if (!cJSON_IsString(op))
+    return FAIL(p, "/op", "is required: placeholder, call_function or output");
   if (strcmp(op->valuestring, "placeholder") == 0) {
     n->op = VL_NODE_PLACEHOLDER;
     st = parse_placeholder(p, n, j);
@@ -356,7 +354,8 @@ static vl_status parse_node(parser *p, const cJSON *j) {
     n->op = VL_NODE_OUTPUT;
     st = parse_output(p, n, j);
   } else {
-    return FAIL(p, "/op", "must be placeholder, call_function or output, not \"%.32s\"", op->valuestring);
+    return FAIL(p, "/op", "must be placeholder, call_function or output, not \"%.32s\"",
+                op->valuestring);
   }
   if (st == VL_ERR_NOMEM) return vl_error_set(p->err, st, "", "out of memory");
   return st;
@@ -375,8 +374,7 @@ static vl_status collect_names(parser *p, const cJSON *nodes) {
     if (len > p->lim->max_name_len)
       return fail(p, VL_ERR_TOO_LARGE, "/name", "name is longer than %lld bytes",
                   (long long)p->lim->max_name_len);
-    if (!vl__utf8_valid(name->valuestring, len))
-      return FAIL(p, "/name", "is not valid UTF-8");
+    if (!vl__utf8_valid(name->valuestring, len)) return FAIL(p, "/name", "is not valid UTF-8");
     uint32_t *slot = name_slot(&p->names, name->valuestring);
     if (*slot != 0)
       return FAIL(p, "/name", "duplicate name \"%.64s\" (first used by /nodes/%lld)",
@@ -407,7 +405,8 @@ static vl_status parse_header(parser *p, const cJSON *root, const cJSON **nodes,
   if (name != NULL && !vl__utf8_valid(name->valuestring, strlen(name->valuestring)))
     return FAIL(p, "/name", "is not valid UTF-8");
   if (name != NULL && (p->g->name = strdup(name->valuestring)) == NULL) return VL_ERR_NOMEM;
-  if (skip != NULL && !cJSON_IsBool(skip)) return FAIL(p, "/skip_dim_order", "must be true or false");
+  if (skip != NULL && !cJSON_IsBool(skip))
+    return FAIL(p, "/skip_dim_order", "must be true or false");
   p->g->skip_dim_order = cJSON_IsTrue(skip);
   *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes");
   if (!cJSON_IsArray(*nodes)) return FAIL(p, "/nodes", "is required and must be an array");
@@ -490,7 +489,8 @@ vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim, vl_
     at++;
   vl_status st;
   if (at < len && json[at] != '\0')
-    st = vl_error_set(err, VL_ERR_PARSE, "", "trailing data after the JSON document at byte %zu", at);
+    st = vl_error_set(err, VL_ERR_PARSE, "", "trailing data after the JSON document at byte %zu",
+                      at);
   else
     st = vl_graph_from_json(root, lim, out, err);
   cJSON_Delete(root);

@@ -53,14 +53,13 @@ vl_status vl__json_int_array(const cJSON *arr, size_t max_len, int64_t min, int6
   size_t n = 0;
   char p[VL_ERROR_PATH_MAX];
   for (const cJSON *c = arr->child; c != NULL; c = c->next, n++) {
-    if (n >= max_len)
-      return vl_error_set(err, code, path, "has more than %zu entries", max_len);
+    if (n >= max_len) return vl_error_set(err, code, path, "has more than %zu entries", max_len);
     if (!vl__json_int(c, min, max, &out[n])) {
       vl__path_join_index(p, path, n);
       if (cJSON_IsNumber(c) && c->valuedouble < (double)min && min == 0)
         return vl_error_set(err, code, p, "must not be negative");
-      return vl_error_set(err, code, p, "must be a whole number in [%lld, %lld]",
-                          (long long)min, (long long)max);
+      return vl_error_set(err, code, p, "must be a whole number in [%lld, %lld]", (long long)min,
+                          (long long)max);
     }
   }
   *len = n;
@@ -75,11 +74,21 @@ bool vl__utf8_valid(const char *s, size_t len) {
     size_t n;
     uint32_t cp;
     if (c == 0) return false;
-    if (c < 0x80) { i++; continue; }
-    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1Fu; }
-    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0Fu; }
-    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07u; }
-    else return false;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1Fu;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0Fu;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07u;
+    } else
+      return false;
     for (size_t k = 1; k <= n; k++) {
       if (i + k >= len || (p[i + k] & 0xC0) != 0x80) return false;
       cp = (cp << 6) | (p[i + k] & 0x3Fu);

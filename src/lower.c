@@ -229,8 +229,8 @@ static vl_status report_disabled(const vl_graph *g, vl_report *r) {
   lower_facts f = {VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, VL_NO_NODE};
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     if (!vl__is_view_copy(&g->nodes[i])) continue;
-    vl_status st = vl__decision_init(&r->decisions[r->n_decisions], g, i,
-                                     1u << VL_REASON_DISABLED, &f);
+    vl_status st =
+        vl__decision_init(&r->decisions[r->n_decisions], g, i, 1u << VL_REASON_DISABLED, &f);
     if (st != VL_OK) return st;
     r->n_decisions++;
     r->kept++;
@@ -245,7 +245,8 @@ vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report,
     opts = &dflt;
   }
   memset(report, 0, sizeof *report);
-  for (uint32_t i = 0; i < g->n_nodes; i++) report->view_copy_nodes += vl__is_view_copy(&g->nodes[i]);
+  for (uint32_t i = 0; i < g->n_nodes; i++)
+    report->view_copy_nodes += vl__is_view_copy(&g->nodes[i]);
   vl_status st;
   if (!opts->remove_view_copy) {
     st = report_disabled(g, report);

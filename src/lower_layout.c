@@ -15,8 +15,8 @@ static bool view_strides(uint8_t rank, const int64_t *shape, const int64_t *stri
   int64_t tensor_numel = 1, view_numel = 1;
   for (int d = rank - 1; d >= 0; d--) {
     tensor_numel *= shape[d];
-    bool chunk_ends = d == 0 || (shape[d - 1] != 1 &&
-                                 strides[d - 1] != tensor_numel * chunk_base_stride);
+    bool chunk_ends =
+        d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride);
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || out_shape[view_d] == 1)) {
       out_strides[view_d] = view_numel * chunk_base_stride;

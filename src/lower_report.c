@@ -87,27 +87,31 @@ static void put_reason(text *t, const vl_graph *g, uint32_t v, vl_reason r, uint
     break;
   case VL_REASON_BASE_LAYOUT: put_layout_reason(t, view, base, reasons); break;
   case VL_REASON_VIEW_LAYOUT:
-    if (!(reasons & (1u << VL_REASON_BASE_LAYOUT))) put_layout_reason(t, view, base, reasons);
-    else put(t, "and the view's own dim_order is not contiguous either");
+    if (!(reasons & (1u << VL_REASON_BASE_LAYOUT)))
+      put_layout_reason(t, view, base, reasons);
+    else
+      put(t, "and the view's own dim_order is not contiguous either");
     break;
   case VL_REASON_VIEW_MUTATED:
     put(t, "%s writes through the view %s", name_of(g, f->view_writer), view->name);
     break;
   case VL_REASON_BASE_MUTATED:
-    put(t, "%s writes the storage of base %s while %s still reads the view", name_of(g, f->base_writer),
-        base->name, name_of(g, f->last_read));
+    put(t, "%s writes the storage of base %s while %s still reads the view",
+        name_of(g, f->base_writer), base->name, name_of(g, f->last_read));
     break;
   case VL_REASON_BASE_MUTABLE_INPUT:
     put(t, "the storage of base %s belongs to %s, an input the program mutates", base->name,
         name_of(g, f->owner));
     break;
   case VL_REASON_BASE_FEEDS_OUTPUT:
-    put(t, "the storage of base %s is a graph output (it may be swapped at run time, leaving "
-           "the alias stale)", base->name);
+    put(t,
+        "the storage of base %s is a graph output (it may be swapped at run time, leaving "
+        "the alias stale)",
+        base->name);
     break;
   case VL_REASON_DYNAMIC_SHAPE:
-    put(t, "base %s is %s but the view is %s", base->name,
-        base->val.dynamic ? "dynamic" : "static", view->val.dynamic ? "dynamic" : "static");
+    put(t, "base %s is %s but the view is %s", base->name, base->val.dynamic ? "dynamic" : "static",
+        view->val.dynamic ? "dynamic" : "static");
     break;
   case VL_REASON_COUNT: break;
   }
@@ -124,8 +128,10 @@ vl_status vl__decision_init(vl_decision *d, const vl_graph *g, uint32_t v, uint3
   if (reasons == 0) {
     int64_t nbytes = 0;
     vl_spec_nbytes(&view->val, &nbytes);
-    put(&t, "aliases %s: every element keeps its memory offset and nothing writes the storage "
-            "while the view is read; saves %lld bytes", name_of(g, f->owner), (long long)nbytes);
+    put(&t,
+        "aliases %s: every element keeps its memory offset and nothing writes the storage "
+        "while the view is read; saves %lld bytes",
+        name_of(g, f->owner), (long long)nbytes);
   }
   d->node = strdup(view->name);
   d->base = strdup(base->name);
@@ -202,7 +208,8 @@ vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, v
   vl_lower_options o;
   vl_lower_options_default(&o);
   if (opts != NULL && !cJSON_IsNull(opts)) {
-    if (!cJSON_IsObject(opts)) return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "must be an object");
+    if (!cJSON_IsObject(opts))
+      return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "must be an object");
     vl_status st = vl__json_check_keys(opts, keys, NULL, "", VL_ERR_INVALID_PARAMS, err);
     if (st != VL_OK) return st;
     const cJSON *rvc = cJSON_GetObjectItemCaseSensitive(opts, "remove_view_copy");
@@ -211,9 +218,13 @@ vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, v
       return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/remove_view_copy", "must be true or false");
     if (rvc != NULL) o.remove_view_copy = cJSON_IsTrue(rvc);
     if (pol != NULL) {
-      if (cJSON_IsString(pol) && strcmp(pol->valuestring, "safe") == 0) o.policy = VL_POLICY_SAFE;
-      else if (cJSON_IsString(pol) && strcmp(pol->valuestring, "legacy") == 0) o.policy = VL_POLICY_LEGACY;
-      else return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/policy", "must be \"safe\" or \"legacy\"");
+      if (cJSON_IsString(pol) && strcmp(pol->valuestring, "safe") == 0)
+        o.policy = VL_POLICY_SAFE;
+      else if (cJSON_IsString(pol) && strcmp(pol->valuestring, "legacy") == 0)
+        o.policy = VL_POLICY_LEGACY;
+      else
+        return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/policy",
+                            "must be \"safe\" or \"legacy\"");
     }
   }
   *out = o;

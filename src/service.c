@@ -16,7 +16,9 @@
 #define VL_VERSION_STRING "0.0.0"
 #endif
 
-const char *vl_version(void) { return VL_VERSION_STRING; }
+const char *vl_version(void) {
+  return VL_VERSION_STRING;
+}
 
 typedef struct {
   const cJSON *params;
@@ -148,10 +150,10 @@ static vl_status m_execute(call *c, cJSON *result) {
   if (st == VL_OK) {
     st = vl_interp_run(g, inputs, c->lim, &outputs, c->err);
     /* Missing inputs are named relative to the inputs object, everything else to the graph. */
-    if (st != VL_OK) vl_error_prefix(c->err, st == VL_ERR_INVALID_PARAMS ||
-                                                     st == VL_ERR_INVALID_TENSOR
-                                                 ? "/inputs"
-                                                 : "/graph");
+    if (st != VL_OK)
+      vl_error_prefix(c->err, st == VL_ERR_INVALID_PARAMS || st == VL_ERR_INVALID_TENSOR
+                                  ? "/inputs"
+                                  : "/graph");
   }
   cJSON *list = st == VL_OK ? cJSON_CreateArray() : NULL;
   if (st == VL_OK) st = attach(c, result, "outputs", list);
@@ -169,7 +171,8 @@ static vl_status get_seed(call *c, uint64_t *seed) {
   *seed = 0;
   if (s == NULL || cJSON_IsNull(s)) return VL_OK;
   if (!vl__json_int(s, 0, INT64_MAX, &v))
-    return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/seed", "must be a whole number in [0, 2^53]");
+    return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/seed",
+                        "must be a whole number in [0, 2^53]");
   *seed = (uint64_t)v;
   return VL_OK;
 }
@@ -189,10 +192,10 @@ static vl_status m_verify(call *c, cJSON *result) {
   if (st == VL_OK) st = get_inputs(c, &inputs);
   if (st == VL_OK) {
     st = vl_verify(g, &o, inputs, seed, c->lim, &vr, c->err);
-    if (st != VL_OK) vl_error_prefix(c->err, st == VL_ERR_INVALID_PARAMS ||
-                                                     st == VL_ERR_INVALID_TENSOR
-                                                 ? "/inputs"
-                                                 : "/graph");
+    if (st != VL_OK)
+      vl_error_prefix(c->err, st == VL_ERR_INVALID_PARAMS || st == VL_ERR_INVALID_TENSOR
+                                  ? "/inputs"
+                                  : "/graph");
   }
   cJSON *json = st == VL_OK ? vl_verify_result_to_json(&vr) : NULL;
   /* The verify result's keys are the result's keys. */
@@ -220,8 +223,8 @@ static vl_status get_dims(call *c, const char *key, int64_t min, int64_t max, in
                           size_t *n) {
   char path[VL_ERROR_PATH_MAX];
   vl__path_join(path, "", key);
-  return vl__json_int_array(param(c, key), VL_MAX_RANK, min, max, v, n, path,
-                            VL_ERR_INVALID_PARAMS, c->err);
+  return vl__json_int_array(param(c, key), VL_MAX_RANK, min, max, v, n, path, VL_ERR_INVALID_PARAMS,
+                            c->err);
 }
 
 static vl_status m_view_copy(call *c, cJSON *result) {
@@ -238,15 +241,16 @@ static vl_status m_view_copy(call *c, cJSON *result) {
   const cJSON *jsize = param(c, "size");
   /* Rank over 16 is one of the kernel's errors (SPEC §4), not a malformed request. */
   if (st == VL_OK && cJSON_IsArray(jsize) && cJSON_GetArraySize(jsize) > VL_MAX_RANK)
-    st = vl_error_set(c->err, VL_ERR_KERNEL, "/size",
-                      "view_copy: rank %d exceeds the maximum of %d", cJSON_GetArraySize(jsize),
-                      VL_MAX_RANK);
+    st =
+        vl_error_set(c->err, VL_ERR_KERNEL, "/size", "view_copy: rank %d exceeds the maximum of %d",
+                     cJSON_GetArraySize(jsize), VL_MAX_RANK);
   if (st == VL_OK) st = get_dims(c, "size", INT64_MIN, INT64_MAX, size, &rank);
   bool has_order = param(c, "out_dim_order") != NULL && !cJSON_IsNull(param(c, "out_dim_order"));
-  if (st == VL_OK && has_order) st = get_dims(c, "out_dim_order", 0, VL_MAX_RANK - 1, order, &order_rank);
+  if (st == VL_OK && has_order)
+    st = get_dims(c, "out_dim_order", 0, VL_MAX_RANK - 1, order, &order_rank);
   if (st == VL_OK && has_order && order_rank != rank)
-    st = vl_error_set(c->err, VL_ERR_KERNEL, "/out_dim_order", "has %zu entries but the size has %zu",
-                      order_rank, rank);
+    st = vl_error_set(c->err, VL_ERR_KERNEL, "/out_dim_order",
+                      "has %zu entries but the size has %zu", order_rank, rank);
   for (size_t i = 0; i < order_rank; i++) dim_order[i] = (uint8_t)order[i];
   if (st == VL_OK && param(c, "input") == NULL)
     st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/input", "is required");
@@ -268,9 +272,8 @@ static const struct {
   const char *name;
   method_fn fn;
 } methods[] = {
-    {"ping", m_ping},         {"version", m_version}, {"validate", m_validate},
-    {"lower", m_lower},       {"execute", m_execute}, {"verify", m_verify},
-    {"view_copy", m_view_copy},
+    {"ping", m_ping},       {"version", m_version}, {"validate", m_validate},   {"lower", m_lower},
+    {"execute", m_execute}, {"verify", m_verify},   {"view_copy", m_view_copy},
 };
 
 static method_fn find_method(const char *name) {
@@ -279,7 +282,9 @@ static method_fn find_method(const char *name) {
   return NULL;
 }
 
-bool vl_service_has_method(const char *method) { return find_method(method) != NULL; }
+bool vl_service_has_method(const char *method) {
+  return find_method(method) != NULL;
+}
 
 vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t *payload,
                           size_t payload_len, const vl_limits *lim, cJSON **result,
@@ -291,11 +296,13 @@ vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t
   }
   vl_error_clear(err);
   method_fn fn = find_method(method);
-  if (fn == NULL) return vl_error_set(err, VL_ERR_UNKNOWN_METHOD, "", "unknown method \"%.64s\"", method);
+  if (fn == NULL)
+    return vl_error_set(err, VL_ERR_UNKNOWN_METHOD, "", "unknown method \"%.64s\"", method);
   cJSON empty = {0};
   empty.type = cJSON_Object;
   if (params == NULL || cJSON_IsNull(params)) params = &empty;
-  if (!cJSON_IsObject(params)) return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "params must be an object");
+  if (!cJSON_IsObject(params))
+    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "params must be an object");
   if (stats) memset(stats, 0, sizeof *stats);
   cJSON *res = cJSON_CreateObject();
   if (res == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");

@@ -165,8 +165,7 @@ static void order_by_descending_stride(uint8_t rank, const int64_t *strides, uin
 }
 
 vl_status vl_layout_dim_order_from_strides(uint8_t rank, const int64_t *shape,
-                                           const int64_t *strides, uint8_t *order,
-                                           vl_error *err) {
+                                           const int64_t *strides, uint8_t *order, vl_error *err) {
   uint8_t cand[VL_MAX_RANK];
   for (uint8_t d = 0; d < rank; d++) {
     if (shape[d] < 0) return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "negative size");
@@ -241,8 +240,8 @@ vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, in
   if (rank > 0) memcpy(out, size, rank * sizeof *size);
   if (infer != rank) {
     if (has_zero)
-      return vl_error_set(err, VL_ERR_KERNEL, "", "cannot infer size -1 at dim %zu: another size is 0",
-                          infer);
+      return vl_error_set(err, VL_ERR_KERNEL, "",
+                          "cannot infer size -1 at dim %zu: another size is 0", infer);
     if (numel % known != 0)
       return vl_error_set(err, VL_ERR_KERNEL, "",
                           "cannot infer size -1 at dim %zu: %lld elements do not divide by %lld",
@@ -257,8 +256,7 @@ vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, in
   return VL_OK;
 }
 
-vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **out,
-                        vl_error *err) {
+vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **out, vl_error *err) {
   int64_t nbytes;
   if (!vl_spec_nbytes(spec, &nbytes))
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "byte size overflows 63 bits");
@@ -266,7 +264,8 @@ vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **o
     return vl_error_set(err, VL_ERR_TOO_LARGE, "/shape",
                         "tensor of %lld bytes exceeds the limit of %lld bytes", (long long)nbytes,
                         (long long)lim->max_tensor_bytes);
-  if ((uint64_t)nbytes > SIZE_MAX) return vl_error_set(err, VL_ERR_TOO_LARGE, "/shape", "too large");
+  if ((uint64_t)nbytes > SIZE_MAX)
+    return vl_error_set(err, VL_ERR_TOO_LARGE, "/shape", "too large");
   vl_tensor *t = calloc(1, sizeof *t);
   if (t == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   t->spec = *spec;

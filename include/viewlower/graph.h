@@ -89,8 +89,8 @@ typedef struct vl_graph {
 } vl_graph;
 
 /* Parses and validates graph JSON. Error paths are JSON pointers into the document. */
-VL_API vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim,
-                                vl_graph **out, vl_error *err);
+VL_API vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim, vl_graph **out,
+                                vl_error *err);
 /* Same from an already parsed document (e.g. params.graph of a request); root is not retained. */
 VL_API vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph **out,
                                     vl_error *err);

@@ -22,32 +22,32 @@ typedef struct vl_lower_options {
 } vl_lower_options;
 
 /* Reason codes in SPEC order. X(enum, name) */
-#define VL_REASON_MAP(X)                          \
-  X(VL_REASON_DISABLED, "disabled")               \
-  X(VL_REASON_FEEDS_OUTPUT, "feeds_output")       \
-  X(VL_REASON_BASE_LAYOUT, "base_layout")         \
-  X(VL_REASON_VIEW_LAYOUT, "view_layout")         \
-  X(VL_REASON_VIEW_MUTATED, "view_mutated")       \
-  X(VL_REASON_BASE_MUTATED, "base_mutated")       \
-  X(VL_REASON_BASE_MUTABLE_INPUT, "base_mutable_input") \
-  X(VL_REASON_BASE_FEEDS_OUTPUT, "base_feeds_output")   \
+#define VL_REASON_MAP(X)                                                                           \
+  X(VL_REASON_DISABLED, "disabled")                                                                \
+  X(VL_REASON_FEEDS_OUTPUT, "feeds_output")                                                        \
+  X(VL_REASON_BASE_LAYOUT, "base_layout")                                                          \
+  X(VL_REASON_VIEW_LAYOUT, "view_layout")                                                          \
+  X(VL_REASON_VIEW_MUTATED, "view_mutated")                                                        \
+  X(VL_REASON_BASE_MUTATED, "base_mutated")                                                        \
+  X(VL_REASON_BASE_MUTABLE_INPUT, "base_mutable_input")                                            \
+  X(VL_REASON_BASE_FEEDS_OUTPUT, "base_feeds_output")                                              \
   X(VL_REASON_DYNAMIC_SHAPE, "dynamic_shape")
 
 typedef enum {
 #define VL__REASON_ENUM(e, name) e,
   VL_REASON_MAP(VL__REASON_ENUM)
 #undef VL__REASON_ENUM
-  VL_REASON_COUNT
+      VL_REASON_COUNT
 } vl_reason;
 
 VL_API const char *vl_reason_name(vl_reason r);
 
 typedef struct vl_decision {
-  char *node;        /* node name */
-  char *base;        /* base name after normalization */
+  char *node; /* node name */
+  char *base; /* base name after normalization */
   bool replaced;
-  uint32_t reasons;  /* bit (1u << vl_reason) per failed condition */
-  char *message;     /* one line for people */
+  uint32_t reasons; /* bit (1u << vl_reason) per failed condition */
+  char *message;    /* one line for people */
 } vl_decision;
 
 typedef struct vl_report {
@@ -63,7 +63,8 @@ typedef struct vl_report {
 
 VL_API void vl_lower_options_default(vl_lower_options *o);
 /* Options from JSON {"remove_view_copy": bool, "policy": "safe"|"legacy"}; opts may be NULL. */
-VL_API vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, vl_error *err);
+VL_API vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out,
+                                            vl_error *err);
 
 /* Lowers g in place and fills report (caller releases it with vl_report_clear). */
 VL_API vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report,

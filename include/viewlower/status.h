@@ -15,31 +15,31 @@ extern "C" {
 #endif
 
 /* X(name, JSON-RPC error code, kind used in error data, text) */
-#define VL_STATUS_MAP(X)                                                        \
-  X(VL_OK, 0, "ok", "success")                                                  \
-  X(VL_ERR_PARSE, -32700, "parse_error", "malformed JSON")                      \
-  X(VL_ERR_INVALID_REQUEST, -32600, "invalid_request", "invalid request")       \
-  X(VL_ERR_UNKNOWN_METHOD, -32601, "unknown_method", "unknown method")          \
-  X(VL_ERR_INVALID_PARAMS, -32602, "invalid_params", "invalid params")          \
-  X(VL_ERR_INTERNAL, -32603, "internal", "internal error")                      \
-  X(VL_ERR_NOMEM, -32603, "out_of_memory", "out of memory")                     \
-  X(VL_ERR_INVALID_GRAPH, -32001, "invalid_graph", "invalid graph")             \
-  X(VL_ERR_INVALID_TENSOR, -32002, "invalid_tensor", "invalid tensor")          \
-  X(VL_ERR_KERNEL, -32003, "kernel_error", "kernel error")                      \
-  X(VL_ERR_UNSUPPORTED, -32003, "unsupported_target", "unsupported target")     \
-  X(VL_ERR_TOO_LARGE, -32004, "too_large", "too large")                         \
-  X(VL_ERR_OVERLOADED, -32005, "overloaded", "overloaded")                      \
-  X(VL_ERR_NOT_PERMITTED, -32006, "not_permitted", "not permitted")             \
-  X(VL_ERR_SHUTTING_DOWN, -32007, "shutting_down", "shutting down")             \
-  X(VL_ERR_IO, -32603, "io_error", "I/O error")                                 \
-  X(VL_ERR_TIMEOUT, -32603, "timeout", "timed out")                             \
+#define VL_STATUS_MAP(X)                                                                           \
+  X(VL_OK, 0, "ok", "success")                                                                     \
+  X(VL_ERR_PARSE, -32700, "parse_error", "malformed JSON")                                         \
+  X(VL_ERR_INVALID_REQUEST, -32600, "invalid_request", "invalid request")                          \
+  X(VL_ERR_UNKNOWN_METHOD, -32601, "unknown_method", "unknown method")                             \
+  X(VL_ERR_INVALID_PARAMS, -32602, "invalid_params", "invalid params")                             \
+  X(VL_ERR_INTERNAL, -32603, "internal", "internal error")                                         \
+  X(VL_ERR_NOMEM, -32603, "out_of_memory", "out of memory")                                        \
+  X(VL_ERR_INVALID_GRAPH, -32001, "invalid_graph", "invalid graph")                                \
+  X(VL_ERR_INVALID_TENSOR, -32002, "invalid_tensor", "invalid tensor")                             \
+  X(VL_ERR_KERNEL, -32003, "kernel_error", "kernel error")                                         \
+  X(VL_ERR_UNSUPPORTED, -32003, "unsupported_target", "unsupported target")                        \
+  X(VL_ERR_TOO_LARGE, -32004, "too_large", "too large")                                            \
+  X(VL_ERR_OVERLOADED, -32005, "overloaded", "overloaded")                                         \
+  X(VL_ERR_NOT_PERMITTED, -32006, "not_permitted", "not permitted")                                \
+  X(VL_ERR_SHUTTING_DOWN, -32007, "shutting_down", "shutting down")                                \
+  X(VL_ERR_IO, -32603, "io_error", "I/O error")                                                    \
+  X(VL_ERR_TIMEOUT, -32603, "timeout", "timed out")                                                \
   X(VL_ERR_PROTOCOL, -32600, "protocol_error", "protocol error")
 
 typedef enum {
 #define VL__STATUS_ENUM(name, code, kind, text) name,
   VL_STATUS_MAP(VL__STATUS_ENUM)
 #undef VL__STATUS_ENUM
-  VL_STATUS_COUNT
+      VL_STATUS_COUNT
 } vl_status;
 
 #define VL_ERROR_PATH_MAX 256

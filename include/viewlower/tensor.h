@@ -19,33 +19,33 @@ extern "C" {
 #define VL_MAX_RANK 16
 
 /* X(enum, name, element size) */
-#define VL_DTYPE_MAP(X)             \
-  X(VL_DTYPE_UINT8, "uint8", 1)     \
-  X(VL_DTYPE_INT8, "int8", 1)       \
-  X(VL_DTYPE_INT16, "int16", 2)     \
-  X(VL_DTYPE_INT32, "int32", 4)     \
-  X(VL_DTYPE_INT64, "int64", 8)     \
-  X(VL_DTYPE_FLOAT16, "float16", 2) \
-  X(VL_DTYPE_BFLOAT16, "bfloat16", 2) \
-  X(VL_DTYPE_FLOAT32, "float32", 4) \
-  X(VL_DTYPE_FLOAT64, "float64", 8) \
+#define VL_DTYPE_MAP(X)                                                                            \
+  X(VL_DTYPE_UINT8, "uint8", 1)                                                                    \
+  X(VL_DTYPE_INT8, "int8", 1)                                                                      \
+  X(VL_DTYPE_INT16, "int16", 2)                                                                    \
+  X(VL_DTYPE_INT32, "int32", 4)                                                                    \
+  X(VL_DTYPE_INT64, "int64", 8)                                                                    \
+  X(VL_DTYPE_FLOAT16, "float16", 2)                                                                \
+  X(VL_DTYPE_BFLOAT16, "bfloat16", 2)                                                              \
+  X(VL_DTYPE_FLOAT32, "float32", 4)                                                                \
+  X(VL_DTYPE_FLOAT64, "float64", 8)                                                                \
   X(VL_DTYPE_BOOL, "bool", 1)
 
 typedef enum {
 #define VL__DTYPE_ENUM(e, name, size) e,
   VL_DTYPE_MAP(VL__DTYPE_ENUM)
 #undef VL__DTYPE_ENUM
-  VL_DTYPE_COUNT
+      VL_DTYPE_COUNT
 } vl_dtype;
 
 /* Resource limits, each checked before allocating. vl_limits_default fills the defaults. */
 typedef struct vl_limits {
-  uint32_t max_nodes;        /* nodes per graph (default 1,000,000) */
-  int64_t max_tensor_bytes;  /* bytes of one tensor (default 1 GiB) */
-  int64_t max_total_bytes;   /* bytes of all buffers of one execution (default 4 GiB) */
-  uint32_t max_name_len;     /* node name bytes (default 4096) */
-  int64_t max_json_values;   /* elements of one tensor written as JSON "values" (default 2^24);
-                                larger outputs must ask for base64 or blob */
+  uint32_t max_nodes;       /* nodes per graph (default 1,000,000) */
+  int64_t max_tensor_bytes; /* bytes of one tensor (default 1 GiB) */
+  int64_t max_total_bytes;  /* bytes of all buffers of one execution (default 4 GiB) */
+  uint32_t max_name_len;    /* node name bytes (default 4096) */
+  int64_t max_json_values;  /* elements of one tensor written as JSON "values" (default 2^24);
+                               larger outputs must ask for base64 or blob */
 } vl_limits;
 
 VL_API void vl_limits_default(vl_limits *lim);
@@ -92,7 +92,8 @@ VL_API bool vl_dim_order_channels_last(uint8_t *order, uint8_t rank);
 
 /* Resolves a view size argument against a numel (SPEC §4): at most one -1, no other negative,
  * -1 with a zero elsewhere is an error, the inferred size must divide, numels must match.
- * On success writes rank sizes to shape. Errors are VL_ERR_KERNEL with path "" (caller prefixes). */
+ * On success writes rank sizes to shape. Errors are VL_ERR_KERNEL with path "" (caller prefixes).
+ */
 VL_API vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, int64_t *shape,
                                     vl_error *err);
 
