@@ -56,6 +56,9 @@ static const option options[] = {
      "debug, info, warn or error"},
     {"max-inflight", "N", ARG_UINT, 1, 65536, 16, false, FIELD(max_inflight),
      "requests in flight per connection before the daemon stops reading it"},
+    {"max-queued", "N", ARG_UINT, 1, 1000000, 256, false, FIELD(max_queued),
+     "requests queued or running on the workers, all connections; past it a request gets "
+     "error -32005 at once (ping, version and stats are exempt)"},
     {"max-write-queue-bytes", "N", ARG_UINT, 4096, (uint64_t)1 << 40, 64 * MIB, false,
      FIELD(max_write_queue), "queued response bytes per connection before reading stops"},
     {"max-nodes", "N", ARG_UINT, 1, UINT32_MAX - 1, 0, true, FIELD(limits.max_nodes),

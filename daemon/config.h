@@ -25,6 +25,7 @@ typedef struct vl_config {
   size_t n_allow_gid;
   uint32_t log_level;        /* a vl_log_level */
   uint32_t max_inflight;     /* requests in flight per connection before reading stops */
+  uint32_t max_queued;       /* requests on the workers, all connections, before -32005 */
   uint64_t max_write_queue;  /* response bytes queued per connection before reading stops */
   uint64_t drain_timeout_ms; /* bound of the shutdown drain */
   vl_limits limits;          /* core limits: nodes, tensor bytes, execution bytes */

@@ -7,7 +7,11 @@
  * from it once responses went out. Memory per connection is thus bounded by one read buffer,
  * one partial frame, --max-inflight requests and the write-queue bound.
  * Closing: a connection whose input is done (EOF, broken framing, refused, shutdown) closes
- * once nothing is in flight and every write was called back. */
+ * once nothing is in flight and every write was called back. A peer that is really gone
+ * (read error, failed write, or an EOF after which the socket reports a hang-up) closes the
+ * connection at once, which cancels its queued requests. An EOF alone is not enough: a peer
+ * that only shut down its writing side is still reading and gets every response. */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,9 +65,6 @@ static void conn_free(vl_conn *c) {
   if (c->next != NULL) {
     c->next->prev = c->prev;
   }
-  if (c->counted) {
-    srv->n_conns--;
-  }
   vl_frame_decoder_free(&c->dec);
   free(c->rbuf);
   free(c);
@@ -83,6 +84,11 @@ void vl_conn_unref(vl_conn *c) {
 static void on_handle_closed(uv_handle_t *h) {
   vl_conn *c = h->data;
   if (--c->handles_open == 0) {
+    /* The slot is free now: work still running holds c only to be freed, never answered. */
+    if (c->counted) {
+      c->counted = false;
+      c->srv->n_conns--;
+    }
     vl_conn_unref(c);
   }
 }
@@ -95,6 +101,7 @@ void vl_conn_close(vl_conn *c) {
   c->input_done = true;
   c->reading = false;
   vl_log_debug("conn %llu: closed (%u in flight)", (unsigned long long)c->serial, c->inflight);
+  vl_dispatch_cancel(c); /* nobody will read the answers of work that has not started */
   uv_close((uv_handle_t *)&c->pipe, on_handle_closed);
   uv_close((uv_handle_t *)&c->idle, on_handle_closed);
 }
@@ -262,12 +269,32 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   } else if (nread < 0) {
     if (nread != UV_EOF) {
       vl_log_debug("conn %llu: read: %s", (unsigned long long)c->serial, uv_strerror((int)nread));
-    } else if (!vl_frame_decoder_idle(&c->dec)) {
+      vl_conn_close(c); /* ECONNRESET and the like: nothing can be written either */
+      return;
+    }
+    if (!vl_frame_decoder_idle(&c->dec)) {
       vl_log_info("conn %llu: peer closed in the middle of a frame", (unsigned long long)c->serial);
     }
     c->input_done = true;
+    vl_conn_probe_hangup(c); /* a full close, or only shutdown(SHUT_WR)? */
   }
   vl_conn_settle(c);
+}
+
+/* On a Unix stream socket, POLLHUP means the peer closed both directions (close() or
+ * shutdown(SHUT_RDWR)): responses can no longer be delivered. A half-close sets only
+ * POLLRDHUP, so such a peer keeps getting its responses. */
+void vl_conn_probe_hangup(vl_conn *c) {
+  uv_os_fd_t fd;
+  if (c->closing || uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0) {
+    return;
+  }
+  struct pollfd p = {.fd = fd, .events = POLLOUT};
+  if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0) {
+    vl_log_debug("conn %llu: peer hung up with %u requests in flight",
+                 (unsigned long long)c->serial, c->inflight);
+    vl_conn_close(c);
+  }
 }
 
 static void set_reading(vl_conn *c, bool on) {

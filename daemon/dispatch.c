@@ -7,7 +7,11 @@
  * there when its method is light (ping, version) or the daemon's own (stats, which reads
  * loop-owned counters) or when it is invalid, so health checks never queue behind heavy work.
  * Each dispatched frame produces exactly one response, queued on its connection unless the
- * connection has closed meanwhile (then the work still finishes and is freed). */
+ * connection has closed meanwhile: then work already running finishes and is freed, and work
+ * still queued is cancelled and freed unanswered.
+ * The pool is shared by every connection: past --max-queued requests on it, a heavy request
+ * is answered -32005 on the loop instead of queued, so neither memory nor the wait of
+ * everybody else grows with the number of clients. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,9 +47,10 @@ static const method methods[] = {
 enum { N_METHODS = sizeof methods / sizeof methods[0] };
 _Static_assert(N_METHODS <= VL_STATS_MAX_METHODS, "stats has a slot per method");
 
-typedef struct work {
+typedef struct vl_work {
   uv_work_t req;
   vl_conn *conn;
+  struct vl_work *prev, *next; /* the connection's list of work on the pool */
   const vl_config *cfg;
   vl_frame frame;
   uint64_t start_ns;
@@ -59,6 +64,27 @@ typedef struct work {
   vl_buf payload;
   vl_call_stats call;
 } work;
+
+static void link_work(work *w) {
+  vl_conn *c = w->conn;
+  w->next = c->works;
+  if (c->works != NULL) {
+    c->works->prev = w;
+  }
+  c->works = w;
+}
+
+static void unlink_work(work *w) {
+  vl_conn *c = w->conn;
+  if (w->prev != NULL) {
+    w->prev->next = w->next;
+  } else {
+    c->works = w->next;
+  }
+  if (w->next != NULL) {
+    w->next->prev = w->prev;
+  }
+}
 
 /* ---- any thread ------------------------------------------------------------------------ */
 
@@ -185,23 +211,62 @@ static void complete(work *w) {
   free(w);
 }
 
+/* Work cancelled before it started (its connection closed): nobody is there to answer. */
+static void drop_cancelled(work *w) {
+  w->conn->srv->stats.cancelled++;
+  vl_frame_free(&w->frame);
+  vl_rpc_request_free(&w->rpc);
+  free(w);
+}
+
 static void after_work(uv_work_t *req, int status) {
   work *w = req->data;
   vl_conn *c = w->conn;
-  if (status != 0) {
-    vl_error err;
-    vl_error_set(&err, VL_ERR_INTERNAL, "", "the request was cancelled");
-    vl_frame_free(&w->frame);
-    respond_error(w, &err);
-    vl_rpc_request_free(&w->rpc);
-  } else if (w->json == NULL) {
-    run_on_loop(w);
-  }
+  unlink_work(w);
   c->inflight--;
   c->srv->inflight--;
-  complete(w);
+  if (status == UV_ECANCELED) {
+    drop_cancelled(w);
+  } else {
+    if (w->json == NULL) {
+      run_on_loop(w);
+    }
+    complete(w);
+  }
   vl_conn_settle(c);
   vl_conn_unref(c);
+}
+
+void vl_dispatch_cancel(vl_conn *c) {
+  for (work *w = c->works; w != NULL; w = w->next) {
+    /* Fails (UV_EBUSY) for work already running or done; that is answered as usual. */
+    uv_cancel((uv_req_t *)&w->req);
+  }
+}
+
+static bool pool_full(const vl_server *srv) {
+  return srv->inflight >= srv->cfg->max_queued;
+}
+
+/* Answers -32005 at once, on the loop, and frees w; the connection stays usable. */
+static void respond_overloaded(work *w) {
+  const vl_server *srv = w->conn->srv;
+  vl_error err;
+  vl_error_set(&err, VL_ERR_OVERLOADED, "",
+               "overloaded: %u requests are queued or running (--max-queued %u); retry later",
+               srv->inflight, srv->cfg->max_queued);
+  vl_frame_free(&w->frame);
+  respond_error(w, &err);
+  vl_rpc_request_free(&w->rpc);
+  complete(w);
+}
+
+/* A large request while the pool is full: parsing it would cost the loop what the pool is
+ * for, so only its id is looked for near the start (where clients put it). */
+static void refuse_unparsed(work *w) {
+  w->rpc.doc = vl_rpc_peek_id(w->frame.json, w->frame.json_len, LOOP_PARSE_MAX);
+  w->rpc.id = w->rpc.doc;
+  respond_overloaded(w);
 }
 
 /* A small request parsed on the loop: answered right here unless its method is heavy. */
@@ -210,6 +275,10 @@ static bool answered_on_loop(work *w) {
   vl_error_clear(&err);
   vl_status s = parse(w, &err);
   if (s == VL_OK && methods[w->method].where == RUN_POOL) {
+    if (pool_full(w->conn->srv)) {
+      respond_overloaded(w);
+      return true;
+    }
     w->parsed = true;
     return false;
   }
@@ -239,12 +308,19 @@ void vl_dispatch_frame(vl_conn *c, vl_frame *frame) {
   w->frame = *frame;
   w->start_ns = uv_hrtime();
   w->method = -1;
-  if (w->frame.json_len <= LOOP_PARSE_MAX && answered_on_loop(w)) {
+  if (w->frame.json_len <= LOOP_PARSE_MAX) {
+    if (answered_on_loop(w)) {
+      return;
+    }
+  } else if (pool_full(srv)) {
+    refuse_unparsed(w);
     return;
   }
   /* uv_queue_work fails only for a NULL work callback. */
   uv_queue_work(srv->loop, &w->req, run_work, after_work);
+  link_work(w);
   c->inflight++;
   srv->inflight++;
   vl_conn_ref(c);
+  vl_server_watch_hangups(srv);
 }

@@ -1,12 +1,16 @@
 /* rpc.c - JSON-RPC request checking and response printing.
  *
  * cJSON's parse error position is taken from the end pointer of cJSON_ParseWithLengthOpts,
- * never from cJSON_GetErrorPtr (a global shared by every worker thread). */
+ * never from cJSON_GetErrorPtr (a global shared by every worker thread).
+ * A \u0000 escape is refused before parsing: cJSON decodes it to a NUL that silently cuts
+ * the string ("a\u0000b" would read as "a"), so two different names could collide. */
 #include "rpc.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "json_util.h"
 
 const char vl_rpc_nomem_response[] =
     "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"out of memory\","
@@ -25,6 +29,11 @@ static bool is_request_member(const char *key) {
 }
 
 static vl_status parse_json(const char *json, size_t len, vl_rpc_request *req, vl_error *err) {
+  size_t nul = vl__json_find_nul_escape(json, len);
+  if (nul < len) {
+    return vl_error_set(err, VL_ERR_PARSE, "",
+                        "invalid JSON at byte %zu: \\u0000 (NUL) escapes are not supported", nul);
+  }
   const char *end = NULL;
   req->doc = cJSON_ParseWithLengthOpts(json, len, &end, false);
   if (req->doc != NULL) {
@@ -170,4 +179,56 @@ char *vl_rpc_error_text(const cJSON *id, const vl_error *err, size_t *len) {
     return NULL;
   }
   return print_and_delete(o, len);
+}
+
+/* Index of the quote closing the string opened at json[open], or n when it does not close. */
+static size_t string_end(const char *json, size_t n, size_t open) {
+  for (size_t i = open + 1; i < n; i++) {
+    if (json[i] == '\\') {
+      i++;
+    } else if (json[i] == '"') {
+      return i;
+    }
+  }
+  return n;
+}
+
+/* The value at text[0..n) if it is a valid id (number, string or null), else NULL. */
+static cJSON *parse_id_value(const char *text, size_t n) {
+  const char *end = NULL;
+  cJSON *v = cJSON_ParseWithLengthOpts(text, n, &end, false);
+  if (v != NULL && (cJSON_IsNumber(v) || cJSON_IsString(v) || cJSON_IsNull(v))) {
+    return v;
+  }
+  cJSON_Delete(v);
+  return NULL;
+}
+
+cJSON *vl_rpc_peek_id(const char *json, size_t len, size_t max_scan) {
+  size_t n = len < max_scan ? len : max_scan;
+  int depth = 0;
+  for (size_t i = 0; i < n; i++) {
+    char ch = json[i];
+    if (ch == '{' || ch == '[') {
+      depth++;
+    } else if (ch == '}' || ch == ']') {
+      depth--;
+    } else if (ch == '"') {
+      size_t end = string_end(json, n, i);
+      if (end >= n) {
+        return NULL;
+      }
+      /* A string at depth 1 followed by ':' is a member name of the request object. */
+      size_t j = end + 1;
+      while (j < n && (json[j] == ' ' || json[j] == '\t' || json[j] == '\n' || json[j] == '\r')) {
+        j++;
+      }
+      if (depth == 1 && end == i + 3 && memcmp(json + i + 1, "id", 2) == 0 && j < n &&
+          json[j] == ':') {
+        return parse_id_value(json + j + 1, n - j - 1);
+      }
+      i = end;
+    }
+  }
+  return NULL;
 }

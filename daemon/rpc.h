@@ -33,6 +33,11 @@ char *vl_rpc_result_text(const cJSON *id, cJSON *result, size_t *len);
  * non-empty. Returns malloc'd text or NULL on out-of-memory. */
 char *vl_rpc_error_text(const cJSON *id, const vl_error *err, size_t *len);
 
+/* The top-level "id" of a request text, found by scanning at most max_scan bytes, without
+ * parsing the rest: lets the loop refuse a large request (overloaded) with its id. NULL when
+ * not found within max_scan bytes or not a number, string or null; free with cJSON_Delete. */
+cJSON *vl_rpc_peek_id(const char *json, size_t len, size_t max_scan);
+
 /* The response sent when not even an error response can be allocated (id null). */
 extern const char vl_rpc_nomem_response[];
 extern const size_t vl_rpc_nomem_response_len;

@@ -27,7 +27,7 @@
 #include "log.h"
 #include "systemd.h"
 
-enum { LISTEN_BACKLOG = 511, PATH_BUF = 108 };
+enum { LISTEN_BACKLOG = 511, PATH_BUF = 108, HUP_PROBE_MS = 100 };
 
 /* ---- socket path ---------------------------------------------------------------------- */
 
@@ -262,6 +262,7 @@ static void finish(vl_server *srv) {
   close_if_open((uv_handle_t *)&srv->sigint);
   close_if_open((uv_handle_t *)&srv->drain);
   close_if_open((uv_handle_t *)&srv->watchdog);
+  close_if_open((uv_handle_t *)&srv->hup_probe);
   vl_log_info("stopped");
 }
 
@@ -321,6 +322,27 @@ static void on_signal(uv_signal_t *s, int signum) {
   vl_server_shutdown(s->data);
 }
 
+/* A connection that is not being read (over its limits, or after a half-close) would notice
+ * its peer leaving only when a response fails to be written, after all its queued work ran
+ * for nobody. So while work is on the pool, look for hung-up peers of such connections. */
+static void on_hup_probe(uv_timer_t *t) {
+  vl_server *srv = t->data;
+  for (vl_conn *c = srv->conns; c != NULL; c = c->next) {
+    if (c->works != NULL && !c->reading) {
+      vl_conn_probe_hangup(c); /* may close c, never frees it: its handles hold a ref */
+    }
+  }
+  if (srv->inflight == 0) {
+    uv_timer_stop(t);
+  }
+}
+
+void vl_server_watch_hangups(vl_server *srv) {
+  if (!srv->finished && !uv_is_active((uv_handle_t *)&srv->hup_probe)) {
+    uv_timer_start(&srv->hup_probe, on_hup_probe, HUP_PROBE_MS, HUP_PROBE_MS);
+  }
+}
+
 static void on_watchdog(uv_timer_t *t) {
   (void)t;
   vl_systemd_notify("WATCHDOG=1");
@@ -358,6 +380,8 @@ static void start_handles(vl_server *srv) {
   uv_signal_init(srv->loop, &srv->sigint);
   uv_timer_init(srv->loop, &srv->drain);
   uv_timer_init(srv->loop, &srv->watchdog);
+  uv_timer_init(srv->loop, &srv->hup_probe);
+  srv->hup_probe.data = srv;
   srv->sigterm.data = srv;
   srv->sigint.data = srv;
   srv->drain.data = srv;
@@ -388,8 +412,8 @@ int vl_server_start(vl_server *srv, uv_loop_t *loop, const vl_config *cfg) {
   snprintf(status, sizeof status, "READY=1\nSTATUS=listening on %s",
            srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd");
   vl_systemd_notify(status);
-  vl_log_info("listening on %s (%u workers, max %u connections)",
+  vl_log_info("listening on %s (%u workers, max %u connections, max %u queued)",
               srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd",
-              cfg->workers, cfg->max_connections);
+              cfg->workers, cfg->max_connections, cfg->max_queued);
   return 0;
 }

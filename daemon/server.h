@@ -6,7 +6,11 @@
  * reference counted: one reference for the handles (dropped when both close callbacks ran),
  * one per request in flight on the thread pool, one per write not yet called back. It is freed
  * when the count reaches zero, so work finishing after the client left touches valid memory
- * and simply drops its response. */
+ * and simply drops its response.
+ * A closed connection stops counting against --max-connections as soon as its handles are
+ * closed, even while running work still holds a reference: that work will not be answered,
+ * so it must not lock new clients out. Work still queued when a connection closes is
+ * cancelled (uv_cancel) rather than run for nobody. */
 #ifndef VIEWLOWERD_SERVER_H
 #define VIEWLOWERD_SERVER_H
 
@@ -23,6 +27,7 @@
 #define VL_READ_BUF_SIZE 65536
 
 typedef struct vl_server vl_server;
+struct vl_work; /* a request on the thread pool (dispatch.c) */
 
 typedef struct vl_conn {
   uv_pipe_t pipe;
@@ -39,6 +44,7 @@ typedef struct vl_conn {
   size_t rbuf_len;
   unsigned refs;
   unsigned handles_open;
+  struct vl_work *works; /* this connection's requests on the thread pool, to cancel on close */
   uint32_t inflight;    /* requests on the thread pool */
   uint32_t writes;      /* write requests not yet called back */
   uint64_t write_bytes; /* their bytes */
@@ -66,7 +72,8 @@ struct vl_server {
   vl_conn *conns;
   uint32_t n_conns; /* counted connections */
   uint64_t next_serial;
-  uint32_t inflight; /* requests on the thread pool, all connections */
+  uint32_t inflight; /* requests on the thread pool, all connections (--max-queued) */
+  uv_timer_t hup_probe; /* looks for peers gone while their connection is not being read */
   uid_t self_uid;
   vl_stats stats;
 };
@@ -78,6 +85,8 @@ int vl_server_start(vl_server *srv, uv_loop_t *loop, const vl_config *cfg);
 void vl_server_shutdown(vl_server *srv);
 /* Called when a connection is freed: finishes a shutdown once no connection is left. */
 void vl_server_conn_gone(vl_server *srv);
+/* Work was queued: probe idle connections for hung-up peers until the pool is empty. */
+void vl_server_watch_hangups(vl_server *srv);
 
 /* conn.c */
 vl_conn *vl_conn_new(vl_server *srv);
@@ -94,9 +103,13 @@ void vl_conn_settle(vl_conn *c);
 void vl_conn_close(vl_conn *c);
 void vl_conn_ref(vl_conn *c);
 void vl_conn_unref(vl_conn *c);
+/* Closes c when its peer has hung up (nothing can be written any more). */
+void vl_conn_probe_hangup(vl_conn *c);
 
 /* dispatch.c */
 /* Takes frame (a complete request) and answers it exactly once, via the thread pool. */
 void vl_dispatch_frame(vl_conn *c, vl_frame *frame);
+/* Cancels c's requests that wait for a worker; their after_work frees them unanswered. */
+void vl_dispatch_cancel(vl_conn *c);
 
 #endif

@@ -81,7 +81,9 @@ static int add(cJSON *o, const char *key, cJSON *item) {
   return 0;
 }
 
-/* {"total","errors","in_flight","invalid":{..},"by_method":{name:{"requests","errors"}}} */
+/* {"total","errors","in_flight","cancelled","invalid":{..},
+ *  "by_method":{name:{"requests","errors"}}}; cancelled requests were never answered, so they
+ * are not in total. */
 static cJSON *requests_json(const vl_stats *s, const vl_stats_view *v) {
   cJSON *by = cJSON_CreateObject();
   vl_method_counts total = s->invalid;
@@ -101,7 +103,8 @@ static cJSON *requests_json(const vl_stats *s, const vl_stats_view *v) {
   if (!add(o, "by_method", by) || !add(o, "invalid", counts_json(&s->invalid)) ||
       cJSON_AddNumberToObject(o, "total", (double)total.requests) == NULL ||
       cJSON_AddNumberToObject(o, "errors", (double)total.errors) == NULL ||
-      cJSON_AddNumberToObject(o, "in_flight", (double)v->requests_in_flight) == NULL) {
+      cJSON_AddNumberToObject(o, "in_flight", (double)v->requests_in_flight) == NULL ||
+      cJSON_AddNumberToObject(o, "cancelled", (double)s->cancelled) == NULL) {
     cJSON_Delete(o);
     return NULL;
   }

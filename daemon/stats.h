@@ -22,6 +22,7 @@ typedef struct vl_stats {
   uint64_t conns_rejected; /* refused: not permitted or over the connection limit */
   vl_method_counts by_method[VL_STATS_MAX_METHODS];
   vl_method_counts invalid; /* requests that named no known method, or none at all */
+  uint64_t cancelled;       /* dropped unstarted and unanswered: their connection closed */
   uint64_t views_replaced;
   int64_t bytes_saved;
   uint32_t latency_us[VL_STATS_WINDOW]; /* ring of the latest samples */

@@ -1,0 +1,225 @@
+/* it_overload.c - load shedding (SPEC §6 -32005, §7): the queued work of clients that left is
+ * cancelled and their connection slots come free at once; past --max-queued a heavy request
+ * is answered -32005 at once and the connection stays usable; a half-closed client still gets
+ * every response; a \u0000 escape in the request text is refused with -32700. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+/* 1024 x 1024 float32: 4 MiB tensors, so one verify keeps a worker busy for a while. */
+enum { ROWS = 1024, COLS = 1024, CONNS = 8, PER_CONN = 16, PIPELINED = 32 };
+
+static daemon_proc *start(const char *const *args) {
+  daemon_proc *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  daemon_prepare(d);
+  daemon_start(d, args);
+  return d;
+}
+
+static void stop(daemon_proc *d) {
+  int rc = daemon_stop(d);
+  if (rc != 0) {
+    daemon_dump_log(d);
+  }
+  daemon_cleanup(d);
+  free(d);
+  assert_int_equal(rc, 0);
+}
+
+static cJSON *verify_params(void) {
+  cJSON *p = json("{\"seed\":1}");
+  cJSON_AddItemToObject(p, "graph", heavy_graph(ROWS, COLS));
+  return p;
+}
+
+static double stat_of(const daemon_proc *d, const char *dotted) {
+  vl_client *c = client_open(d);
+  vl_error err;
+  cJSON *stats = NULL;
+  assert_int_equal(vl_client_stats(c, &stats, &err), VL_OK);
+  double v = json_number(stats, dotted);
+  cJSON_Delete(stats);
+  vl_client_close(c);
+  return v;
+}
+
+/* Connects and pings, retrying while the daemon refuses with "too many connections";
+ * returns how long it took until the ping was answered. */
+static uint64_t ms_until_admitted(const daemon_proc *d, uint64_t bound_ms) {
+  uint64_t t0 = now_ms();
+  vl_error err;
+  while (now_ms() - t0 < bound_ms) {
+    vl_client *c = client_open(d);
+    vl_status s = vl_client_ping(c, &err);
+    vl_client_close(c);
+    if (s == VL_OK) {
+      return now_ms() - t0;
+    }
+    assert_int_equal(s, VL_ERR_OVERLOADED);
+    sleep_ms(10);
+  }
+  return now_ms() - t0;
+}
+
+static void clients_that_left_free_their_slots_and_their_queued_work_is_cancelled(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-connections", "8", "--workers", "2", NULL};
+  daemon_proc *d = start(args);
+  cJSON *params = verify_params();
+  vl_error err;
+  for (int i = 0; i < CONNS; i++) {
+    vl_client *c = client_open(d);
+    for (uint64_t id = 1; id <= PER_CONN; id++) {
+      assert_int_equal(vl_client_send(c, id, "verify", params, NULL, 0, &err), VL_OK);
+    }
+    vl_client_close(c); /* gone without reading a single response */
+  }
+  cJSON_Delete(params);
+  uint64_t waited = ms_until_admitted(d, 2000);
+  if (waited >= 2000) {
+    daemon_dump_log(d);
+    fail_msg("a new client was locked out for %llu ms", (unsigned long long)waited);
+  }
+  uint64_t deadline = now_ms() + 2000;
+  double cancelled = 0;
+  while ((cancelled = stat_of(d, "requests.cancelled")) == 0 && now_ms() < deadline) {
+    sleep_ms(20);
+  }
+  assert_true(cancelled > 0);
+  assert_true(cancelled <= CONNS * PER_CONN);
+  stop(d);
+}
+
+/* Receives n responses on c, checking each id in 1..n comes back exactly once. */
+static void recv_all(vl_client *c, int n, int *ok, int *overloaded) {
+  bool seen[PIPELINED + 1] = {false};
+  vl_error err;
+  for (int i = 0; i < n; i++) {
+    uint64_t id = 0;
+    cJSON *r = NULL;
+    vl_status s = vl_client_recv(c, &id, &r, NULL, &err);
+    cJSON_Delete(r);
+    if (s != VL_OK && s != VL_ERR_OVERLOADED) {
+      fail_msg("id %llu: %s: %s", (unsigned long long)id, vl_status_kind(s), err.message);
+    }
+    assert_true(id >= 1 && id <= (uint64_t)n && !seen[id]);
+    seen[id] = true;
+    *(s == VL_OK ? ok : overloaded) += 1;
+  }
+}
+
+static void past_max_queued_heavy_requests_get_overloaded_at_once(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-queued", "4", "--workers", "1", NULL};
+  daemon_proc *d = start(args);
+  cJSON *params = verify_params();
+  vl_client *c = client_open(d);
+  vl_error err;
+  for (uint64_t id = 1; id <= PIPELINED; id++) {
+    assert_int_equal(vl_client_send(c, id, "verify", params, NULL, 0, &err), VL_OK);
+  }
+  int ok = 0, overloaded = 0;
+  recv_all(c, PIPELINED, &ok, &overloaded);
+  assert_true(ok >= 4);
+  assert_true(overloaded > 0);
+  assert_int_equal(ok + overloaded, PIPELINED);
+  assert_int_equal(vl_client_ping(c, &err), VL_OK); /* still usable */
+  cJSON *result = NULL;
+  assert_int_equal(vl_client_verify(c, cJSON_GetObjectItemCaseSensitive(params, "graph"), NULL,
+                                    NULL, 1, &result, &err),
+                   VL_OK); /* the pool drained: heavy work is taken again */
+  cJSON_Delete(result);
+  cJSON_Delete(params);
+  vl_client_close(c);
+  stop(d);
+}
+
+static char *request_text(uint64_t id, const char *method, const cJSON *params) {
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddStringToObject(r, "jsonrpc", "2.0");
+  cJSON_AddNumberToObject(r, "id", (double)id);
+  cJSON_AddStringToObject(r, "method", method);
+  cJSON_AddItemToObject(r, "params", cJSON_Duplicate(params, true));
+  char *text = cJSON_PrintUnformatted(r);
+  cJSON_Delete(r);
+  assert_non_null(text);
+  return text;
+}
+
+static void a_half_closed_client_still_gets_every_response(void **state) {
+  (void)state;
+  static const char *const args[] = {"--workers", "1", NULL};
+  daemon_proc *d = start(args);
+  enum { N = 8 }; /* with one worker, answering them all outlasts several hang-up probes */
+  cJSON *params = verify_params();
+  int fd = raw_connect(d->sock);
+  for (uint64_t id = 1; id <= N; id++) {
+    char *text = request_text(id, "verify", params);
+    raw_send_frame(fd, text, NULL, 0);
+    free(text);
+  }
+  cJSON_Delete(params);
+  assert_int_equal(shutdown(fd, SHUT_WR), 0);
+  bool seen[N + 1] = {false};
+  for (int i = 0; i < N; i++) {
+    cJSON *r = raw_recv_frame(fd, NULL);
+    int id = (int)json_number(r, "id");
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(r, "result"));
+    assert_true(id >= 1 && id <= N && !seen[id]);
+    seen[id] = true;
+    cJSON_Delete(r);
+  }
+  raw_expect_closed(fd);
+  close(fd);
+  assert_int_equal((int)stat_of(d, "requests.cancelled"), 0);
+  stop(d);
+}
+
+static void a_nul_escape_is_a_parse_error_and_the_connection_stays_usable(void **state) {
+  (void)state;
+  daemon_proc *d = start(NULL);
+  int fd = raw_connect(d->sock);
+  raw_send_frame(fd,
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"lower\",\"params\":{\"graph\":"
+                 "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[{\"name\":\"x\\u0000y\","
+                 "\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2]}},"
+                 "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"x\"]}]}}}",
+                 NULL, 0);
+  cJSON *r = raw_recv_frame(fd, NULL);
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+  assert_int_equal((int)json_number(e, "code"), -32700);
+  assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r, "id")));
+  const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "message"));
+  assert_non_null(msg);
+  assert_non_null(strstr(msg, "at byte 118"));
+  cJSON_Delete(r);
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}", NULL, 0);
+  r = raw_recv_frame(fd, NULL);
+  assert_int_equal((int)json_number(r, "id"), 2);
+  assert_non_null(cJSON_GetObjectItemCaseSensitive(r, "result"));
+  cJSON_Delete(r);
+  close(fd);
+  stop(d);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(clients_that_left_free_their_slots_and_their_queued_work_is_cancelled),
+      cmocka_unit_test(past_max_queued_heavy_requests_get_overloaded_at_once),
+      cmocka_unit_test(a_half_closed_client_still_gets_every_response),
+      cmocka_unit_test(a_nul_escape_is_a_parse_error_and_the_connection_stays_usable),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
