@@ -45,10 +45,10 @@ typedef struct vl_conn {
   unsigned refs;
   unsigned handles_open;
   struct vl_work *works; /* this connection's requests on the thread pool, to cancel on close */
-  uint32_t inflight;    /* requests on the thread pool */
-  uint32_t writes;      /* write requests not yet called back */
-  uint64_t write_bytes; /* their bytes */
-  bool counted;         /* counts against --max-connections (not a refused peer) */
+  uint32_t inflight;     /* requests on the thread pool */
+  uint32_t writes;       /* write requests not yet called back */
+  uint64_t write_bytes;  /* their bytes */
+  bool counted;          /* counts against --max-connections (not a refused peer) */
   bool reading;
   bool input_done; /* no more frames will be read: EOF, broken framing or refused peer */
   bool closing;
@@ -72,7 +72,7 @@ struct vl_server {
   vl_conn *conns;
   uint32_t n_conns; /* counted connections */
   uint64_t next_serial;
-  uint32_t inflight; /* requests on the thread pool, all connections (--max-queued) */
+  uint32_t inflight;    /* requests on the thread pool, all connections (--max-queued) */
   uv_timer_t hup_probe; /* looks for peers gone while their connection is not being read */
   uid_t self_uid;
   vl_stats stats;
