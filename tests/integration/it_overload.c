@@ -103,8 +103,8 @@ static void clients_that_left_free_their_slots_and_their_queued_work_is_cancelle
 }
 
 /* Receives n responses on c, checking each id in 1..n comes back exactly once. */
-static void recv_all(vl_client *c, int n, int *ok, int *overloaded) {
-  bool seen[PIPELINED + 1] = {false};
+static void recv_all(vl_client *c, int n, int *ok, int *overloaded, bool *last_overloaded) {
+  bool seen[PIPELINED + 2] = {false};
   vl_error err;
   for (int i = 0; i < n; i++) {
     uint64_t id = 0;
@@ -117,6 +117,9 @@ static void recv_all(vl_client *c, int n, int *ok, int *overloaded) {
     assert_true(id >= 1 && id <= (uint64_t)n && !seen[id]);
     seen[id] = true;
     *(s == VL_OK ? ok : overloaded) += 1;
+    if (id == (uint64_t)n) {
+      *last_overloaded = s == VL_ERR_OVERLOADED;
+    }
   }
 }
 
@@ -130,11 +133,24 @@ static void past_max_queued_heavy_requests_get_overloaded_at_once(void **state) 
   for (uint64_t id = 1; id <= PIPELINED; id++) {
     assert_int_equal(vl_client_send(c, id, "verify", params, NULL, 0, &err), VL_OK);
   }
+  /* Then one over 4 KiB of JSON (not parsed on the loop): refused with its id all the same. */
+  char *name = malloc(6000);
+  assert_non_null(name);
+  memset(name, 'n', 5999);
+  name[5999] = '\0';
+  cJSON *large = cJSON_Duplicate(params, true);
+  cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(large, "graph"), "name",
+                            cJSON_CreateString(name));
+  free(name);
+  assert_int_equal(vl_client_send(c, PIPELINED + 1, "lower", large, NULL, 0, &err), VL_OK);
+  cJSON_Delete(large);
   int ok = 0, overloaded = 0;
-  recv_all(c, PIPELINED, &ok, &overloaded);
+  bool large_overloaded = false;
+  recv_all(c, PIPELINED + 1, &ok, &overloaded, &large_overloaded);
   assert_true(ok >= 4);
   assert_true(overloaded > 0);
-  assert_int_equal(ok + overloaded, PIPELINED);
+  assert_true(large_overloaded);
+  assert_int_equal(ok + overloaded, PIPELINED + 1);
   assert_int_equal(vl_client_ping(c, &err), VL_OK); /* still usable */
   cJSON *result = NULL;
   assert_int_equal(vl_client_verify(c, cJSON_GetObjectItemCaseSensitive(params, "graph"), NULL,
