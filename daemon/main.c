@@ -2,6 +2,7 @@
  * its own loop until a stop signal drains it, then close the loop. Runs in the foreground:
  * no fork, no pidfile (SPEC §7). Exit codes: 0 after a stop signal, 1 when the daemon cannot
  * start, 64 on a usage error. */
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,16 @@ static int size_thread_pool(uint32_t workers) {
   char n[16];
   snprintf(n, sizeof n, "%u", workers);
   return setenv("UV_THREADPOOL_SIZE", n, 1);
+}
+
+/* One malloc arena for all workers. glibc otherwise gives each worker thread its own arena,
+ * and the tensor-sized blocks freed in one are not reused by the others: resident memory grows
+ * with fragmentation across arenas, and fresh pages fault in on every large request. Requests
+ * are large and few, so contention on one arena's lock costs less than that. */
+static void tune_malloc(void) {
+#ifdef M_ARENA_MAX
+  mallopt(M_ARENA_MAX, 1);
+#endif
 }
 
 static int serve(const vl_config *cfg) {
@@ -60,5 +71,6 @@ int main(int argc, char **argv) {
     vl_log_error("cannot set up the process");
     return EXIT_FAILURE;
   }
+  tune_malloc();
   return serve(&cfg);
 }

@@ -15,6 +15,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +323,16 @@ static void on_signal(uv_signal_t *s, int signum) {
   vl_server_shutdown(s->data);
 }
 
+/* The pool just went idle: hand the heap's free pages back to the system. Tensor buffers of a
+ * burst leave the heap fragmented at its high-water mark, which a daemon that idles between
+ * bursts would otherwise keep resident. Runs at most once per busy-to-idle transition of the
+ * probe below (>= HUP_PROBE_MS apart), never under steady load. */
+static void release_idle_memory(void) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 /* A connection that is not being read (over its limits, or after a half-close) would notice
  * its peer leaving only when a response fails to be written, after all its queued work ran
  * for nobody. So while work is on the pool, look for hung-up peers of such connections. */
@@ -334,6 +345,7 @@ static void on_hup_probe(uv_timer_t *t) {
   }
   if (srv->inflight == 0) {
     uv_timer_stop(t);
+    release_idle_memory();
   }
 }
 
