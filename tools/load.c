@@ -501,8 +501,13 @@ static void *sampler_main(void *arg) {
   return NULL;
 }
 
-/* Waits (up to settle_ms) for the daemon's fd count to come back to the baseline, then reads
- * its fds and RSS. */
+/* How long the daemon is left alone once its fds are back before RSS is read: it returns free
+ * heap pages to the system when its pool goes idle (checked every 100 ms), and both idle
+ * points must be read after that, or the comparison measures the timing of the trim. */
+enum { IDLE_QUIET_MS = 500 };
+
+/* Waits (up to settle_ms) for the daemon's fd count to come back to the baseline, then, after
+ * a quiet moment, reads its fds and RSS. */
 static void settle(const config *cfg, long fds_baseline, long *fds, long *rss) {
   uint64_t until = now_us() + cfg->settle_ms * 1000u;
   do {
@@ -510,6 +515,7 @@ static void settle(const config *cfg, long fds_baseline, long *fds, long *rss) {
     if (*fds <= fds_baseline) break;
     sleep_ms(50);
   } while (now_us() < until);
+  sleep_ms(IDLE_QUIET_MS);
   *rss = proc_rss_kb(cfg->daemon_pid);
 }
 
