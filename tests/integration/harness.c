@@ -246,6 +246,15 @@ void daemon_cleanup(daemon_proc *d) {
   d->dir[0] = '\0';
 }
 
+int daemon_finish(daemon_proc *d) {
+  int rc = daemon_stop(d);
+  if (rc != 0) {
+    daemon_dump_log(d);
+  }
+  daemon_cleanup(d);
+  return rc;
+}
+
 void daemon_dump_log(const daemon_proc *d) {
   FILE *f = fopen(d->log, "r");
   if (f == NULL) {

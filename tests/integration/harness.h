@@ -41,6 +41,9 @@ int daemon_stop(daemon_proc *d);
 int daemon_wait(pid_t pid, int timeout_ms);
 /* Removes the socket, the log and the directory. */
 void daemon_cleanup(daemon_proc *d);
+/* daemon_stop, the log printed when the exit status is not 0, then daemon_cleanup; returns
+ * the exit status (the end of every fixture). */
+int daemon_finish(daemon_proc *d);
 /* Prints the daemon's log (on failures, for diagnosis). */
 void daemon_dump_log(const daemon_proc *d);
 /* Does the daemon's log contain text? */

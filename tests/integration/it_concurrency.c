@@ -33,11 +33,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   daemon_proc *d = *state;
-  int rc = daemon_stop(d);
-  if (rc != 0) {
-    daemon_dump_log(d);
-  }
-  daemon_cleanup(d);
+  int rc = daemon_finish(d);
   free(d);
   assert_int_equal(rc, 0);
   return 0;

@@ -80,12 +80,7 @@ static void send_heavy_then_ping(vl_client *c, uint64_t n) {
 }
 
 static void stop_and_clean(daemon_proc *d) {
-  int rc = daemon_stop(d);
-  if (rc != 0) {
-    daemon_dump_log(d);
-  }
-  assert_int_equal(rc, 0);
-  daemon_cleanup(d);
+  assert_int_equal(daemon_finish(d), 0);
 }
 
 /* Runs viewlowerd with args and returns its exit status (it must exit by itself). */

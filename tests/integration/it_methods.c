@@ -35,11 +35,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fixture *f = *state;
   vl_client_close(f->c);
-  int rc = daemon_stop(&f->d);
-  if (rc != 0) {
-    daemon_dump_log(&f->d);
-  }
-  daemon_cleanup(&f->d);
+  int rc = daemon_finish(&f->d);
   free(f);
   assert_int_equal(rc, 0);
   return 0;

@@ -29,11 +29,7 @@ static daemon_proc *start(const char *const *args) {
 }
 
 static void stop(daemon_proc *d) {
-  int rc = daemon_stop(d);
-  if (rc != 0) {
-    daemon_dump_log(d);
-  }
-  daemon_cleanup(d);
+  int rc = daemon_finish(d);
   free(d);
   assert_int_equal(rc, 0);
 }
