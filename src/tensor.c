@@ -95,10 +95,11 @@ vl_status vl_spec_check(const vl_spec *s, vl_error *err) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "rank %u exceeds the maximum of %d",
                         s->rank, VL_MAX_RANK);
   for (uint8_t i = 0; i < s->rank; i++) {
-    if (s->shape[i] < 0) {
+    if (s->shape[i] < 0 || s->shape[i] > VL_MAX_DIM_SIZE) {
       char path[32];
       snprintf(path, sizeof path, "/shape/%u", i);
-      return vl_error_set(err, VL_ERR_INVALID_TENSOR, path, "size %lld is negative",
+      return vl_error_set(err, VL_ERR_INVALID_TENSOR, path,
+                          s->shape[i] < 0 ? "size %lld is negative" : "size %lld exceeds 2^53",
                           (long long)s->shape[i]);
     }
   }
@@ -229,6 +230,9 @@ vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, in
       infer = i;
     } else if (size[i] < 0) {
       return vl_error_set(err, VL_ERR_KERNEL, "", "size %lld at dim %zu is negative",
+                          (long long)size[i], i);
+    } else if (size[i] > VL_MAX_DIM_SIZE) {
+      return vl_error_set(err, VL_ERR_KERNEL, "", "size %lld at dim %zu exceeds 2^53",
                           (long long)size[i], i);
     } else {
       has_zero |= size[i] == 0;

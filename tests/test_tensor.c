@@ -173,6 +173,18 @@ static void negative_sizes_are_rejected(void **state) {
   assert_string_equal(err.path, "/shape/1");
 }
 
+static void sizes_beyond_2_53_are_rejected_even_when_empty(void **state) {
+  (void)state;
+  int64_t shape[] = {0, ((int64_t)1 << 53) + 1};
+  vl_spec s = spec(2, shape, NULL);
+  vl_error err;
+  assert_int_equal(vl_spec_check(&s, &err), VL_ERR_INVALID_TENSOR);
+  assert_string_equal(err.path, "/shape/1");
+  shape[1] = (int64_t)1 << 53;
+  s = spec(2, shape, NULL);
+  assert_int_equal(vl_spec_check(&s, &err), VL_OK);
+}
+
 static void view_sizes_infer_one_minus_one(void **state) {
   (void)state;
   int64_t size[] = {1, 2, -1}, shape[3];
@@ -197,6 +209,9 @@ static void view_size_errors_are_each_reported(void **state) {
   assert_non_null(strstr(err.message, "do not divide"));
   assert_int_equal(vl_view_size_infer(12, mismatch, 2, shape, &err), VL_ERR_KERNEL);
   assert_non_null(strstr(err.message, "10 elements but the input has 12"));
+  int64_t huge[] = {((int64_t)1 << 53) + 1, 0};
+  assert_int_equal(vl_view_size_infer(0, huge, 2, shape, &err), VL_ERR_KERNEL);
+  assert_non_null(strstr(err.message, "exceeds 2^53"));
   int64_t big[17] = {0};
   assert_int_equal(vl_view_size_infer(0, big, 17, shape, &err), VL_ERR_KERNEL);
 }
@@ -235,6 +250,7 @@ int main(void) {
       cmocka_unit_test(a_shape_whose_byte_size_overflows_is_rejected),
       cmocka_unit_test(a_dim_order_that_is_not_a_permutation_is_rejected),
       cmocka_unit_test(negative_sizes_are_rejected),
+      cmocka_unit_test(sizes_beyond_2_53_are_rejected_even_when_empty),
       cmocka_unit_test(view_sizes_infer_one_minus_one),
       cmocka_unit_test(view_size_errors_are_each_reported),
       cmocka_unit_test(tensors_over_the_byte_limit_are_refused_before_allocating),

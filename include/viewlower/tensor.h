@@ -17,6 +17,9 @@ extern "C" {
 #endif
 
 #define VL_MAX_RANK 16
+/* Largest size of one dim: 2^53, the largest integer JSON carries exactly. An empty tensor
+ * could otherwise have a dim no JSON document can state back. */
+#define VL_MAX_DIM_SIZE ((int64_t)1 << 53)
 
 /* X(enum, name, element size) */
 #define VL_DTYPE_MAP(X)                                                                            \
