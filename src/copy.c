@@ -26,6 +26,17 @@
 #define TILE_Y 512
 /* Runs at least this many bytes long go through memcpy; shorter ones are moved as words. */
 #define MEMCPY_MIN_RUN 64
+/* Copies at least this large do not stay in the caches: their transposes write whole destination
+ * lines with non-temporal stores, so no line is read from memory only to be overwritten (the
+ * same trade large memcpy makes). Where the target has no such stores, the tiles write as usual. */
+#define STREAM_MIN_BYTES ((uint64_t)8 << 20)
+#define STREAM_LINE 64 /* bytes in one cache line, written at once */
+#define STREAM_ROWS 16  /* destination rows gathered per step */
+#define STREAM_SPAN 256 /* bytes of each destination row written per step: whole lines */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define VL__STREAM_STORES 1
+#endif
 
 typedef struct loops {
   size_t n;
@@ -288,6 +299,7 @@ typedef struct inner {
   size_t depth;     /* loops handled here: 1 (line) or 2 (the others) */
   line_fn line;     /* typed line, or NULL for memcpy per element */
   tile_fn tile;     /* KERNEL_TILES */
+  bool stream;      /* KERNEL_TILES: large enough for non-temporal stores */
   narrow_fn narrow; /* KERNEL_SPLIT, KERNEL_MERGE */
 } inner;
 
@@ -329,10 +341,61 @@ static void run_transpose(const inner *k, char *d, const char *s) {
   }
 }
 
+#ifdef VL__STREAM_STORES
+/* Moves one 64-byte line from an aligned buffer to aligned memory, bypassing the caches. */
+static void stream_line(char *d, const char *s) {
+  for (int i = 0; i < STREAM_LINE; i += 16) {
+    __m128i v = _mm_load_si128((const __m128i *)(const void *)(s + i));
+    _mm_stream_si128((__m128i *)(void *)(d + i), v);
+  }
+}
+
+/* The transpose of a copy larger than the caches. Every destination row has the same alignment
+ * (dx is a multiple of a line), so y splits into a head up to the first line boundary, whole
+ * lines, and a tail. Whole lines are transposed STREAM_ROWS at a time into a small aligned
+ * buffer that stays in L1, then streamed out line by line; head and tail go through the tiles. */
+static void run_transpose_streamed(const inner *k, char *d, const char *s) {
+  const loops *L = k->L;
+  size_t x = L->n - 2, y = L->n - 1;
+  int64_t nx = L->size[x], ny = L->size[y];
+  ptrdiff_t dx = L->dst[x], sy = L->src[y], e = (ptrdiff_t)L->elem;
+  uintptr_t mis = (uintptr_t)d % STREAM_LINE;
+  if (dx % STREAM_LINE != 0 || mis % (uintptr_t)e != 0) {
+    run_transpose(k, d, s);
+    return;
+  }
+  int64_t per = STREAM_SPAN / e;
+  int64_t head = mis == 0 ? 0 : (int64_t)((STREAM_LINE - mis) / (uintptr_t)e);
+  if (head > ny) head = ny;
+  int64_t end = head + (ny - head) / per * per;
+  if (head > 0) k->tile(d, s, nx, head, dx, sy);
+  _Alignas(STREAM_LINE) char buf[STREAM_ROWS * STREAM_SPAN];
+  for (int64_t y0 = head; y0 < end; y0 += per) {
+    for (int64_t x0 = 0; x0 < nx; x0 += STREAM_ROWS) {
+      int64_t bx = nx - x0 < STREAM_ROWS ? nx - x0 : STREAM_ROWS;
+      k->tile(buf, s + x0 * e + y0 * sy, bx, per, STREAM_SPAN, sy);
+      for (int64_t i = 0; i < bx; i++)
+        for (int64_t j = 0; j < STREAM_SPAN; j += STREAM_LINE)
+          stream_line(d + (x0 + i) * dx + y0 * e + j, buf + i * STREAM_SPAN + j);
+    }
+  }
+  if (end < ny) k->tile(d + end * e, s + end * sy, nx, ny - end, dx, sy);
+  _mm_sfence(); /* streamed lines are visible before the copy returns */
+}
+#endif
+
 static void run_inner(const inner *k, char *d, const char *s) {
   const loops *L = k->L;
   switch (k->kind) {
-  case KERNEL_TILES: run_transpose(k, d, s); break;
+  case KERNEL_TILES:
+#ifdef VL__STREAM_STORES
+    if (k->stream) {
+      run_transpose_streamed(k, d, s);
+      break;
+    }
+#endif
+    run_transpose(k, d, s);
+    break;
   case KERNEL_SPLIT: k->narrow(d, s, L->size[L->n - 1], L->dst[L->n - 2]); break;
   case KERNEL_MERGE: k->narrow(d, s, L->size[L->n - 2], L->src[L->n - 1]); break;
   default: run_line(k, d, s); break;
@@ -381,6 +444,16 @@ static void choose_plane(inner *k) {
   }
 }
 
+/* Bytes the copy moves (saturating; the buffers fit in memory, so it does not in practice). */
+static uint64_t loops_bytes(const loops *L) {
+  uint64_t n = L->elem;
+  for (size_t i = 0; i < L->n; i++) {
+    if (n > UINT64_MAX / (uint64_t)L->size[i]) return UINT64_MAX;
+    n *= (uint64_t)L->size[i];
+  }
+  return n;
+}
+
 /* Chooses the inner kernel for normalised loops and runs the copy. */
 static void loops_run(loops *L, char *d, const char *s) {
   inner k = {.L = L, .kind = KERNEL_LINE, .depth = 1, .line = line_for(L->elem)};
@@ -393,6 +466,7 @@ static void loops_run(loops *L, char *d, const char *s) {
   if (tile_for(L->elem) != NULL && L->dst[L->n - 1] == (ptrdiff_t)L->elem && xs < L->n) {
     loops_move_inside(L, xs);
     choose_plane(&k);
+    k.stream = loops_bytes(L) >= STREAM_MIN_BYTES;
   }
   odometer_run(&k, d, s);
 }

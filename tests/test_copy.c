@@ -262,6 +262,37 @@ static void large_layout_changes_cross_tiles_for_every_element_size(void **state
   }
 }
 
+static void reference_strided(size_t es, uint8_t rank, const int64_t *shape, char *d,
+                              const int64_t *dst, const char *s, const int64_t *src, int64_t n);
+
+/* Channels-last to contiguous copies beyond 8 MiB write whole destination lines with
+ * non-temporal stores. Here the destination starts one element past a line boundary and rows
+ * are a whole number of lines apart, so each row has a partial head line, whole lines and a
+ * one-element tail; C = 37 leaves a ragged last group of rows. Every element size. */
+static void copies_larger_than_the_caches_stream_whole_lines_exactly(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 2, 4, 8};
+  uint64_t rs = 0x5EED0007u;
+  for (size_t i = 0; i < 4; i++) {
+    size_t es = sizes[i];
+    const int64_t c = 37, hw = 64 * (int64_t)(((9u << 20) / (2 * 37 * es) + 63) / 64);
+    const int64_t shape[] = {2, c, hw};
+    const int64_t src_st[] = {c * hw, 1, c}, dst_st[] = {c * hw, hw, 1};
+    size_t n = (size_t)(2 * c * hw) * es;
+    char *src = malloc(n), *dst = aligned_alloc(64, n + 64), *want = malloc(n + 64);
+    assert_true(src && dst && want);
+    fill_random_bytes(&rs, src, (int64_t)n);
+    memset(dst, 0x5a, n + 64);
+    memset(want, 0x5a, n + 64);
+    vl_copy_strided(es, 3, shape, dst + es, dst_st, src, src_st);
+    reference_strided(es, 3, shape, want + es, dst_st, src, src_st, 2 * c * hw);
+    if (memcmp(dst, want, n + 64) != 0) fail_msg("element size %zu: streamed copy differs", es);
+    free(src);
+    free(dst);
+    free(want);
+  }
+}
+
 /* Two to four channels (RGB images) take the split / merge kernels, both directions. */
 static void narrow_channel_counts_deinterleave_and_interleave_exactly(void **state) {
   (void)state;
@@ -657,6 +688,7 @@ int main(void) {
       cmocka_unit_test(rank_zero_tensor_copies_its_one_element),
       cmocka_unit_test(every_dtype_flattens_channels_last_bit_exactly),
       cmocka_unit_test(large_layout_changes_cross_tiles_for_every_element_size),
+      cmocka_unit_test(copies_larger_than_the_caches_stream_whole_lines_exactly),
       cmocka_unit_test(narrow_channel_counts_deinterleave_and_interleave_exactly),
       cmocka_unit_test(contiguous_copy_is_bytewise_identical),
       cmocka_unit_test(layouts_without_a_common_refinement_still_copy_in_logical_order),
