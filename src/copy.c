@@ -30,7 +30,7 @@
  * lines with non-temporal stores, so no line is read from memory only to be overwritten (the
  * same trade large memcpy makes). Where the target has no such stores, the tiles write as usual. */
 #define STREAM_MIN_BYTES ((uint64_t)8 << 20)
-#define STREAM_LINE 64 /* bytes in one cache line, written at once */
+#define STREAM_LINE 64  /* bytes in one cache line, written at once */
 #define STREAM_ROWS 16  /* destination rows gathered per step */
 #define STREAM_SPAN 256 /* bytes of each destination row written per step: whole lines */
 #if defined(__SSE2__)

@@ -124,6 +124,9 @@ static int start_daemon(void **state) {
   return -1;
 }
 
+/* cmocka does not count a failed group teardown in its result; main adds it. */
+static bool teardown_failed;
+
 static int stop_daemon(void **state) {
   (void)state;
   kill(daemon_pid, SIGTERM);
@@ -131,7 +134,8 @@ static int stop_daemon(void **state) {
   waitpid(daemon_pid, &st, 0);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  return system(cmd) == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+  teardown_failed = !(system(cmd) == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  return teardown_failed ? -1 : 0;
 }
 
 static void validate_prints_the_graph_with_full_vals(void **state) {
@@ -342,5 +346,7 @@ int main(void) {
       cmocka_unit_test(ping_version_and_stats_answer),
       cmocka_unit_test(an_absent_daemon_exits_3),
   };
-  return cmocka_run_group_tests(tests, start_daemon, stop_daemon);
+  int failed = cmocka_run_group_tests(tests, start_daemon, stop_daemon);
+  if (teardown_failed) fprintf(stderr, "viewlowerd did not exit 0 after SIGTERM\n");
+  return failed != 0 || teardown_failed ? 1 : 0;
 }

@@ -136,6 +136,26 @@ static void exec_child(const daemon_proc *d, const char *const *argv, const char
   for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
     putenv((char *)env[i]);
   }
+  const char *vg = getenv("VL_IT_VALGRIND");
+  if (vg != NULL && vg[0] != '\0') {
+    /* The same daemon under memcheck, in the same process (LISTEN_PID still holds); any
+     * memory error or leak makes it exit 1, which fails the test's exit-status check, and
+     * the report goes to the daemon's log. */
+    const char *vargv[HARNESS_MAX_ARGS + 8] = {"valgrind",
+                                               "--quiet",
+                                               "--leak-check=full",
+                                               "--error-exitcode=1",
+                                               "--errors-for-leak-kinds=definite,indirect,possible",
+                                               "--log-fd=2",
+                                               VIEWLOWERD_PATH};
+    size_t n = 7;
+    for (size_t i = 1; argv[i] != NULL && n + 1 < sizeof vargv / sizeof vargv[0]; i++) {
+      vargv[n++] = argv[i];
+    }
+    vargv[n] = NULL;
+    execvp("valgrind", (char *const *)vargv);
+    _exit(127);
+  }
   execv(VIEWLOWERD_PATH, (char *const *)argv);
   _exit(127);
 }
@@ -246,13 +266,24 @@ void daemon_cleanup(daemon_proc *d) {
   d->dir[0] = '\0';
 }
 
+/* Daemons that ended with a non-zero status (see harness_result). */
+static int finish_failures;
+
 int daemon_finish(daemon_proc *d) {
   int rc = daemon_stop(d);
   if (rc != 0) {
+    finish_failures++;
     daemon_dump_log(d);
   }
   daemon_cleanup(d);
   return rc;
+}
+
+int harness_result(int failed_tests) {
+  if (finish_failures > 0) {
+    fprintf(stderr, "%d daemon(s) ended with a non-zero exit status\n", finish_failures);
+  }
+  return failed_tests != 0 || finish_failures > 0 ? 1 : 0;
 }
 
 void daemon_dump_log(const daemon_proc *d) {

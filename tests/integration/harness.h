@@ -44,6 +44,10 @@ void daemon_cleanup(daemon_proc *d);
 /* daemon_stop, the log printed when the exit status is not 0, then daemon_cleanup; returns
  * the exit status (the end of every fixture). */
 int daemon_finish(daemon_proc *d);
+/* main's exit status: 1 when cmocka counted failed tests or any daemon_finish saw a non-zero
+ * exit status. cmocka does not count a failed group teardown, and group fixtures end their
+ * daemon there, so every main returns harness_result(cmocka_run_group_tests(...)). */
+int harness_result(int failed_tests);
 /* Prints the daemon's log (on failures, for diagnosis). */
 void daemon_dump_log(const daemon_proc *d);
 /* Does the daemon's log contain text? */

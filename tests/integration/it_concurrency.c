@@ -298,5 +298,5 @@ int main(void) {
       cmocka_unit_test(a_client_that_stops_reading_is_closed_by_the_idle_timeout),
       cmocka_unit_test(connections_over_the_limit_get_overloaded_then_close),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return harness_result(cmocka_run_group_tests(tests, setup, teardown));
 }

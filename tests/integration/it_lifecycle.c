@@ -383,5 +383,5 @@ int main(void) {
       cmocka_unit_test(sigterm_answers_every_request_in_flight_and_exits_0),
       cmocka_unit_test(the_drain_timeout_bounds_the_shutdown),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return harness_result(cmocka_run_group_tests(tests, NULL, NULL));
 }

@@ -335,5 +335,5 @@ int main(void) {
       cmocka_unit_test(stats_counts_requests_errors_and_savings),
       cmocka_unit_test(the_client_example_pings_and_lowers),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return harness_result(cmocka_run_group_tests(tests, setup, teardown));
 }

@@ -246,5 +246,5 @@ int main(void) {
       cmocka_unit_test(a_half_closed_client_still_gets_every_response),
       cmocka_unit_test(a_nul_escape_is_a_parse_error_and_the_connection_stays_usable),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return harness_result(cmocka_run_group_tests(tests, NULL, NULL));
 }

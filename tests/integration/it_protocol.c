@@ -255,5 +255,5 @@ int main(void) {
       cmocka_unit_test(a_frame_split_into_single_bytes_is_served),
       cmocka_unit_test(the_client_reports_server_errors_and_transport_errors_apart),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return harness_result(cmocka_run_group_tests(tests, setup, teardown));
 }
