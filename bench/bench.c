@@ -4,7 +4,8 @@
  * "copy": the view_copy kernel (vl_view_copy_out into a preallocated output) against memcpy of
  * the same bytes and against a naive per-element loop over logical indices that computes both
  * offsets by division and modulus. "lower": synthetic graphs of 1k..1M nodes mixing view chains,
- * layout changes and in-place ops; io_ms is parse + print alone, lower_ms parse + lower + print,
+ * layout changes and in-place ops; io_ms is parse + print alone (vl_graph_parse_unvalidated),
+ * lower_ms parse + validate + lower + print,
  * pass_ms vl_lower alone (extra key), lowered_nodes what lower_ms printed (dead views removed).
  * Usage: viewlower-bench [--quick]  (--quick: fewer repeats, graphs up to 10k nodes). */
 #include <cjson/cJSON.h>
@@ -322,18 +323,21 @@ static char *synthetic_graph(long n, size_t *len) {
   return t.p;
 }
 
-static vl_graph *parse_or_die(const char *json, size_t len, const vl_limits *lim) {
+static vl_graph *parse_or_die(const char *json, size_t len, const vl_limits *lim, bool validate) {
   vl_graph *g = NULL;
   vl_error err;
-  if (vl_graph_parse(json, len, lim, &g, &err) != VL_OK) {
+  vl_status st = validate ? vl_graph_parse(json, len, lim, &g, &err)
+                          : vl_graph_parse_unvalidated(json, len, lim, &g, &err);
+  if (st != VL_OK) {
     fprintf(stderr, "viewlower-bench: synthetic graph: %s: %s\n", err.path, err.message);
     exit(1);
   }
   return g;
 }
 
-/* One round: parse (+ lower) + print. Seconds in total and in vl_lower alone; the printed
- * graph's node count (lowering removes dead view_copy nodes, so it prints fewer). */
+/* One round: parse + print, or parse + validate + lower + print. Seconds in total and in
+ * vl_lower alone; the printed graph's node count (lowering removes dead view_copy nodes, so it
+ * prints fewer). */
 typedef struct lower_times {
   double total, pass;
   uint32_t printed_nodes;
@@ -357,7 +361,7 @@ static double lower_pass(vl_graph *g) {
 static lower_times lower_round(const char *json, size_t len, const vl_limits *lim, bool lower) {
   lower_times t = {0, 0, 0};
   double t0 = now_s();
-  vl_graph *g = parse_or_die(json, len, lim);
+  vl_graph *g = parse_or_die(json, len, lim, lower);
   if (lower) t.pass = lower_pass(g);
   char *out = vl_graph_print(g);
   t.total = now_s() - t0;

@@ -424,8 +424,9 @@ static vl_status parse_header(parser *p, const cJSON *root, const cJSON **nodes,
 
 vl_status vl__graph_check(vl_graph *g, vl_error *err);
 
-vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph **out,
-                             vl_error *err) {
+/* Builds the graph; check adds the semantic validation of graph_check.c. */
+static vl_status graph_from_json(const cJSON *root, const vl_limits *lim, bool check,
+                                 vl_graph **out, vl_error *err) {
   vl_limits dflt;
   if (lim == NULL) {
     vl_limits_default(&dflt);
@@ -460,7 +461,7 @@ vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph *
   }
   if (st == VL_OK) st = vl_graph_index_users(p.g);
   if (st == VL_ERR_NOMEM) vl_error_set(err, st, "", "out of memory");
-  if (st == VL_OK) st = vl__graph_check(p.g, err);
+  if (st == VL_OK && check) st = vl__graph_check(p.g, err);
   free(p.names.slots);
   if (st != VL_OK) {
     vl_graph_free(p.g);
@@ -470,8 +471,13 @@ vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph *
   return VL_OK;
 }
 
-vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim, vl_graph **out,
-                         vl_error *err) {
+vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph **out,
+                             vl_error *err) {
+  return graph_from_json(root, lim, true, out, err);
+}
+
+static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, bool check,
+                            vl_graph **out, vl_error *err) {
   size_t nul = vl__json_find_nul_escape(json, len);
   if (nul < len)
     return vl_error_set(err, VL_ERR_PARSE, "",
@@ -492,7 +498,17 @@ vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim, vl_
     st = vl_error_set(err, VL_ERR_PARSE, "", "trailing data after the JSON document at byte %zu",
                       at);
   else
-    st = vl_graph_from_json(root, lim, out, err);
+    st = graph_from_json(root, lim, check, out, err);
   cJSON_Delete(root);
   return st;
+}
+
+vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim, vl_graph **out,
+                         vl_error *err) {
+  return parse_text(json, len, lim, true, out, err);
+}
+
+vl_status vl_graph_parse_unvalidated(const char *json, size_t len, const vl_limits *lim,
+                                     vl_graph **out, vl_error *err) {
+  return parse_text(json, len, lim, false, out, err);
 }

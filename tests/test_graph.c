@@ -255,6 +255,33 @@ static void view_copy_nodes_must_agree_with_their_size_and_base(void **state) {
   vl_graph_free(g);
 }
 
+/* Parsing alone skips the validation step: a view whose val disagrees with its base is read
+ * and printed back as it stands, while vl_graph_parse refuses it. Structural errors (a
+ * reference to an unknown name) still fail. */
+static void unvalidated_parsing_reads_what_validation_refuses(void **state) {
+  (void)state;
+  const char *text = HEAD X VIEW("[\"x\",[3,3]]", "{\"dtype\":\"float32\",\"shape\":[3,3]}");
+  expect_error(text, VL_ERR_INVALID_GRAPH, "/nodes/1/val/shape", "9 elements but the base x has 6");
+  vl_graph *g = NULL;
+  vl_error err;
+  assert_int_equal(vl_graph_parse_unvalidated(text, strlen(text), NULL, &g, &err), VL_OK);
+  assert_int_equal(g->n_nodes, 3);
+  assert_int_equal(g->nodes[1].val.shape[0], 3);
+  assert_int_equal(g->nodes[1].val.shape[1], 3);
+  char *printed = vl_graph_print(g);
+  assert_non_null(printed);
+  assert_non_null(strstr(printed, "\"name\":\"v\""));
+  assert_non_null(strstr(printed, "\"shape\":[3,3]"));
+  free(printed);
+  vl_graph_free(g);
+  const char *unknown = HEAD X VIEW("[\"y\",[6]]", "{\"dtype\":\"float32\",\"shape\":[6]}");
+  g = NULL;
+  assert_int_equal(vl_graph_parse_unvalidated(unknown, strlen(unknown), NULL, &g, &err),
+                   VL_ERR_INVALID_GRAPH);
+  assert_string_equal(err.path, "/nodes/1/args/0");
+  assert_null(g);
+}
+
 static void mutates_and_out_must_name_arguments(void **state) {
   (void)state;
   expect_error(
@@ -338,6 +365,7 @@ int main(void) {
       cmocka_unit_test(structural_errors_name_the_place),
       cmocka_unit_test(spec_errors_name_the_field),
       cmocka_unit_test(layout_spelling_must_follow_skip_dim_order),
+      cmocka_unit_test(unvalidated_parsing_reads_what_validation_refuses),
       cmocka_unit_test(view_copy_nodes_must_agree_with_their_size_and_base),
       cmocka_unit_test(mutates_and_out_must_name_arguments),
       cmocka_unit_test(deep_nesting_is_an_error_not_a_crash),

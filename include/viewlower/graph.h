@@ -91,6 +91,11 @@ typedef struct vl_graph {
 /* Parses and validates graph JSON. Error paths are JSON pointers into the document. */
 VL_API vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim, vl_graph **out,
                                 vl_error *err);
+/* Parsing alone: the JSON, its fields, names and references, without the validation that
+ * vl_graph_parse runs after (skip_dim_order spelling, view sizes against val and base). For
+ * tools that only reprint a graph, such as the benchmark's parse + print baseline. */
+VL_API vl_status vl_graph_parse_unvalidated(const char *json, size_t len, const vl_limits *lim,
+                                            vl_graph **out, vl_error *err);
 /* Same from an already parsed document (e.g. params.graph of a request); root is not retained. */
 VL_API vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph **out,
                                     vl_error *err);
