@@ -2,9 +2,10 @@
  * dead view_copy nodes, and replace each remaining view_copy by memory.view when every
  * condition holds, recording every failed condition otherwise. All passes are linear.
  *
- * Normalization also refuses to step over a view_copy whose root storage is written between
- * that view_copy and this one (policy safe): the composed reshape would read the written
- * values, which no copy did. */
+ * Normalization (policy safe) steps over a view_copy b only while b still holds what it copied:
+ * not when b's own storage was written before this view_copy reads it (the root never saw that
+ * write), nor when the root's storage was written after b was taken (b holds the older values).
+ * Either way the composed reshape of the root would read other values than the copy chain. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,11 +31,13 @@ static void note_write(void *p, uint32_t ref) {
   s->last_write[vl__alias_class(s->alias, ref)] = s->w;
 }
 
-/* May v read root r instead of view_copy b (b's base is r)? Not when r's storage was written
- * after b was taken: b holds the older values. */
+/* May the node being swept read r instead of view_copy b (b's base is r)? Not when b's storage
+ * has been written so far (through b or an alias of it), nor when r's storage was written after
+ * b was taken: either way b no longer holds r's current values. */
 static bool may_skip(const sweep_ctx *s, vl_alias *a, uint32_t b, uint32_t r, bool safe) {
-  uint32_t lw = s->last_write[vl__alias_class(a, r)];
-  return !safe || lw == VL_NO_NODE || lw < b;
+  if (!safe) return true;
+  uint32_t wb = s->last_write[vl__alias_class(a, b)], wr = s->last_write[vl__alias_class(a, r)];
+  return wb == VL_NO_NODE && (wr == VL_NO_NODE || wr < b);
 }
 
 static vl_status normalize(vl_graph *g, bool safe, vl_report *r) {

@@ -156,10 +156,11 @@ static void upstream_model_replaces_three_and_keeps_the_two_outputs(void **state
 #define PATCH_MEMORY_FORMAT                                                                        \
   G("true")                                                                                        \
   PH("x", "float32", "[1,2,2,3]")                                                                  \
-      CALLK("x_cl", "aten._to_copy.default", "[\"x\"]", "{\"memory_format\":\"channels_last\"}",   \
-            VAL("[1,2,2,3]", "[0,2,3,1]")) VIEW("flat", "x_cl", "[1,2,-1]", "[1,2,6]", "[0,1,2]")  \
-          CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]",                        \
-               VAL("[1,6,2]", "[0,1,2]")) OUT("[\"tokens\"]")
+  CALLK("x_cl", "aten._to_copy.default", "[\"x\"]", "{\"memory_format\":\"channels_last\"}",       \
+        VAL("[1,2,2,3]", "[0,2,3,1]"))                                                             \
+  VIEW("flat", "x_cl", "[1,2,-1]", "[1,2,6]", "[0,1,2]")                                           \
+      CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]", VAL("[1,6,2]", "[0,1,2]")) \
+          OUT("[\"tokens\"]")
 
 static void patch_embedding_flatten_of_channels_last_is_kept_in_both_spellings(void **state) {
   (void)state;
@@ -359,6 +360,20 @@ static void a_view_of_a_view_taken_before_its_root_was_written_stays_on_the_copy
   done(&l);
 }
 
+static void a_view_of_a_view_copy_written_in_place_stays_on_that_copy(void **state) {
+  (void)state;
+  /* v1 copies b, then is written; v2 reads v1's new values, which b never had. */
+  lowered l = lower_safe(BASE6 VIEW("v1", "b", "[3,2]", "[3,2]", "[0,1]")
+                             CALL("w", "aten.add_.Tensor", "[\"v1\",100]",
+                                  VAL("[3,2]", "[0,1]")) VIEW("v2", "v1", "[6]", "[6]", "[0]")
+                                 CALL("r", "aten.relu.default", "[\"v2\"]", VAL6) OUT("[\"r\"]"));
+  assert_int_equal(l.r.normalized, 0);
+  expect(&l, "v1", R(VIEW_MUTATED));
+  expect(&l, "v2", 0);
+  assert_string_equal(decision(&l, "v2")->base, "v1");
+  done(&l);
+}
+
 static void writes_through_an_earlier_replaced_alias_count_for_later_views(void **state) {
   (void)state;
   /* a aliases b (replaced); w writes b through the in-place result; v is read after. */
@@ -486,6 +501,7 @@ int main(void) {
       cmocka_unit_test(a_view_of_a_mutated_buffer_is_base_mutable_input),
       cmocka_unit_test(a_view_of_a_view_whose_root_is_written_later_is_kept),
       cmocka_unit_test(a_view_of_a_view_taken_before_its_root_was_written_stays_on_the_copy),
+      cmocka_unit_test(a_view_of_a_view_copy_written_in_place_stays_on_that_copy),
       cmocka_unit_test(writes_through_an_earlier_replaced_alias_count_for_later_views),
       cmocka_unit_test(a_base_that_is_an_output_is_base_feeds_output),
       cmocka_unit_test(static_and_dynamic_do_not_alias),
