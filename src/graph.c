@@ -170,28 +170,53 @@ bool vl__args_reference(const vl_node *n, uint32_t ref) {
   return false;
 }
 
+/* SPEC §3: a call whose operator name (between the namespace and the overload) ends in "_"
+ * writes arg 0 - "add_", "copy_", and also dunder names such as "__iand__": the rule is the
+ * spelling alone, which errs on the side of keeping a copy for the few dunders that are not in
+ * place ("__and__"). */
+static bool writes_arg0(const vl_node *n) {
+  if (n->op != VL_NODE_CALL || n->n_args == 0 || n->target == NULL) return false;
+  const char *start = strchr(n->target, '.');
+  start = start ? start + 1 : n->target;
+  const char *end = strchr(start, '.');
+  if (end == NULL) end = start + strlen(start);
+  return end > start && end[-1] == '_';
+}
+
 bool vl__node_is_inplace(const vl_node *n) {
-  if (n->op != VL_NODE_CALL || n->n_args == 0 || n->args[0].kind != VL_ARG_REF) return false;
-  char op[128];
-  vl_target_operator(n->target, op, sizeof op);
-  size_t len = strlen(op);
-  /* In-place by naming convention ("add_", "copy_"); a trailing "__" is a dunder name. */
-  return len >= 2 && op[len - 1] == '_' && op[len - 2] != '_';
+  return writes_arg0(n) && n->args[0].kind == VL_ARG_REF;
+}
+
+/* Every tensor in arg a: a reference, or the references in a (nested) list of them, as for
+ * "_foreach_add_" whose arg 0 is a list of tensors. */
+static void arg_refs(const vl_arg *a, vl__ref_fn fn, void *ctx) {
+  if (a->kind == VL_ARG_REF) fn(ctx, a->u.ref);
+  if (a->kind != VL_ARG_LIST) return;
+  for (uint32_t i = 0; i < a->u.list.count; i++) arg_refs(&a->u.list.items[i], fn, ctx);
 }
 
 void vl__node_for_each_write(const vl_node *n, vl__ref_fn fn, void *ctx) {
   /* A node writing one argument twice (add_(x, out=x)) reports it twice: callers tolerate it. */
-  if (vl__node_is_inplace(n)) fn(ctx, n->args[0].u.ref);
+  if (writes_arg0(n)) arg_refs(&n->args[0], fn, ctx);
   if (n->out != VL_NO_NODE) fn(ctx, n->out);
   for (uint32_t i = 0; i < n->n_mutates; i++) fn(ctx, n->mutates[i]);
 }
 
+typedef struct {
+  uint32_t ref;
+  bool found;
+} find_ctx;
+
+static void find_ref(void *p, uint32_t ref) {
+  find_ctx *f = p;
+  if (ref == f->ref) f->found = true;
+}
+
 bool vl__node_writes(const vl_node *n, uint32_t arg) {
   if (n->op != VL_NODE_CALL) return false;
-  if (n->out == arg) return true;
-  for (uint32_t i = 0; i < n->n_mutates; i++)
-    if (n->mutates[i] == arg) return true;
-  return vl__node_is_inplace(n) && n->args[0].u.ref == arg;
+  find_ctx f = {arg, false};
+  vl__node_for_each_write(n, find_ref, &f);
+  return f.found;
 }
 
 static vl_status node_clone(const vl_node *s, vl_node *d) {

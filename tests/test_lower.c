@@ -159,8 +159,8 @@ static void upstream_model_replaces_three_and_keeps_the_two_outputs(void **state
   CALLK("x_cl", "aten._to_copy.default", "[\"x\"]", "{\"memory_format\":\"channels_last\"}",       \
         VAL("[1,2,2,3]", "[0,2,3,1]"))                                                             \
   VIEW("flat", "x_cl", "[1,2,-1]", "[1,2,6]", "[0,1,2]")                                           \
-      CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]", VAL("[1,6,2]", "[0,1,2]")) \
-          OUT("[\"tokens\"]")
+  CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]", VAL("[1,6,2]", "[0,1,2]"))     \
+  OUT("[\"tokens\"]")
 
 static void patch_embedding_flatten_of_channels_last_is_kept_in_both_spellings(void **state) {
   (void)state;
@@ -322,6 +322,31 @@ static void a_custom_op_that_mutates_the_view_is_view_mutated(void **state) {
       BASE6 V6
       ",{\"name\":\"w\",\"op\":\"call_function\",\"target\":\"my.scramble\",\"args\":[\"v\"],"
       "\"mutates\":[\"v\"]," VAL6 "}" OUT("[\"w\"]"));
+  expect(&l, "v", R(VIEW_MUTATED));
+  done(&l);
+}
+
+/* "_foreach_add_" writes every tensor in its arg 0 list. */
+static void an_in_place_op_on_a_list_writes_every_tensor_in_it(void **state) {
+  (void)state;
+  lowered l =
+      lower_safe(BASE6 V6 ",{\"name\":\"w\",\"op\":\"call_function\",\"target\":"
+                          "\"aten._foreach_add_.Scalar\",\"args\":[[\"x\",\"b\"],1.5]," VAL23
+                          "}" CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
+  expect(&l, "v", R(BASE_MUTATED));
+  done(&l);
+  l = lower_safe(BASE6 V6 ",{\"name\":\"w\",\"op\":\"call_function\",\"target\":"
+                          "\"aten._foreach_add_.Scalar\",\"args\":[[\"v\"],1.5]," VAL6
+                          "}" CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
+  expect(&l, "v", R(VIEW_MUTATED));
+  done(&l);
+}
+
+/* The rule is the spelling: "__iand__" ends in "_" and writes arg 0. */
+static void a_dunder_name_ending_in_underscore_writes_arg_0(void **state) {
+  (void)state;
+  lowered l =
+      lower_safe(BASE6 V6 CALL("w", "aten.__iand__.Tensor", "[\"v\",3]", VAL6) OUT("[\"w\"]"));
   expect(&l, "v", R(VIEW_MUTATED));
   done(&l);
 }
@@ -498,6 +523,8 @@ int main(void) {
       cmocka_unit_test(copy_into_the_base_is_base_mutated),
       cmocka_unit_test(out_equals_the_view_is_view_mutated),
       cmocka_unit_test(a_custom_op_that_mutates_the_view_is_view_mutated),
+      cmocka_unit_test(an_in_place_op_on_a_list_writes_every_tensor_in_it),
+      cmocka_unit_test(a_dunder_name_ending_in_underscore_writes_arg_0),
       cmocka_unit_test(a_view_of_a_mutated_buffer_is_base_mutable_input),
       cmocka_unit_test(a_view_of_a_view_whose_root_is_written_later_is_kept),
       cmocka_unit_test(a_view_of_a_view_taken_before_its_root_was_written_stays_on_the_copy),
