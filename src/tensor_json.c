@@ -88,9 +88,13 @@ static uint16_t narrow_from_double(double x, int mbits, int ebits) {
   return (uint16_t)(sign | bits);
 }
 
-uint16_t vl_f16_from_double(double x) { return narrow_from_double(x, 10, 5); }
+uint16_t vl_f16_from_double(double x) {
+  return narrow_from_double(x, 10, 5);
+}
 
-uint16_t vl_bf16_from_double(double x) { return narrow_from_double(x, 7, 8); }
+uint16_t vl_bf16_from_double(double x) {
+  return narrow_from_double(x, 7, 8);
+}
 
 double vl_f16_to_double(uint16_t h) {
   unsigned e = (h >> 10) & 0x1fu;
@@ -129,11 +133,11 @@ static void store_int(vl_dtype dt, int64_t x, void *dst) {
   int16_t i16 = (int16_t)x;
   int32_t i32 = (int32_t)x;
   switch (dt) {
-    case VL_DTYPE_UINT8: memcpy(dst, &u8, sizeof u8); break;
-    case VL_DTYPE_INT8: memcpy(dst, &i8, sizeof i8); break;
-    case VL_DTYPE_INT16: memcpy(dst, &i16, sizeof i16); break;
-    case VL_DTYPE_INT32: memcpy(dst, &i32, sizeof i32); break;
-    default: memcpy(dst, &x, sizeof x); break;
+  case VL_DTYPE_UINT8: memcpy(dst, &u8, sizeof u8); break;
+  case VL_DTYPE_INT8: memcpy(dst, &i8, sizeof i8); break;
+  case VL_DTYPE_INT16: memcpy(dst, &i16, sizeof i16); break;
+  case VL_DTYPE_INT32: memcpy(dst, &i32, sizeof i32); break;
+  default: memcpy(dst, &x, sizeof x); break;
   }
 }
 
@@ -144,17 +148,19 @@ static int64_t load_int(vl_dtype dt, const void *src) {
   int32_t i32;
   int64_t i64;
   switch (dt) {
-    case VL_DTYPE_UINT8: memcpy(&u8, src, sizeof u8); return u8;
-    case VL_DTYPE_INT8: memcpy(&i8, src, sizeof i8); return i8;
-    case VL_DTYPE_INT16: memcpy(&i16, src, sizeof i16); return i16;
-    case VL_DTYPE_INT32: memcpy(&i32, src, sizeof i32); return i32;
-    default: memcpy(&i64, src, sizeof i64); return i64;
+  case VL_DTYPE_UINT8: memcpy(&u8, src, sizeof u8); return u8;
+  case VL_DTYPE_INT8: memcpy(&i8, src, sizeof i8); return i8;
+  case VL_DTYPE_INT16: memcpy(&i16, src, sizeof i16); return i16;
+  case VL_DTYPE_INT32: memcpy(&i32, src, sizeof i32); return i32;
+  default: memcpy(&i64, src, sizeof i64); return i64;
   }
 }
 
 /* ---------------------------------------------------------------- reading numbers from JSON */
 
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 static const char *skip_digits(const char *p) {
   while (is_digit(*p)) p++;
@@ -251,13 +257,13 @@ static vl_status elem_fail(const elem_ctx *c, const char *fmt, ...) {
 static vl_status read_int64(const elem_ctx *c, const cJSON *v, void *dst) {
   int64_t x = 0;
   switch (json_int64(v, &x)) {
-    case I64_OK: store_int(c->dtype, x, dst); return VL_OK;
-    case I64_FRACTIONAL: return elem_fail(c, "int64 value must be a whole number");
-    case I64_INEXACT:
-      return elem_fail(c, "int64 value beyond +-2^53 must be a decimal string to be exact");
-    case I64_BAD_STRING:
-      return elem_fail(c, "int64 string must be a decimal integer within the int64 range");
-    default: return elem_fail(c, "int64 value must be a JSON number or a decimal string");
+  case I64_OK: store_int(c->dtype, x, dst); return VL_OK;
+  case I64_FRACTIONAL: return elem_fail(c, "int64 value must be a whole number");
+  case I64_INEXACT:
+    return elem_fail(c, "int64 value beyond +-2^53 must be a decimal string to be exact");
+  case I64_BAD_STRING:
+    return elem_fail(c, "int64 string must be a decimal integer within the int64 range");
+  default: return elem_fail(c, "int64 value must be a JSON number or a decimal string");
   }
 }
 
@@ -277,19 +283,19 @@ static void store_float(vl_dtype dt, double d, void *dst) {
   uint16_t h;
   float f;
   switch (dt) {
-    case VL_DTYPE_FLOAT16:
-      h = vl_f16_from_double(d);
-      memcpy(dst, &h, sizeof h);
-      break;
-    case VL_DTYPE_BFLOAT16:
-      h = vl_bf16_from_double(d);
-      memcpy(dst, &h, sizeof h);
-      break;
-    case VL_DTYPE_FLOAT32:
-      f = (float)d;
-      memcpy(dst, &f, sizeof f);
-      break;
-    default: memcpy(dst, &d, sizeof d); break;
+  case VL_DTYPE_FLOAT16:
+    h = vl_f16_from_double(d);
+    memcpy(dst, &h, sizeof h);
+    break;
+  case VL_DTYPE_BFLOAT16:
+    h = vl_bf16_from_double(d);
+    memcpy(dst, &h, sizeof h);
+    break;
+  case VL_DTYPE_FLOAT32:
+    f = (float)d;
+    memcpy(dst, &f, sizeof f);
+    break;
+  default: memcpy(dst, &d, sizeof d); break;
   }
 }
 
@@ -334,7 +340,9 @@ static const elem_read_fn elem_readers[VL_DTYPE_COUNT] = {
 
 /* ---------------------------------------------------------------- scalar printing */
 
-static bool same_bits(const void *a, const void *b, size_t n) { return memcmp(a, b, n) == 0; }
+static bool same_bits(const void *a, const void *b, size_t n) {
+  return memcmp(a, b, n) == 0;
+}
 
 typedef bool (*reads_back_fn)(const char *text, const void *elem);
 
@@ -428,6 +436,9 @@ static cJSON *float_node(double v, int max_digits, reads_back_fn reads_back, con
   char e_text[NUM_TEXT_MAX], text[NUM_TEXT_MAX];
   if (isnan(v)) return cJSON_CreateString("nan");
   if (isinf(v)) return cJSON_CreateString(v < 0 ? "-inf" : "inf");
+  /* "-0" is a valid JSON number, but readers that take it for the integer 0 (Python's json)
+   * drop the sign; "-0.0" is read as a float everywhere. */
+  if (v == 0 && signbit(v)) return cJSON_CreateRaw("-0.0");
   shortest_e(v, max_digits, reads_back, elem, e_text, sizeof e_text);
   decimal_from_e(e_text, text);
   return cJSON_CreateRaw(text);
@@ -440,7 +451,9 @@ static cJSON *int64_node(int64_t v) {
   return cJSON_CreateRaw(text);
 }
 
-static cJSON *print_int(vl_dtype dt, const void *elem) { return int64_node(load_int(dt, elem)); }
+static cJSON *print_int(vl_dtype dt, const void *elem) {
+  return int64_node(load_int(dt, elem));
+}
 
 static cJSON *print_f16(vl_dtype dt, const void *elem) {
   uint16_t h;
@@ -682,9 +695,9 @@ static vl_status check_blob(tensor_head *h, size_t payload_len, vl_error *err) {
 /* Body checks that need no tensor buffer: counts, lengths, ranges. */
 static vl_status check_body(tensor_head *h, size_t payload_len, vl_error *err) {
   switch (h->kind) {
-    case BODY_VALUES: return check_values(h, err);
-    case BODY_DATA: return check_data(h, err);
-    default: return check_blob(h, payload_len, err);
+  case BODY_VALUES: return check_values(h, err);
+  case BODY_DATA: return check_data(h, err);
+  default: return check_blob(h, payload_len, err);
   }
 }
 
@@ -732,9 +745,9 @@ static vl_status fill_blob(const tensor_head *h, vl_tensor *t, const uint8_t *pa
 static vl_status fill_body(const tensor_head *h, vl_tensor *t, const uint8_t *payload,
                            vl_error *err) {
   switch (h->kind) {
-    case BODY_VALUES: return fill_values(h, t, err);
-    case BODY_DATA: return fill_data(h, t, err);
-    default: return fill_blob(h, t, payload, err);
+  case BODY_VALUES: return fill_values(h, t, err);
+  case BODY_DATA: return fill_data(h, t, err);
+  default: return fill_blob(h, t, payload, err);
   }
 }
 

@@ -124,10 +124,10 @@ static double element_as_double(vl_dtype dt, const uint8_t *p) {
   float f;
   double d;
   switch (dt) {
-    case VL_DTYPE_FLOAT16: memcpy(&h, p, 2); return vl_f16_to_double(h);
-    case VL_DTYPE_BFLOAT16: memcpy(&h, p, 2); return vl_bf16_to_double(h);
-    case VL_DTYPE_FLOAT32: memcpy(&f, p, 4); return (double)f;
-    default: memcpy(&d, p, 8); return d;
+  case VL_DTYPE_FLOAT16: memcpy(&h, p, 2); return vl_f16_to_double(h);
+  case VL_DTYPE_BFLOAT16: memcpy(&h, p, 2); return vl_bf16_to_double(h);
+  case VL_DTYPE_FLOAT32: memcpy(&f, p, 4); return (double)f;
+  default: memcpy(&d, p, 8); return d;
   }
 }
 
@@ -136,10 +136,10 @@ static void store_canonical_nan(vl_dtype dt, uint8_t *p) {
   static const uint8_t f16[] = {0x00, 0x7e}, bf16[] = {0xc0, 0x7f}, f32[] = {0, 0, 0xc0, 0x7f},
                        f64[] = {0, 0, 0, 0, 0, 0, 0xf8, 0x7f};
   switch (dt) {
-    case VL_DTYPE_FLOAT16: memcpy(p, f16, 2); break;
-    case VL_DTYPE_BFLOAT16: memcpy(p, bf16, 2); break;
-    case VL_DTYPE_FLOAT32: memcpy(p, f32, 4); break;
-    default: memcpy(p, f64, 8); break;
+  case VL_DTYPE_FLOAT16: memcpy(p, f16, 2); break;
+  case VL_DTYPE_BFLOAT16: memcpy(p, bf16, 2); break;
+  case VL_DTYPE_FLOAT32: memcpy(p, f32, 4); break;
+  default: memcpy(p, f64, 8); break;
   }
 }
 
@@ -172,17 +172,15 @@ static void encoding_names_are_values_base64_and_blob(void **state) {
 
 static void channels_last_values_are_scattered_into_physical_order(void **state) {
   (void)state;
-  vl_tensor *t = parse_ok(
-      "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1],"
-      "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}");
+  vl_tensor *t = parse_ok("{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1],"
+                          "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}");
   static const float physical[12] = {0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11};
   assert_int_equal(t->nbytes, 48);
   assert_memory_equal(t->data, physical, sizeof physical);
   cJSON *j = vl_tensor_to_json(t, VL_ENCODING_VALUES, NULL);
   char *text = print_json(j);
-  assert_string_equal(text,
-                      "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1],"
-                      "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}");
+  assert_string_equal(text, "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1],"
+                            "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}");
   free(text);
   cJSON_Delete(j);
   vl_tensor_free(t);
@@ -191,9 +189,8 @@ static void channels_last_values_are_scattered_into_physical_order(void **state)
 static void data_is_read_in_physical_order(void **state) {
   (void)state;
   /* int8 bytes 0,6,1,7,2,8,3,9,4,10,5,11 are the channels-last buffer of logical 0..11. */
-  vl_tensor *t = parse_ok(
-      "{\"dtype\":\"int8\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1],"
-      "\"data\":\"AAYBBwIIAwkECgUL\"}");
+  vl_tensor *t = parse_ok("{\"dtype\":\"int8\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1],"
+                          "\"data\":\"AAYBBwIIAwkECgUL\"}");
   cJSON *j = vl_tensor_to_json(t, VL_ENCODING_VALUES, NULL);
   char *text = print_json(j);
   assert_non_null(strstr(text, "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]"));
@@ -204,9 +201,8 @@ static void data_is_read_in_physical_order(void **state) {
 
 static void strides_select_the_layout_of_values(void **state) {
   (void)state;
-  vl_tensor *t = parse_ok(
-      "{\"dtype\":\"uint8\",\"shape\":[2,3],\"strides\":[1,2],"
-      "\"values\":[0,1,2,3,4,5]}");
+  vl_tensor *t = parse_ok("{\"dtype\":\"uint8\",\"shape\":[2,3],\"strides\":[1,2],"
+                          "\"values\":[0,1,2,3,4,5]}");
   static const uint8_t physical[6] = {0, 3, 1, 4, 2, 5};
   assert_int_equal(t->spec.dim_order[0], 1);
   assert_int_equal(t->spec.dim_order[1], 0);
@@ -300,12 +296,10 @@ static void blob_bytes_are_appended_at_eight_byte_aligned_offsets(void **state) 
   cJSON *a = vl_tensor_to_json(t, VL_ENCODING_BLOB, &payload);
   cJSON *b = vl_tensor_to_json(t, VL_ENCODING_BLOB, &payload);
   char *ta = print_json(a), *tb = print_json(b);
-  assert_string_equal(ta,
-                      "{\"dtype\":\"uint8\",\"shape\":[3],\"dim_order\":[0],"
-                      "\"blob\":{\"offset\":8,\"nbytes\":3}}");
-  assert_string_equal(tb,
-                      "{\"dtype\":\"uint8\",\"shape\":[3],\"dim_order\":[0],"
-                      "\"blob\":{\"offset\":16,\"nbytes\":3}}");
+  assert_string_equal(ta, "{\"dtype\":\"uint8\",\"shape\":[3],\"dim_order\":[0],"
+                          "\"blob\":{\"offset\":8,\"nbytes\":3}}");
+  assert_string_equal(tb, "{\"dtype\":\"uint8\",\"shape\":[3],\"dim_order\":[0],"
+                          "\"blob\":{\"offset\":16,\"nbytes\":3}}");
   assert_int_equal(payload.len, 19);
   assert_memory_equal(payload.data, "abc\0\0\0\0\0\x01\x02\x03\0\0\0\0\0\x01\x02\x03", 19);
   free(ta);
@@ -403,9 +397,8 @@ static void float16_conversion_matches_the_compiler_on_random_doubles(void **sta
 
 static void float16_and_bfloat16_values_round_from_json_numbers(void **state) {
   (void)state;
-  vl_tensor *t = parse_ok(
-      "{\"dtype\":\"float16\",\"shape\":[5],"
-      "\"values\":[1.00048828125,65520,5.960464477539063e-08,-0.0,0.1]}");
+  vl_tensor *t = parse_ok("{\"dtype\":\"float16\",\"shape\":[5],"
+                          "\"values\":[1.00048828125,65520,5.960464477539063e-08,-0.0,0.1]}");
   static const uint16_t f16[5] = {0x3c00, 0x7c00, 0x0001, 0x8000, 0x2e66};
   assert_memory_equal(t->data, f16, sizeof f16);
   vl_tensor_free(t);
@@ -436,7 +429,7 @@ static void float32_prints_the_shortest_form_that_reads_back(void **state) {
   assert_f32_prints(0.00001f, "1e-05");
   assert_f32_prints(0.000123f, "0.000123");
   assert_f32_prints(-2.5f, "-2.5");
-  assert_f32_prints(-0.0f, "-0");
+  assert_f32_prints(-0.0f, "-0.0");
   assert_f32_prints(0.0f, "0");
   assert_f32_prints(NAN, "\"nan\"");
   assert_f32_prints(INFINITY, "\"inf\"");
@@ -453,7 +446,7 @@ static void float64_prints_the_shortest_form_that_reads_back(void **state) {
   assert_f64_prints(9007199254740992.0, "9007199254740992");
   assert_f64_prints(1e16, "1e+16");
   assert_f64_prints(-1.25e-7, "-1.25e-07");
-  assert_f64_prints(-0.0, "-0");
+  assert_f64_prints(-0.0, "-0.0");
   assert_f64_prints(-INFINITY, "\"-inf\"");
 }
 
@@ -466,7 +459,7 @@ static void float16_and_bfloat16_print_their_shortest_digits(void **state) {
   } cases[] = {
       {VL_DTYPE_FLOAT16, 0x3c00, "1"},         {VL_DTYPE_FLOAT16, 0x3555, "0.3333"},
       {VL_DTYPE_FLOAT16, 0x7bff, "65500"},     {VL_DTYPE_FLOAT16, 0x0001, "6e-08"},
-      {VL_DTYPE_FLOAT16, 0x2e66, "0.1"},       {VL_DTYPE_FLOAT16, 0x8000, "-0"},
+      {VL_DTYPE_FLOAT16, 0x2e66, "0.1"},       {VL_DTYPE_FLOAT16, 0x8000, "-0.0"},
       {VL_DTYPE_FLOAT16, 0x7e00, "\"nan\""},   {VL_DTYPE_FLOAT16, 0xfc00, "\"-inf\""},
       {VL_DTYPE_BFLOAT16, 0x3f80, "1"},        {VL_DTYPE_BFLOAT16, 0x4049, "3.14"},
       {VL_DTYPE_BFLOAT16, 0x7f7f, "3.39e+38"}, {VL_DTYPE_BFLOAT16, 0x7f80, "\"inf\""},
@@ -495,9 +488,9 @@ static void integers_print_exactly_and_int64_beyond_2_53_as_strings(void **state
 
 static void int64_values_are_read_from_decimal_strings(void **state) {
   (void)state;
-  vl_tensor *t = parse_ok(
-      "{\"dtype\":\"int64\",\"shape\":[5],\"values\":[\"9223372036854775807\","
-      "\"-9223372036854775808\",\"9007199254740993\",-9007199254740991,\"0\"]}");
+  vl_tensor *t =
+      parse_ok("{\"dtype\":\"int64\",\"shape\":[5],\"values\":[\"9223372036854775807\","
+               "\"-9223372036854775808\",\"9007199254740993\",-9007199254740991,\"0\"]}");
   static const int64_t want[5] = {INT64_MAX, INT64_MIN, 9007199254740993, -9007199254740991, 0};
   assert_memory_equal(t->data, want, sizeof want);
   vl_tensor_free(t);
@@ -505,9 +498,8 @@ static void int64_values_are_read_from_decimal_strings(void **state) {
 
 static void float_values_accept_nan_and_infinity_strings_and_round_float32(void **state) {
   (void)state;
-  vl_tensor *t = parse_ok(
-      "{\"dtype\":\"float32\",\"shape\":[5],"
-      "\"values\":[\"nan\",\"inf\",\"-inf\",0.1,1e-45]}");
+  vl_tensor *t = parse_ok("{\"dtype\":\"float32\",\"shape\":[5],"
+                          "\"values\":[\"nan\",\"inf\",\"-inf\",0.1,1e-45]}");
   const float *f = t->data;
   uint32_t nan_bits, denormal_bits;
   memcpy(&nan_bits, &f[0], 4);
@@ -603,10 +595,9 @@ static void float_values_reject_other_strings_and_non_numbers(void **state) {
 
 static void error_index_is_the_logical_index_under_any_dim_order(void **state) {
   (void)state;
-  assert_tensor_error(
-      "{\"dtype\":\"int8\",\"shape\":[2,3],\"dim_order\":[1,0],"
-      "\"values\":[0,1,2,3,999,5]}",
-      "/values/4");
+  assert_tensor_error("{\"dtype\":\"int8\",\"shape\":[2,3],\"dim_order\":[1,0],"
+                      "\"values\":[0,1,2,3,999,5]}",
+                      "/values/4");
 }
 
 static void bad_base64_is_rejected_at_data(void **state) {
@@ -662,10 +653,9 @@ static void blob_outside_the_payload_is_rejected_at_offset(void **state) {
 static void blob_offset_plus_nbytes_overflow_is_rejected(void **state) {
   (void)state;
   static const uint8_t payload[8] = {0};
-  assert_tensor_error_with(
-      "{\"dtype\":\"uint8\",\"shape\":[4],"
-      "\"blob\":{\"offset\":\"9223372036854775807\",\"nbytes\":4}}",
-      payload, sizeof payload, NULL, VL_ERR_INVALID_TENSOR, "/blob/offset");
+  assert_tensor_error_with("{\"dtype\":\"uint8\",\"shape\":[4],"
+                           "\"blob\":{\"offset\":\"9223372036854775807\",\"nbytes\":4}}",
+                           payload, sizeof payload, NULL, VL_ERR_INVALID_TENSOR, "/blob/offset");
 }
 
 static void malformed_blob_references_are_rejected_at_their_field(void **state) {
@@ -779,22 +769,20 @@ static void tensor_map_keeps_names_in_document_order(void **state) {
 
 static void tensor_map_errors_are_prefixed_with_the_escaped_name(void **state) {
   (void)state;
-  assert_map_error(
-      "{\"x\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]},"
-      "\"a/b~c\":{\"dtype\":\"int8\",\"shape\":[4],\"values\":[0,1,2,300]}}",
-      NULL, VL_ERR_INVALID_TENSOR, "/a~1b~0c/values/3");
+  assert_map_error("{\"x\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]},"
+                   "\"a/b~c\":{\"dtype\":\"int8\",\"shape\":[4],\"values\":[0,1,2,300]}}",
+                   NULL, VL_ERR_INVALID_TENSOR, "/a~1b~0c/values/3");
   assert_map_error("[]", NULL, VL_ERR_INVALID_TENSOR, "");
   assert_map_error("{\"x\":1}", NULL, VL_ERR_INVALID_TENSOR, "/x");
 }
 
 static void tensor_map_rejects_duplicate_names_at_the_repeat(void **state) {
   (void)state;
-  assert_map_error(
-      "{\"x\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]},"
-      "\"y\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]},"
-      "\"y\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]},"
-      "\"x\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]}}",
-      NULL, VL_ERR_INVALID_TENSOR, "/y");
+  assert_map_error("{\"x\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]},"
+                   "\"y\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]},"
+                   "\"y\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]},"
+                   "\"x\":{\"dtype\":\"int8\",\"shape\":[1],\"values\":[1]}}",
+                   NULL, VL_ERR_INVALID_TENSOR, "/y");
 }
 
 static void tensor_map_total_bytes_are_limited_before_allocating(void **state) {
@@ -802,10 +790,9 @@ static void tensor_map_total_bytes_are_limited_before_allocating(void **state) {
   vl_limits lim;
   vl_limits_default(&lim);
   lim.max_total_bytes = 20;
-  assert_map_error(
-      "{\"x\":{\"dtype\":\"float32\",\"shape\":[4],\"values\":[1,2,3,4]},"
-      "\"y\":{\"dtype\":\"float32\",\"shape\":[4],\"values\":[1,2,3,4]}}",
-      &lim, VL_ERR_TOO_LARGE, "/y/shape");
+  assert_map_error("{\"x\":{\"dtype\":\"float32\",\"shape\":[4],\"values\":[1,2,3,4]},"
+                   "\"y\":{\"dtype\":\"float32\",\"shape\":[4],\"values\":[1,2,3,4]}}",
+                   &lim, VL_ERR_TOO_LARGE, "/y/shape");
 }
 
 /* ---------------------------------------------------------------- buffer */
