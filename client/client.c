@@ -160,11 +160,25 @@ static vl_status recv_payload(vl_client *c, vl_buf *out, size_t len, int64_t dea
 
 /* ---- connecting ------------------------------------------------------------------------- */
 
+/* The longest path a sockaddr_un holds (its sun_path keeps a terminating NUL). */
+#define SOCKET_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+static vl_status path_too_long(size_t len, vl_error *err) {
+  return vl_error_set(err, VL_ERR_INVALID_PARAMS, "",
+                      "socket path is %zu bytes, longer than the %zu a Unix socket allows", len,
+                      SOCKET_PATH_MAX);
+}
+
 static vl_status copy_path(char *buf, size_t n, const char *a, const char *b, vl_error *err) {
-  int w = snprintf(buf, n, "%s%s", a, b);
-  if (w < 0 || (size_t)w >= n) {
-    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "socket path %s%s is too long", a, b);
+  size_t len = strlen(a) + strlen(b);
+  if (len > SOCKET_PATH_MAX) {
+    return path_too_long(len, err);
   }
+  if (len >= n) {
+    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "",
+                        "socket path is %zu bytes, more than the %zu-byte buffer holds", len, n);
+  }
+  snprintf(buf, n, "%s%s", a, b);
   return VL_OK;
 }
 
@@ -181,14 +195,15 @@ vl_status vl_client_default_socket(char *buf, size_t n, vl_error *err) {
     return copy_path(buf, n, xdg, "/viewlower.sock", err);
   }
   return vl_error_set(err, VL_ERR_INVALID_PARAMS, "",
-                      "no socket given: set VIEWLOWER_SOCKET or XDG_RUNTIME_DIR");
+                      "no socket path: none given, VIEWLOWER_SOCKET and XDG_RUNTIME_DIR are "
+                      "unset, and not running as root");
 }
 
 static vl_status open_socket(const char *path, struct sockaddr_un *sa, int *fd, vl_error *err) {
   memset(sa, 0, sizeof *sa);
   sa->sun_family = AF_UNIX;
-  if (strlen(path) >= sizeof sa->sun_path) {
-    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "socket path %s is too long", path);
+  if (strlen(path) > SOCKET_PATH_MAX) {
+    return path_too_long(strlen(path), err);
   }
   memcpy(sa->sun_path, path, strlen(path) + 1);
   *fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

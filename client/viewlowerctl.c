@@ -38,6 +38,11 @@ typedef struct {
   size_t n_positional;
   const char *out, *inputs, *seed, *size, *out_dim_order, *policy, *encoding;
   bool keep_view_copy;
+  /* flag values, checked before any file is read */
+  uint64_t seed_value;
+  int64_t size_v[VL_MAX_RANK], order_v[VL_MAX_RANK];
+  size_t rank, order_rank;
+  vl_encoding enc;
 } ctl;
 
 static void usage(FILE *f) {
@@ -87,7 +92,8 @@ static int exit_code(vl_status s) {
   }
 }
 
-/* Prints the one error line. A params pointer is made relative to the file it came from. */
+/* Prints the one error line. A params pointer is made relative to the file it came from; one
+ * under a flag's key (/out_dim_order/2) names the flag, with the rest of the pointer (/2). */
 static int report(const char *file, const vl_error *err) {
   static const struct {
     const char *prefix, *flag;
@@ -106,11 +112,14 @@ static int report(const char *file, const vl_error *err) {
       break;
     }
   }
-  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
-    if (strcmp(err->path, flags[i].prefix) == 0) {
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+    size_t n = strlen(flags[i].prefix);
+    if (strncmp(err->path, flags[i].prefix, n) == 0 &&
+        (err->path[n] == '/' || err->path[n] == '\0')) {
       where = flags[i].flag;
-      path = "";
+      path = err->path + n;
     }
+  }
   fprintf(stderr, "viewlowerctl: %s%s%s%s%s\n", where ? where : "", where ? ": " : "", path,
           path[0] ? ": " : "", err->message[0] ? err->message : vl_status_text(err->code));
   return exit_code(err->code);
@@ -167,6 +176,16 @@ static cJSON *read_json(const char *path, vl_error *err) {
   if (doc == NULL)
     vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu (or nested too deeply)",
                  end ? (size_t)(end - text) : 0);
+  /* A file holds one JSON value: anything but whitespace after it makes the file malformed. */
+  size_t at = doc != NULL && end != NULL ? (size_t)(end - text) : len;
+  while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
+    at++;
+  if (at < len) {
+    cJSON_Delete(doc);
+    doc = NULL;
+    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: text after the JSON value",
+                 at);
+  }
   free(text);
   return doc;
 }
@@ -175,7 +194,15 @@ static cJSON *read_json(const char *path, vl_error *err) {
 
 static vl_status connect_daemon(ctl *c, vl_error *err) {
   if (c->client != NULL) return VL_OK;
-  return vl_client_connect(c->socket, c->timeout_ms, &c->client, err);
+  vl_status st = vl_client_connect(c->socket, c->timeout_ms, &c->client, err);
+  /* No socket path, or one too long for a Unix socket: the daemon is out of reach (exit 3),
+   * not an input error. */
+  if (st == VL_ERR_INVALID_PARAMS) {
+    char why[VL_ERROR_MESSAGE_MAX];
+    memcpy(why, err->message, sizeof why);
+    st = vl_error_set(err, VL_ERR_IO, "", "cannot reach the daemon: %s", why);
+  }
+  return st;
 }
 
 static vl_status call(ctl *c, const char *method, const cJSON *params, const vl_buf *payload,
@@ -190,28 +217,11 @@ static vl_status call(ctl *c, const char *method, const cJSON *params, const vl_
   return vl_client_call(c->client, method, params, p, n, result, out_payload, err);
 }
 
-/* Over the socket a tensor goes as a blob in the payload; in process it stays as it is.
- * item (a child of parent) is replaced in place. */
 /* Puts json where item is in parent (keeping item's key) and frees item. */
 static bool replace_item(cJSON *parent, cJSON *item, cJSON *json) {
   if (json == NULL) return false;
   if (item->string != NULL && (json->string = strdup(item->string)) == NULL) return false;
   return cJSON_ReplaceItemViaPointer(parent, item, json);
-}
-
-static vl_status tensor_for_transport(ctl *c, cJSON *parent, cJSON *item, vl_buf *payload,
-                                      vl_error *err) {
-  if (c->local) return VL_OK;
-  vl_tensor *t = NULL;
-  vl_status st = vl_tensor_from_json(item, NULL, 0, &c->lim, &t, err);
-  if (st != VL_OK) return st;
-  cJSON *blob = vl_tensor_to_json(t, VL_ENCODING_BLOB, payload);
-  vl_tensor_free(t);
-  if (!replace_item(parent, item, blob)) {
-    cJSON_Delete(blob);
-    return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
-  }
-  return VL_OK;
 }
 
 /* Turns a blob output (a child of parent) back into the encoding the user asked for. */
@@ -237,22 +247,40 @@ static vl_status tensor_from_transport(ctl *c, cJSON *parent, cJSON *item, const
   return VL_OK;
 }
 
-static vl_status inputs_for_transport(ctl *c, cJSON *inputs, vl_buf *payload, vl_error *err) {
-  if (!cJSON_IsObject(inputs))
-    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "",
-                        "an inputs file is a JSON object mapping names to tensors");
-  cJSON *next;
-  for (cJSON *t = inputs->child; t != NULL; t = next) {
-    next = t->next;
-    vl_status st = tensor_for_transport(c, inputs, t, payload, err);
-    if (st != VL_OK) {
-      char prefix[VL_ERROR_PATH_MAX] = "";
-      vl_pointer_append(prefix, sizeof prefix, t->string);
-      vl_error_prefix(err, prefix);
-      return st;
+/* A tensor as a blob reference into payload; NULL when it does not convert. */
+static cJSON *blob_json(ctl *c, const cJSON *tensor, vl_buf *payload) {
+  vl_tensor *t = NULL;
+  vl_error ignored;
+  if (vl_tensor_from_json(tensor, NULL, 0, &c->lim, &t, &ignored) != VL_OK) return NULL;
+  cJSON *blob = vl_tensor_to_json(t, VL_ENCODING_BLOB, payload);
+  vl_tensor_free(t);
+  return blob;
+}
+
+/* Over the socket the tensors of params[key] (one tensor, or with map an object of them) go
+ * as blobs in the payload; in process they stay as read. If any does not convert, all stay as
+ * read and go with no payload: the daemon then finds the error exactly where, and in the
+ * order, --local does (graph first), so both modes print the same line. */
+static void tensors_for_transport(ctl *c, cJSON *params, const char *key, bool map,
+                                  vl_buf *payload) {
+  cJSON *item = cJSON_GetObjectItemCaseSensitive(params, key), *wire = NULL;
+  if (c->local || item == NULL) return;
+  bool ok;
+  if (!map) {
+    ok = (wire = blob_json(c, item, payload)) != NULL;
+  } else {
+    ok = cJSON_IsObject(item) && (wire = cJSON_CreateObject()) != NULL;
+    for (const cJSON *t = ok ? item->child : NULL; ok && t != NULL; t = t->next) {
+      cJSON *blob = blob_json(c, t, payload);
+      ok = blob != NULL && cJSON_AddItemToObject(wire, t->string, blob);
+      if (!ok) cJSON_Delete(blob);
     }
   }
-  return VL_OK;
+  if (ok) ok = cJSON_ReplaceItemInObjectCaseSensitive(params, key, wire);
+  if (!ok) {
+    cJSON_Delete(wire);
+    vl_buf_free(payload);
+  }
 }
 
 /* ---- output ---- */
@@ -469,21 +497,20 @@ static int cmd_lower(ctl *c) {
   return rc;
 }
 
-/* Adds the inputs file to params (as blobs over the socket). */
+/* Adds the inputs file to params (as blobs over the socket). An error in reading it is
+ * put under /inputs, so that it names the inputs file. */
 static vl_status add_inputs(ctl *c, cJSON *params, vl_buf *payload, vl_error *err) {
   if (c->inputs == NULL) return VL_OK;
   cJSON *inputs = read_json(c->inputs, err);
-  if (inputs == NULL) return err->code;
-  vl_status st = inputs_for_transport(c, inputs, payload, err);
-  if (st != VL_OK) {
-    cJSON_Delete(inputs);
+  if (inputs == NULL) {
     vl_error_prefix(err, "/inputs");
-    return st;
+    return err->code;
   }
   if (!cJSON_AddItemToObject(params, "inputs", inputs)) {
     cJSON_Delete(inputs);
     return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   }
+  tensors_for_transport(c, params, "inputs", true, payload);
   return VL_OK;
 }
 
@@ -498,17 +525,9 @@ static int cmd_verify(ctl *c) {
   cJSON *params = graph_params(c, c->positional[0], true, &err), *result = NULL;
   if (params == NULL) return report(c->positional[0], &err);
   vl_status st = add_inputs(c, params, &payload, &err);
-  if (st == VL_OK && c->seed != NULL) {
-    char *end;
-    errno = 0;
-    unsigned long long seed = strtoull(c->seed, &end, 10);
-    if (errno || *end || c->seed[0] == '-' || c->seed[0] == '\0' || seed > (1ull << 53)) {
-      cJSON_Delete(params);
-      vl_buf_free(&payload);
-      return usage_error("--seed %s: not a whole number in [0, 2^53]", c->seed);
-    }
-    if (!cJSON_AddNumberToObject(params, "seed", (double)seed)) st = VL_ERR_NOMEM;
-  }
+  if (st == VL_OK && c->seed != NULL &&
+      !cJSON_AddNumberToObject(params, "seed", (double)c->seed_value))
+    st = vl_error_set(&err, VL_ERR_NOMEM, "", "out of memory");
   if (st == VL_OK) st = call(c, "verify", params, &payload, &result, NULL, &err);
   cJSON_Delete(params);
   vl_buf_free(&payload);
@@ -517,12 +536,6 @@ static int cmd_verify(ctl *c) {
   if (rc == 0 && !cJSON_IsTrue(cJSON_GetObjectItem(result, "equal"))) rc = EXIT_MISMATCH;
   cJSON_Delete(result);
   return rc;
-}
-
-static bool encoding_option(const ctl *c, vl_encoding *enc) {
-  *enc = VL_ENCODING_VALUES;
-  if (c->encoding == NULL) return true;
-  return vl_encoding_from_name(c->encoding, enc) && *enc != VL_ENCODING_BLOB;
 }
 
 /* Re-encodes each tensor of list (a JSON array) from the transport form. */
@@ -537,23 +550,25 @@ static vl_status outputs_from_transport(ctl *c, cJSON *list, const vl_buf *paylo
   return VL_OK;
 }
 
+/* The encoding asked of the service: the user's in process, blob over the socket. */
+static const char *wire_encoding(const ctl *c) {
+  return c->local ? (c->encoding ? c->encoding : "values") : "blob";
+}
+
 static int cmd_run(ctl *c) {
   vl_error err;
-  vl_encoding enc;
-  if (c->inputs == NULL) return usage_error("run needs --inputs FILE");
-  if (!encoding_option(c, &enc))
-    return usage_error("--encoding %s: use values or base64", c->encoding);
   vl_buf payload = {0}, out_payload = {0};
   cJSON *params = graph_params(c, c->positional[0], false, &err), *result = NULL;
   if (params == NULL) return report(c->positional[0], &err);
   vl_status st = add_inputs(c, params, &payload, &err);
-  const char *wire = c->local ? (c->encoding ? c->encoding : "values") : "blob";
-  if (st == VL_OK && !cJSON_AddStringToObject(params, "encoding", wire)) st = VL_ERR_NOMEM;
+  if (st == VL_OK && !cJSON_AddStringToObject(params, "encoding", wire_encoding(c)))
+    st = vl_error_set(&err, VL_ERR_NOMEM, "", "out of memory");
   if (st == VL_OK) st = call(c, "execute", params, &payload, &result, &out_payload, &err);
   cJSON_Delete(params);
   vl_buf_free(&payload);
   if (st == VL_OK)
-    st = outputs_from_transport(c, cJSON_GetObjectItem(result, "outputs"), &out_payload, enc, &err);
+    st = outputs_from_transport(c, cJSON_GetObjectItem(result, "outputs"), &out_payload, c->enc,
+                                &err);
   vl_buf_free(&out_payload);
   if (st != VL_OK) {
     cJSON_Delete(result);
@@ -562,23 +577,6 @@ static int cmd_run(ctl *c) {
   int rc = write_json(c->out, result);
   cJSON_Delete(result);
   return rc;
-}
-
-/* "1,2,-1" -> sizes; "" is rank 0. */
-static bool parse_list(const char *text, int64_t *v, size_t *n) {
-  *n = 0;
-  if (text[0] == '\0') return true;
-  const char *p = text;
-  for (;;) {
-    char *end;
-    errno = 0;
-    long long x = strtoll(p, &end, 10);
-    if (end == p || errno || *n >= VL_MAX_RANK) return false;
-    v[(*n)++] = x;
-    if (*end == '\0') return true;
-    if (*end != ',') return false;
-    p = end + 1;
-  }
 }
 
 static cJSON *int_list_json(const int64_t *v, size_t n) {
@@ -591,45 +589,42 @@ static cJSON *int_list_json(const int64_t *v, size_t n) {
   return arr;
 }
 
+/* {"input": <file>, "size", "out_dim_order"?, "encoding"}; NULL on out of memory. */
+static cJSON *view_copy_params(ctl *c, cJSON *input) {
+  cJSON *params = cJSON_CreateObject();
+  if (params == NULL || !cJSON_AddItemToObject(params, "input", input)) {
+    cJSON_Delete(input);
+    cJSON_Delete(params);
+    return NULL;
+  }
+  bool ok = cJSON_AddItemToObject(params, "size", int_list_json(c->size_v, c->rank));
+  if (ok && c->out_dim_order)
+    ok = cJSON_AddItemToObject(params, "out_dim_order", int_list_json(c->order_v, c->order_rank));
+  if (ok) ok = cJSON_AddStringToObject(params, "encoding", wire_encoding(c)) != NULL;
+  if (!ok) {
+    cJSON_Delete(params);
+    return NULL;
+  }
+  return params;
+}
+
 static int cmd_view_copy(ctl *c) {
-  int64_t size[VL_MAX_RANK], order[VL_MAX_RANK];
-  size_t rank, order_rank = 0;
-  vl_encoding enc;
-  if (c->size == NULL) return usage_error("view-copy needs --size");
-  if (!parse_list(c->size, size, &rank))
-    return usage_error("--size %s: not a comma list of integers", c->size);
-  if (c->out_dim_order && !parse_list(c->out_dim_order, order, &order_rank))
-    return usage_error("--out-dim-order %s: not a comma list of integers", c->out_dim_order);
-  if (!encoding_option(c, &enc))
-    return usage_error("--encoding %s: use values or base64", c->encoding);
   vl_error err;
   vl_buf payload = {0}, out_payload = {0};
   cJSON *input = read_json(c->positional[0], &err), *result = NULL;
   if (input == NULL) return report(c->positional[0], &err);
-  cJSON *params = cJSON_CreateObject();
-  vl_status st = VL_ERR_NOMEM;
-  if (params && cJSON_AddItemToObject(params, "input", input)) {
-    input = NULL;
-    st = tensor_for_transport(c, params, cJSON_GetObjectItem(params, "input"), &payload, &err);
-  }
-  cJSON_Delete(input);
-  if (st == VL_OK && !cJSON_AddItemToObject(params, "size", int_list_json(size, rank)))
-    st = VL_ERR_NOMEM;
-  if (st == VL_OK && c->out_dim_order &&
-      !cJSON_AddItemToObject(params, "out_dim_order", int_list_json(order, order_rank)))
-    st = VL_ERR_NOMEM;
-  const char *wire = c->local ? (c->encoding ? c->encoding : "values") : "blob";
-  if (st == VL_OK && !cJSON_AddStringToObject(params, "encoding", wire)) st = VL_ERR_NOMEM;
-  if (st == VL_ERR_NOMEM && err.code != VL_ERR_NOMEM) vl_error_set(&err, st, "", "out of memory");
-  if (st == VL_OK)
+  cJSON *params = view_copy_params(c, input);
+  vl_status st = VL_OK;
+  if (params == NULL) st = vl_error_set(&err, VL_ERR_NOMEM, "", "out of memory");
+  if (st == VL_OK) {
+    tensors_for_transport(c, params, "input", false, &payload);
     st = call(c, "view_copy", params, &payload, &result, &out_payload, &err);
-  else if (err.path[0] != '\0' || st != VL_ERR_NOMEM)
-    vl_error_prefix(&err, "/input");
+  }
   cJSON_Delete(params);
   vl_buf_free(&payload);
   if (st == VL_OK)
-    st = tensor_from_transport(c, result, cJSON_GetObjectItem(result, "output"), &out_payload, enc,
-                               &err);
+    st = tensor_from_transport(c, result, cJSON_GetObjectItem(result, "output"), &out_payload,
+                               c->enc, &err);
   vl_buf_free(&out_payload);
   if (st != VL_OK) {
     cJSON_Delete(result);
@@ -662,7 +657,10 @@ static int cmd_version(ctl *c) {
   return cmd_plain(c, "version");
 }
 
-/* ---- argument parsing: a table of commands, each with its options ---- */
+/* ---- argument parsing: a table of commands, each with its options ----
+ * Every flag is checked as it is parsed, before any file is read: a usage error (64) comes
+ * first in both modes. Files are then read and parsed in argument order (graph, inputs), and
+ * the rest is checked by the service, in process or in the daemon, in one order. */
 
 enum {
   OPT_OUT = 1 << 0,
@@ -679,35 +677,87 @@ static const struct command {
   const char *name;
   int (*fn)(ctl *);
   size_t min_args, max_args;
-  unsigned options;
+  unsigned options, required;
 } commands[] = {
-    {"validate", cmd_validate, 1, 1, 0},
-    {"lower", cmd_lower, 1, MAX_POSITIONAL, OPT_OUT | OPT_KEEP | OPT_POLICY},
-    {"explain", cmd_explain, 1, 1, OPT_KEEP | OPT_POLICY},
-    {"verify", cmd_verify, 1, 1, OPT_INPUTS | OPT_SEED | OPT_KEEP | OPT_POLICY},
-    {"run", cmd_run, 1, 1, OPT_INPUTS | OPT_OUT | OPT_ENCODING},
-    {"view-copy", cmd_view_copy, 1, 1, OPT_SIZE | OPT_ORDER | OPT_OUT | OPT_ENCODING},
-    {"ping", cmd_ping, 0, 0, 0},
-    {"stats", cmd_stats, 0, 0, 0},
-    {"version", cmd_version, 0, 0, 0},
+    {"validate", cmd_validate, 1, 1, 0, 0},
+    {"lower", cmd_lower, 1, MAX_POSITIONAL, OPT_OUT | OPT_KEEP | OPT_POLICY, 0},
+    {"explain", cmd_explain, 1, 1, OPT_KEEP | OPT_POLICY, 0},
+    {"verify", cmd_verify, 1, 1, OPT_INPUTS | OPT_SEED | OPT_KEEP | OPT_POLICY, 0},
+    {"run", cmd_run, 1, 1, OPT_INPUTS | OPT_OUT | OPT_ENCODING, OPT_INPUTS},
+    {"view-copy", cmd_view_copy, 1, 1, OPT_SIZE | OPT_ORDER | OPT_OUT | OPT_ENCODING, OPT_SIZE},
+    {"ping", cmd_ping, 0, 0, 0, 0},
+    {"stats", cmd_stats, 0, 0, 0, 0},
+    {"version", cmd_version, 0, 0, 0, 0},
 };
+
+/* "1,2,-1" -> v[0..n); "" is rank 0. */
+static bool parse_list(const char *text, int64_t *v, size_t *n) {
+  *n = 0;
+  if (text[0] == '\0') return true;
+  const char *p = text;
+  for (;;) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(p, &end, 10);
+    if (end == p || errno || *n >= VL_MAX_RANK) return false;
+    v[(*n)++] = x;
+    if (*end == '\0') return true;
+    if (*end != ',') return false;
+    p = end + 1;
+  }
+}
+
+static bool check_policy(ctl *c, const char *v) {
+  (void)c;
+  return strcmp(v, "safe") == 0 || strcmp(v, "legacy") == 0;
+}
+
+static bool check_seed(ctl *c, const char *v) {
+  char *end;
+  errno = 0;
+  c->seed_value = strtoull(v, &end, 10);
+  return !errno && *end == '\0' && v[0] != '-' && v[0] != '\0' && c->seed_value <= (1ull << 53);
+}
+
+static bool check_encoding(ctl *c, const char *v) {
+  return vl_encoding_from_name(v, &c->enc) && c->enc != VL_ENCODING_BLOB;
+}
+
+static bool check_size(ctl *c, const char *v) {
+  return parse_list(v, c->size_v, &c->rank);
+}
+
+static bool check_order(ctl *c, const char *v) {
+  return parse_list(v, c->order_v, &c->order_rank);
+}
 
 static const struct option_row {
   const char *flag;
   unsigned bit;
   size_t offset; /* of the const char * field in ctl; 0 for --keep-view-copy */
+  bool (*check)(ctl *, const char *value); /* NULL: any value */
+  const char *hint;                        /* the usage error when check fails */
 } option_rows[] = {
-    {"-o", OPT_OUT, offsetof(ctl, out)},
-    {"--policy", OPT_POLICY, offsetof(ctl, policy)},
-    {"--inputs", OPT_INPUTS, offsetof(ctl, inputs)},
-    {"--seed", OPT_SEED, offsetof(ctl, seed)},
-    {"--encoding", OPT_ENCODING, offsetof(ctl, encoding)},
-    {"--size", OPT_SIZE, offsetof(ctl, size)},
-    {"--out-dim-order", OPT_ORDER, offsetof(ctl, out_dim_order)},
-    {"--keep-view-copy", OPT_KEEP, 0},
+    {"-o", OPT_OUT, offsetof(ctl, out), NULL, NULL},
+    {"--policy", OPT_POLICY, offsetof(ctl, policy), check_policy, "use safe or legacy"},
+    {"--inputs", OPT_INPUTS, offsetof(ctl, inputs), NULL, NULL},
+    {"--seed", OPT_SEED, offsetof(ctl, seed), check_seed, "not a whole number in [0, 2^53]"},
+    {"--encoding", OPT_ENCODING, offsetof(ctl, encoding), check_encoding, "use values or base64"},
+    {"--size", OPT_SIZE, offsetof(ctl, size), check_size, "not a comma list of integers"},
+    {"--out-dim-order", OPT_ORDER, offsetof(ctl, out_dim_order), check_order,
+     "not a comma list of integers"},
+    {"--keep-view-copy", OPT_KEEP, 0, NULL, NULL},
 };
 
+static const struct option_row *find_option(const struct command *cmd, const char *flag) {
+  for (size_t k = 0; k < sizeof option_rows / sizeof *option_rows; k++)
+    if (strcmp(option_rows[k].flag, flag) == 0 && (cmd->options & option_rows[k].bit))
+      return &option_rows[k];
+  return NULL;
+}
+
 static int parse_command_args(ctl *c, const struct command *cmd, int argc, char **argv) {
+  unsigned seen = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (a[0] != '-' || strcmp(a, "-") == 0) {
@@ -715,21 +765,22 @@ static int parse_command_args(ctl *c, const struct command *cmd, int argc, char 
       c->positional[c->n_positional++] = a;
       continue;
     }
-    const struct option_row *row = NULL;
-    for (size_t k = 0; k < sizeof option_rows / sizeof *option_rows; k++)
-      if (strcmp(option_rows[k].flag, a) == 0 && (cmd->options & option_rows[k].bit))
-        row = &option_rows[k];
+    const struct option_row *row = find_option(cmd, a);
     if (row == NULL) return usage_error("unknown option %s for this command", a);
+    seen |= row->bit;
     if (row->bit == OPT_KEEP) {
       c->keep_view_copy = true;
       continue;
     }
     if (i + 1 >= argc) return usage_error("%s needs a value", a);
-    *(const char **)((char *)c + row->offset) = argv[++i];
+    const char *value = argv[++i];
+    if (row->check && !row->check(c, value)) return usage_error("%s %s: %s", a, value, row->hint);
+    *(const char **)((char *)c + row->offset) = value;
   }
   if (c->n_positional < cmd->min_args) return usage_error("%s needs more arguments", cmd->name);
-  if (c->policy && strcmp(c->policy, "safe") != 0 && strcmp(c->policy, "legacy") != 0)
-    return usage_error("--policy %s: use safe or legacy", c->policy);
+  for (size_t k = 0; k < sizeof option_rows / sizeof *option_rows; k++)
+    if ((cmd->required & option_rows[k].bit) && !(seen & option_rows[k].bit))
+      return usage_error("%s needs %s", cmd->name, option_rows[k].flag);
   return 0;
 }
 
@@ -747,6 +798,7 @@ int main(int argc, char **argv) {
   memset(&c, 0, sizeof c);
   vl_limits_default(&c.lim);
   c.timeout_ms = 120000;
+  c.enc = VL_ENCODING_VALUES;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

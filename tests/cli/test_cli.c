@@ -51,13 +51,38 @@ static void write_file(const char *path, const char *text) {
   fclose(f);
 }
 
-/* Runs viewlowerctl with mode args ("--local" or "--socket S") + args; stdin from in_text. */
-static result run(bool local, const char *in_text, const char *const *args) {
+/* Runs argv (argv[0] is VL_CTL) with stdin from in_text; env NULL keeps ours. as_nobody:
+ * when root, run as uid/gid 65534 (exit 127 if that cannot be done). */
+static result spawn(const char *in_text, const char *const *argv, const char *const *env,
+                    bool as_nobody) {
   char out_path[400], err_path[400], in_path[400];
   snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
   snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
   snprintf(in_path, sizeof in_path, "%s/stdin", tmpdir);
   write_file(in_path, in_text ? in_text : "");
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int in = open(in_path, O_RDONLY), out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+        err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (as_nobody && geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(127);
+    if (env != NULL)
+      execve(VL_CTL, (char *const *)argv, (char *const *)env);
+    else
+      execv(VL_CTL, (char *const *)argv);
+    _exit(127);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  result r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128, slurp(out_path), slurp(err_path)};
+  return r;
+}
+
+/* Runs viewlowerctl with mode args ("--local" or "--socket S") + args; stdin from in_text. */
+static result run(bool local, const char *in_text, const char *const *args) {
   const char *argv[64];
   size_t n = 0;
   argv[n++] = VL_CTL;
@@ -69,21 +94,31 @@ static result run(bool local, const char *in_text, const char *const *args) {
   }
   for (; *args && n < 63; args++) argv[n++] = *args;
   argv[n] = NULL;
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int in = open(in_path, O_RDONLY), out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-        err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err, 2);
-    execv(VL_CTL, (char *const *)argv);
-    _exit(127);
-  }
-  int st;
-  waitpid(pid, &st, 0);
-  result r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128, slurp(out_path), slurp(err_path)};
-  return r;
+  return spawn(in_text, argv, NULL, false);
+}
+
+/* tmpdir/name, written with text; returns the path in a static slot (four in turn). */
+static const char *temp_file(const char *name, const char *text) {
+  static char paths[4][400];
+  static size_t next;
+  char *path = paths[next++ % 4];
+  snprintf(path, 400, "%s/%s", tmpdir, name);
+  write_file(path, text);
+  return path;
+}
+
+/* Asserts r's stderr is "viewlowerctl: " + the formatted line + "\n", stdout empty. */
+static void assert_error_line(const result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void assert_error_line(const result *r, const char *fmt, ...) {
+  char want[1024] = "viewlowerctl: ";
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(want + strlen(want), sizeof want - strlen(want) - 1, fmt, ap);
+  va_end(ap);
+  strcat(want, "\n");
+  assert_string_equal(r->err, want);
+  assert_string_equal(r->out, "");
 }
 
 static void drop(result *r) {
@@ -331,6 +366,186 @@ static void an_absent_daemon_exits_3(void **state) {
   assert_int_equal(WEXITSTATUS(st), 3);
 }
 
+static const char *patch_tensor = "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
+                                  "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}";
+
+static void text_after_the_json_value_is_invalid_input(void **state) {
+  (void)state;
+  char *graph = slurp(EX "patch_embed.json"), text[8192];
+  snprintf(text, sizeof text, "%s garbage", graph);
+  const char *path = temp_file("trailing_graph.json", text);
+  result r = both(NULL, (const char *[]){"validate", path, NULL}, 2);
+  /* The graph file ends in a newline; " garbage" starts one byte after it. */
+  assert_error_line(&r, "%s: malformed JSON at byte %zu: text after the JSON value", path,
+                    strlen(graph) + 1);
+  drop(&r);
+  snprintf(text, sizeof text, "%s\n\tx", patch_tensor);
+  path = temp_file("trailing_tensor.json", text);
+  r = both(NULL, (const char *[]){"view-copy", path, "--size", "1,2,-1", NULL}, 2);
+  assert_error_line(&r, "%s: malformed JSON at byte %zu: text after the JSON value", path,
+                    strlen(patch_tensor) + 2);
+  drop(&r);
+  snprintf(text, sizeof text, "{\"x\":%s}]", patch_tensor);
+  path = temp_file("trailing_inputs.json", text);
+  r = both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", path, NULL}, 2);
+  assert_error_line(&r, "%s: malformed JSON at byte %zu: text after the JSON value", path,
+                    strlen(text) - 1);
+  drop(&r);
+  /* Whitespace after the value is fine. */
+  snprintf(text, sizeof text, "%s \n\t\r\n", patch_tensor);
+  path = temp_file("tensor_and_whitespace.json", text);
+  r = both(NULL, (const char *[]){"view-copy", path, "--size", "12", NULL}, 0);
+  assert_string_equal(r.out, "{\"dtype\":\"float32\",\"shape\":[12],\"dim_order\":[0],"
+                             "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}\n");
+  drop(&r);
+  free(graph);
+}
+
+static const char *bad_inputs = "{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
+                                "\"values\":[0,1,2,3,4,5,6,7,8,9,10]}}";
+static const char *bad_dtype = "{\"dtype\":\"float33\",\"shape\":[1,2,2,3],"
+                               "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}";
+
+static void usage_errors_come_before_any_file_is_read(void **state) {
+  (void)state;
+  const char *badin = temp_file("badin.json", bad_inputs);
+  result r = both(
+      NULL,
+      (const char *[]){"verify", EX "patch_embed.json", "--inputs", badin, "--seed", "-1", NULL},
+      64);
+  assert_error_line(&r, "--seed -1: not a whole number in [0, 2^53] (see viewlowerctl --help)");
+  drop(&r);
+  r = both(NULL,
+           (const char *[]){"verify", "/nonexistent/g.json", "--inputs", "/nonexistent/in.json",
+                            "--seed", "x", NULL},
+           64);
+  assert_error_line(&r, "--seed x: not a whole number in [0, 2^53] (see viewlowerctl --help)");
+  drop(&r);
+  r = both(NULL,
+           (const char *[]){"view-copy", "/nonexistent/t.json", "--size", "1,2,-1", "--encoding",
+                            "blob", NULL},
+           64);
+  assert_error_line(&r, "--encoding blob: use values or base64 (see viewlowerctl --help)");
+  drop(&r);
+  r = both(NULL, (const char *[]){"run", "/nonexistent/g.json", NULL}, 64);
+  assert_error_line(&r, "run needs --inputs (see viewlowerctl --help)");
+  drop(&r);
+}
+
+/* The first error is the same in both modes: files in argument order, then the graph, then
+ * the flags' values, then the tensors (the service's order). */
+static void both_modes_report_the_same_first_error(void **state) {
+  (void)state;
+  const char *badin = temp_file("badin.json", bad_inputs);
+  result r =
+      both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--inputs", badin, NULL}, 2);
+  assert_error_line(&r, "%s: /x/values: expected 12 values (numel of the shape), got 11", badin);
+  drop(&r);
+  r = both(bad_graph, (const char *[]){"run", "-", "--inputs", badin, NULL}, 2);
+  assert_error_line(&r, "-: /nodes/0/val/dim_order: not a permutation of 0..3");
+  drop(&r);
+  const char *badt = temp_file("badt.json", bad_dtype);
+  r = both(NULL,
+           (const char *[]){"view-copy", badt, "--size", "1,2,-1", "--out-dim-order", "0,1", NULL},
+           2);
+  assert_error_line(&r, "--out-dim-order: has 2 entries but the size has 3");
+  drop(&r);
+  r = both(NULL, (const char *[]){"view-copy", badt, "--size", "1,2,-1", NULL}, 2);
+  assert_error_line(&r,
+                    "%s: /dtype: unknown dtype (expected one of uint8 int8 int16 int32 int64 "
+                    "float16 bfloat16 float32 float64 bool)",
+                    badt);
+  drop(&r);
+  /* A good tensor before a bad one, an inputs file that is no object, a blob in a file. */
+  char text[1024];
+  snprintf(text, sizeof text,
+           "{\"x\":%s,\"y\":{\"dtype\":\"int8\",\"shape\":[2],\"values\":[1,300]}}", patch_tensor);
+  const char *in = temp_file("two_inputs.json", text);
+  r = both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", in, NULL}, 2);
+  assert_error_line(&r, "%s: /y/values/1: int8 value 300 is outside [-128, 127]", in);
+  drop(&r);
+  in = temp_file("array_inputs.json", "[1]");
+  r = both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", in, NULL}, 2);
+  assert_error_line(&r, "%s: must be an object mapping placeholder names to tensors", in);
+  drop(&r);
+  in = temp_file("blob_inputs.json", "{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
+                                     "\"blob\":{\"offset\":0,\"nbytes\":48}}}");
+  r = both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--inputs", in, NULL}, 2);
+  assert_error_line(&r, "%s: /x/blob/offset: bytes [0, 48) lie outside the payload of 0 bytes", in);
+  drop(&r);
+}
+
+static void a_pointer_under_a_flag_names_the_flag(void **state) {
+  (void)state;
+  const char *t = temp_file("t.json", patch_tensor);
+  result r = both(
+      NULL, (const char *[]){"view-copy", t, "--size", "1,2,-1", "--out-dim-order", "0,1,20", NULL},
+      2);
+  assert_error_line(&r, "--out-dim-order: /2: must be a whole number in [0, 15]");
+  drop(&r);
+  r = both(NULL, (const char *[]){"view-copy", t, "--size", "1,-1,-1", NULL}, 2);
+  assert_error_line(&r, "--size: view_copy: only one size may be -1 (dims 1 and 2)");
+  drop(&r);
+}
+
+/* "/tmp/xxx…x.sock", len bytes long. */
+static void long_socket_path(char *buf, size_t len) {
+  memset(buf, 'x', len);
+  memcpy(buf, "/tmp/", 5);
+  memcpy(buf + len - 5, ".sock", 5);
+  buf[len] = '\0';
+}
+
+static void a_socket_path_too_long_for_a_unix_socket_exits_3(void **state) {
+  (void)state;
+  char path[256], env_var[300];
+  long_socket_path(path, 130);
+  result r = spawn(NULL, (const char *[]){VL_CTL, "--socket", path, "ping", NULL}, NULL, false);
+  assert_int_equal(r.status, 3);
+  assert_error_line(&r,
+                    "cannot reach the daemon: socket path is 130 bytes, longer than the 107 a Unix "
+                    "socket allows");
+  drop(&r);
+  long_socket_path(path, 108);
+  snprintf(env_var, sizeof env_var, "VIEWLOWER_SOCKET=%s", path);
+  r = spawn(NULL, (const char *[]){VL_CTL, "ping", NULL}, (const char *[]){env_var, NULL}, false);
+  assert_int_equal(r.status, 3);
+  assert_error_line(&r,
+                    "cannot reach the daemon: socket path is 108 bytes, longer than the 107 a Unix "
+                    "socket allows");
+  drop(&r);
+  long_socket_path(path, 200);
+  snprintf(env_var, sizeof env_var, "VIEWLOWER_SOCKET=%s", path);
+  r = spawn(NULL, (const char *[]){VL_CTL, "ping", NULL}, (const char *[]){env_var, NULL}, false);
+  assert_int_equal(r.status, 3);
+  assert_error_line(&r,
+                    "cannot reach the daemon: socket path is 200 bytes, longer than the 107 a Unix "
+                    "socket allows");
+  drop(&r);
+  /* 107 bytes fit: that socket is just absent. */
+  long_socket_path(path, 107);
+  r = spawn(NULL, (const char *[]){VL_CTL, "--socket", path, "ping", NULL}, NULL, false);
+  assert_int_equal(r.status, 3);
+  assert_error_line(&r, "cannot connect to %s: No such file or directory", path);
+  drop(&r);
+}
+
+/* Not root, no --socket, VIEWLOWER_SOCKET and XDG_RUNTIME_DIR unset: no default applies
+ * (as root the default is /run/viewlower/viewlower.sock, so root runs it as nobody). */
+static void no_socket_path_exits_3(void **state) {
+  (void)state;
+  result r = spawn(NULL, (const char *[]){VL_CTL, "ping", NULL},
+                   (const char *[]){"PATH=/usr/bin:/bin", NULL}, true);
+  if (r.status == 127) {
+    drop(&r);
+    skip();
+  }
+  assert_int_equal(r.status, 3);
+  assert_error_line(&r, "cannot reach the daemon: no socket path: none given, VIEWLOWER_SOCKET "
+                        "and XDG_RUNTIME_DIR are unset, and not running as root");
+  drop(&r);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
@@ -345,6 +560,12 @@ int main(void) {
       cmocka_unit_test(an_unsupported_target_is_invalid_input),
       cmocka_unit_test(ping_version_and_stats_answer),
       cmocka_unit_test(an_absent_daemon_exits_3),
+      cmocka_unit_test(text_after_the_json_value_is_invalid_input),
+      cmocka_unit_test(usage_errors_come_before_any_file_is_read),
+      cmocka_unit_test(both_modes_report_the_same_first_error),
+      cmocka_unit_test(a_pointer_under_a_flag_names_the_flag),
+      cmocka_unit_test(a_socket_path_too_long_for_a_unix_socket_exits_3),
+      cmocka_unit_test(no_socket_path_exits_3),
   };
   int failed = cmocka_run_group_tests(tests, start_daemon, stop_daemon);
   if (teardown_failed) fprintf(stderr, "viewlowerd did not exit 0 after SIGTERM\n");
