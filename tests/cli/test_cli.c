@@ -488,6 +488,23 @@ static void a_pointer_under_a_flag_names_the_flag(void **state) {
   drop(&r);
 }
 
+/* SPEC §4 lists rank > 16 among the kernel errors: exit 2 in both modes, not a usage error. */
+static void a_size_of_rank_17_is_a_kernel_error(void **state) {
+  (void)state;
+  const char *t = temp_file("t.json", patch_tensor);
+  result r = both(
+      NULL, (const char *[]){"view-copy", t, "--size", "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,12", NULL},
+      2);
+  assert_error_line(&r, "--size: view_copy: rank 17 exceeds the maximum of 16");
+  drop(&r);
+  r = both(NULL,
+           (const char *[]){"view-copy", t, "--size", "12", "--out-dim-order",
+                            "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", NULL},
+           2);
+  assert_error_line(&r, "--out-dim-order: has more than 16 entries");
+  drop(&r);
+}
+
 /* "/tmp/xxx…x.sock", len bytes long. */
 static void long_socket_path(char *buf, size_t len) {
   memset(buf, 'x', len);
@@ -564,6 +581,7 @@ int main(void) {
       cmocka_unit_test(usage_errors_come_before_any_file_is_read),
       cmocka_unit_test(both_modes_report_the_same_first_error),
       cmocka_unit_test(a_pointer_under_a_flag_names_the_flag),
+      cmocka_unit_test(a_size_of_rank_17_is_a_kernel_error),
       cmocka_unit_test(a_socket_path_too_long_for_a_unix_socket_exits_3),
       cmocka_unit_test(no_socket_path_exits_3),
   };
