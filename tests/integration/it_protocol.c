@@ -1,6 +1,8 @@
 /* it_protocol.c - the wire protocol against bad input (SPEC §6): each malformed frame gets its
- * error code with id null and the connection is closed; bad JSON and bad JSON-RPC get their
- * code and leave the connection usable; the daemon keeps serving everyone else throughout. */
+ * error code with id null and the connection is closed; bad JSON (also text after the JSON
+ * value) and bad JSON-RPC get their code and leave the connection usable; ids are echoed
+ * exactly, also by a large request refused as overloaded; the daemon keeps serving everyone
+ * else throughout. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -239,6 +242,242 @@ static void the_client_reports_server_errors_and_transport_errors_apart(void **s
   assert_null(gone);
 }
 
+/* One frame of exactly json_len JSON bytes (which may hold NULs), no payload, appended to b. */
+static void frame_append(vl_buf *b, const char *json, size_t json_len) {
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  header(h, (uint32_t)json_len, 0);
+  assert_int_equal(vl_buf_append(b, h, sizeof h), VL_OK);
+  assert_int_equal(vl_buf_append(b, json, json_len), VL_OK);
+}
+
+static void send_json_bytes(int fd, const char *json, size_t json_len) {
+  vl_buf b = {0};
+  frame_append(&b, json, json_len);
+  raw_send(fd, b.data, b.len);
+  vl_buf_free(&b);
+}
+
+/* Receives one frame without payload and returns its JSON text exactly as sent (caller frees). */
+static char *recv_text(int fd) {
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  assert_int_equal(recv(fd, h, sizeof h, MSG_WAITALL), (ssize_t)sizeof h);
+  vl_frame_header hdr;
+  vl_error err;
+  assert_int_equal(vl_frame_header_decode(h, &hdr, &err), VL_OK);
+  assert_int_equal(hdr.payload_len, 0);
+  char *text = calloc(1, (size_t)hdr.json_len + 1);
+  assert_non_null(text);
+  if (hdr.json_len > 0) {
+    assert_int_equal(recv(fd, text, hdr.json_len, MSG_WAITALL), (ssize_t)hdr.json_len);
+  }
+  return text;
+}
+
+/* Expects a parse error (id null) whose message is exactly message. */
+static void expect_parse_error(int fd, const char *message) {
+  char want[256];
+  snprintf(want, sizeof want,
+           "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"%s\","
+           "\"data\":{\"kind\":\"parse_error\"}}}",
+           message);
+  char *got = recv_text(fd);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+static void text_after_the_json_value_is_a_parse_error_with_id_null(void **state) {
+  daemon_proc *d = *state;
+  int fd = raw_connect(d->sock);
+  /* A second request in the same frame: one parse error, and no answer to either request. */
+  raw_send_frame(fd,
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}"
+                 "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"version\"}",
+                 NULL, 0);
+  expect_parse_error(fd, "invalid JSON at byte 40: text after the JSON value");
+  ping_on(fd, 5); /* the next response is the ping's: nothing came for id 3 or 4 */
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"} x", NULL, 0);
+  expect_parse_error(fd, "invalid JSON at byte 41: text after the JSON value");
+  ping_on(fd, 7);
+  static const char nuls[] = "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\0\0junk";
+  send_json_bytes(fd, nuls, sizeof nuls - 1);
+  expect_parse_error(fd, "invalid JSON at byte 40: text after the JSON value");
+  ping_on(fd, 9);
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\"}\\u0000\\u0000junk", NULL,
+                 0);
+  expect_parse_error(fd, "invalid JSON at byte 41: \\\\u0000 (NUL) escapes are not supported");
+  ping_on(fd, 11);
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\"}\n", NULL, 0);
+  raw_send_frame(fd, "7 ", NULL, 0); /* a lone value with whitespace after it is JSON */
+  raw_send_frame(fd, "7 7", NULL, 0);
+  /* JSON whitespace after the value is allowed. */
+  raw_send_frame(fd, " {\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"ping\"} \t\r\n", NULL, 0);
+  char *got = recv_text(fd);
+  assert_string_equal(got, "{\"jsonrpc\":\"2.0\",\"id\":12,\"result\":{\"pong\":true}}");
+  free(got);
+  raw_expect_error(fd, -32600, -1, "invalid_request");
+  expect_parse_error(fd, "invalid JSON at byte 2: text after the JSON value");
+  got = recv_text(fd);
+  assert_string_equal(got, "{\"jsonrpc\":\"2.0\",\"id\":13,\"result\":{\"pong\":true}}");
+  free(got);
+  close(fd);
+}
+
+/* Sends a ping with the id text and expects the whole response text with the id echo. */
+static void ping_echoes(int fd, const char *id, const char *echo) {
+  char text[128], want[128];
+  snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}", id);
+  snprintf(want, sizeof want, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"pong\":true}}", echo);
+  raw_send_frame(fd, text, NULL, 0);
+  char *got = recv_text(fd);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+static void numeric_ids_are_echoed_exactly(void **state) {
+  daemon_proc *d = *state;
+  int fd = raw_connect(d->sock);
+  /* Whole numbers within +-2^53: the integer. */
+  ping_echoes(fd, "9007199254740991", "9007199254740991");
+  ping_echoes(fd, "9007199254740992", "9007199254740992");
+  ping_echoes(fd, "-9007199254740992", "-9007199254740992");
+  ping_echoes(fd, "5000000000000001", "5000000000000001");
+  ping_echoes(fd, "-5", "-5");
+  ping_echoes(fd, "0", "0");
+  ping_echoes(fd, "-0", "0");
+  ping_echoes(fd, "1.0", "1");
+  ping_echoes(fd, "1e2", "100");
+  /* Anything else: the shortest of %.15g, %.16g, %.17g that reads back to the same double. */
+  ping_echoes(fd, "0.1", "0.1");
+  ping_echoes(fd, "4.35", "4.35");
+  ping_echoes(fd, "0.30000000000000004", "0.30000000000000004");
+  ping_echoes(fd, "-2.5e-7", "-2.5e-07");
+  ping_echoes(fd, "1e300", "1e+300");
+  ping_echoes(fd, "123456789012345678", "1.2345678901234568e+17");
+  /* Past 2^53 the id is the double it reads as. */
+  ping_echoes(fd, "9007199254740993", "9007199254740992");
+  /* Error responses echo the same way. */
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":9007199254740991,\"method\":\"frobnicate\"}",
+                 NULL, 0);
+  char *got = recv_text(fd);
+  assert_string_equal(got,
+                      "{\"jsonrpc\":\"2.0\",\"id\":9007199254740991,\"error\":{\"code\":-32601,"
+                      "\"message\":\"unknown method \\\"frobnicate\\\"\",\"data\":{\"kind\":"
+                      "\"unknown_method\"}}}");
+  free(got);
+  /* A number that is not finite as a double cannot be echoed: an invalid request, id null. */
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"ping\"}", NULL, 0);
+  got = recv_text(fd);
+  assert_string_equal(got, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
+                           "\"message\":\"\\\"id\\\" 1e400 is not a finite number\",\"data\":"
+                           "{\"kind\":\"invalid_request\"}}}");
+  free(got);
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":-1E+400 }", NULL, 0);
+  got = recv_text(fd);
+  assert_string_equal(got, "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,"
+                           "\"message\":\"\\\"id\\\" -1E+400 is not a finite number\",\"data\":"
+                           "{\"kind\":\"invalid_request\"}}}");
+  free(got);
+  ping_on(fd, 2);
+  close(fd);
+}
+
+/* {"method":"lower","params":{...},"jsonrpc":"2.0","id":<id>} with params over 4 KiB and
+ * decoys: "id" members in nested objects, and in strings with escaped quotes and backslashes. */
+static char *large_request(const char *id) {
+  enum { FILL = 6000 };
+  char *fill = malloc(FILL + 1);
+  assert_non_null(fill);
+  memset(fill, 'n', FILL);
+  fill[FILL] = '\0';
+  size_t cap = FILL + 512;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  snprintf(text, cap,
+           "{\"method\":\"lower\",\"params\":{\"options\":{\"id\":5,\"s\":\"\\\"id\\\":6 } ] "
+           "\\\\\"},\"graph\":{\"name\":\"%s\",\"nodes\":[[{\"id\":7}],\"\\\\\\\"id\\\":8\"]}}"
+           ",\"jsonrpc\" : \"2.0\", \"id\" : %s }",
+           fill, id);
+  free(fill);
+  return text;
+}
+
+/* The error text of an overloaded answer, up to the message. */
+static bool is_overloaded_with_id(const char *text, const char *id) {
+  char want[128];
+  snprintf(want, sizeof want, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32005,", id);
+  return strncmp(text, want, strlen(want)) == 0 &&
+         strstr(text, "\"data\":{\"kind\":\"overloaded\"}}}") != NULL;
+}
+
+static void an_overloaded_large_request_gets_its_id_from_anywhere_in_the_text(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  static const char *const args[] = {"--workers", "1", "--max-queued", "1", NULL};
+  daemon_start(&d, args);
+  /* One verify fills the pool; the large requests follow in the same write, so the loop
+   * dispatches them before it can see the verify finish. */
+  cJSON *req = json("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"verify\",\"params\":{\"seed\":1}}");
+  cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(req, "params"), "graph",
+                        heavy_graph(1024, 1024));
+  char *verify = cJSON_PrintUnformatted(req);
+  cJSON_Delete(req);
+  vl_buf b = {0};
+  frame_append(&b, verify, strlen(verify));
+  free(verify);
+  static const char *const ids[] = {"77", "9007199254740991", "\"big \\\"one\\\"\"", "0.1"};
+  enum { N_IDS = sizeof ids / sizeof ids[0] };
+  for (size_t i = 0; i < N_IDS; i++) {
+    char *text = large_request(ids[i]);
+    assert_true(strlen(text) > 4096);
+    frame_append(&b, text, strlen(text));
+    free(text);
+  }
+  /* Malformed large requests, where no top-level id can be found: id null. */
+  char *text = large_request("78");
+  memcpy(text, "[  ", 3); /* not an object */
+  frame_append(&b, text, strlen(text));
+  memset(text, ' ', 5000); /* "params" never closes, so the id is inside it */
+  static const char unclosed[] = "{\"method\":\"lower\",\"params\":{\"x\":[";
+  memcpy(text, unclosed, sizeof unclosed - 1);
+  frame_append(&b, text, strlen(text));
+  free(text);
+  int fd = raw_connect(d.sock);
+  raw_send(fd, b.data, b.len);
+  vl_buf_free(&b);
+  bool seen[N_IDS] = {false};
+  int nulls = 0, verified = 0;
+  for (size_t i = 0; i < N_IDS + 3; i++) {
+    char *got = recv_text(fd);
+    bool known = false;
+    for (size_t k = 0; k < N_IDS; k++) {
+      if (is_overloaded_with_id(got, ids[k])) {
+        assert_false(seen[k]);
+        seen[k] = known = true;
+      }
+    }
+    if (is_overloaded_with_id(got, "null")) {
+      nulls++;
+      known = true;
+    } else if (strncmp(got, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"equal\":true,", 46) == 0) {
+      verified++;
+      known = true;
+    }
+    if (!known) {
+      fail_msg("unexpected response: %.300s", got);
+    }
+    free(got);
+  }
+  for (size_t k = 0; k < N_IDS; k++) {
+    assert_true(seen[k]);
+  }
+  assert_int_equal(nulls, 2);
+  assert_int_equal(verified, 1);
+  ping_on(fd, 2);
+  close(fd);
+  assert_int_equal(daemon_finish(&d), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(wrong_magic_gets_invalid_request_with_id_null_then_close),
@@ -253,6 +492,9 @@ int main(void) {
       cmocka_unit_test(invalid_params_get_invalid_params_with_a_path),
       cmocka_unit_test(string_and_null_ids_are_echoed),
       cmocka_unit_test(a_frame_split_into_single_bytes_is_served),
+      cmocka_unit_test(text_after_the_json_value_is_a_parse_error_with_id_null),
+      cmocka_unit_test(numeric_ids_are_echoed_exactly),
+      cmocka_unit_test(an_overloaded_large_request_gets_its_id_from_anywhere_in_the_text),
       cmocka_unit_test(the_client_reports_server_errors_and_transport_errors_apart),
   };
   return harness_result(cmocka_run_group_tests(tests, setup, teardown));
