@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,8 +299,12 @@ bool vl_client_is_transport_error(vl_status s) {
 static char *request_text(uint64_t id, const char *method, const cJSON *params) {
   cJSON *req = cJSON_CreateObject();
   char *text = NULL;
+  /* The id as exact integer text: cJSON prints numbers at 15 significant digits, which would
+   * send 9007199254740991 as 9.00719925474099e+15. */
+  char id_text[24];
+  snprintf(id_text, sizeof id_text, "%" PRIu64, id);
   if (req != NULL && cJSON_AddStringToObject(req, "jsonrpc", "2.0") != NULL &&
-      cJSON_AddNumberToObject(req, "id", (double)id) != NULL &&
+      cJSON_AddRawToObject(req, "id", id_text) != NULL &&
       cJSON_AddStringToObject(req, "method", method) != NULL) {
     bool ok = params != NULL ? cJSON_AddItemReferenceToObject(req, "params", (cJSON *)params)
                              : cJSON_AddObjectToObject(req, "params") != NULL;

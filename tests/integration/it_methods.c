@@ -68,6 +68,30 @@ static void ping_answers_pong(void **state) {
   cJSON_Delete(r);
 }
 
+/* Large ids survive the round trip through the client library and the daemon digit for digit
+ * (cJSON alone prints numbers at 15 significant digits). */
+static void ids_up_to_2_pow_53_come_back_exactly(void **state) {
+  fixture *f = *state;
+  static const uint64_t ids[] = {VL_CLIENT_MAX_ID, VL_CLIENT_MAX_ID - 1, 5000000000000001u, 1};
+  vl_error err;
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    assert_int_equal(vl_client_send(f->c, ids[i], "ping", NULL, NULL, 0, &err), VL_OK);
+  }
+  bool seen[sizeof ids / sizeof ids[0]] = {false};
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+    uint64_t id = 0;
+    cJSON *r = NULL;
+    assert_int_equal(vl_client_recv(f->c, &id, &r, NULL, &err), VL_OK);
+    size_t k = 0;
+    while (k < sizeof ids / sizeof ids[0] && ids[k] != id) k++;
+    if (k == sizeof ids / sizeof ids[0] || seen[k])
+      fail_msg("unexpected id %llu", (unsigned long long)id);
+    seen[k] = true;
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "pong")));
+    cJSON_Delete(r);
+  }
+}
+
 static void version_reports_the_library_version_and_protocol_1(void **state) {
   fixture *f = *state;
   vl_error err;
@@ -322,6 +346,7 @@ static void the_client_example_pings_and_lowers(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ping_answers_pong),
+      cmocka_unit_test(ids_up_to_2_pow_53_come_back_exactly),
       cmocka_unit_test(version_reports_the_library_version_and_protocol_1),
       cmocka_unit_test(validate_returns_the_graph_with_full_specs),
       cmocka_unit_test(lower_keeps_the_view_of_a_channels_last_base),
