@@ -55,8 +55,9 @@ typedef struct vl_work {
   vl_frame frame;
   uint64_t start_ns;
   vl_rpc_request rpc;
-  int method;  /* index into methods, -1 until known */
-  bool parsed; /* rpc was parsed (and found valid) on the loop */
+  int method;   /* index into methods, -1 until known */
+  bool parsed;  /* rpc was parsed (and found valid) on the loop */
+  bool expired; /* the drain timed out while it was on the pool (vl_dispatch_expire) */
   vl_status status;
   char *json; /* the response text; NULL until answered */
   size_t json_len;
@@ -219,13 +220,29 @@ static void drop_cancelled(work *w) {
   free(w);
 }
 
+/* Work the drain timeout took off the queue before it started: its client is still there, so it
+ * gets -32007 (SPEC §6: every accepted request gets exactly one response). Nothing ran on the
+ * pool, so the frame is intact for finding the id when the loop did not parse it. */
+static void respond_shutting_down(work *w) {
+  vl_error err;
+  vl_error_set(&err, VL_ERR_SHUTTING_DOWN, "",
+               "shutting down: the drain timeout passed before this request started");
+  if (!w->parsed) w->rpc.id = vl_rpc_peek_id(w->frame.json, w->frame.json_len);
+  vl_frame_free(&w->frame);
+  respond_error(w, &err);
+  vl_rpc_request_free(&w->rpc);
+  complete(w);
+}
+
 static void after_work(uv_work_t *req, int status) {
   work *w = req->data;
   vl_conn *c = w->conn;
   unlink_work(w);
   c->inflight--;
   c->srv->inflight--;
-  if (status == UV_ECANCELED) {
+  if (status == UV_ECANCELED && w->expired && !c->closing) {
+    respond_shutting_down(w);
+  } else if (status == UV_ECANCELED) {
     drop_cancelled(w);
   } else {
     if (w->json == NULL) {
@@ -241,6 +258,13 @@ void vl_dispatch_cancel(vl_conn *c) {
   for (work *w = c->works; w != NULL; w = w->next) {
     /* Fails (UV_EBUSY) for work already running or done; that is answered as usual. */
     uv_cancel((uv_req_t *)&w->req);
+  }
+}
+
+void vl_dispatch_expire(vl_conn *c) {
+  for (work *w = c->works; w != NULL; w = w->next) {
+    w->expired = true;
+    uv_cancel((uv_req_t *)&w->req); /* running work (UV_EBUSY) finishes and is answered */
   }
 }
 

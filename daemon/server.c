@@ -279,11 +279,25 @@ static void close_all(vl_server *srv) {
   }
 }
 
+/* The drain took too long. Connections with nothing on the pool (a half-received frame, or
+ * responses their client does not read) are closed. Requests still queued are answered -32007
+ * rather than run; running ones finish and are answered (the process could not exit before
+ * they end anyway), after which their connections close as they drain, or at their idle
+ * timeout if the client stops reading. */
 static void on_drain_timeout(uv_timer_t *t) {
   vl_server *srv = t->data;
-  vl_log_warn("drain timeout of %llu ms: closing %u connections with %u requests in flight",
+  vl_log_warn("drain timeout of %llu ms: %u connections, %u requests in flight; queued requests "
+              "are answered -32007, running ones finish",
               (unsigned long long)srv->cfg->drain_timeout_ms, srv->n_conns, srv->inflight);
-  close_all(srv);
+  for (vl_conn *c = srv->conns; c != NULL;) {
+    vl_conn *next = c->next; /* closing never frees c: its handles hold a ref */
+    if (c->inflight == 0) {
+      vl_conn_close(c);
+    } else {
+      vl_dispatch_expire(c);
+    }
+    c = next;
+  }
 }
 
 static void stop_listening(vl_server *srv) {

@@ -111,5 +111,8 @@ void vl_conn_probe_hangup(vl_conn *c);
 void vl_dispatch_frame(vl_conn *c, vl_frame *frame);
 /* Cancels c's requests that wait for a worker; their after_work frees them unanswered. */
 void vl_dispatch_cancel(vl_conn *c);
+/* The drain timed out: c's requests still queued on the pool are answered -32007 (shutting
+ * down) instead of run; those already running finish and are answered. */
+void vl_dispatch_expire(vl_conn *c);
 
 #endif

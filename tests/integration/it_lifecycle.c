@@ -353,8 +353,34 @@ static void the_drain_timeout_bounds_the_shutdown(void **state) {
   static const char *const args[] = {"--workers", "1", "--drain-timeout-ms", "1", NULL};
   daemon_start(&d, args);
   vl_client *c = client_open(&d);
-  send_heavy_then_ping(c, 3);
+  enum { N = 4 };
+  send_heavy_then_ping(c, N);
   kill(d.pid, SIGTERM);
+  /* One worker: one verify runs, the rest wait. After the 1 ms drain the waiting ones are
+   * answered -32007 and the running one finishes: every request gets exactly one answer. */
+  bool seen[N + 1] = {false};
+  int shutting_down = 0;
+  for (int i = 0; i < N; i++) {
+    uint64_t id = 0;
+    cJSON *r = NULL;
+    vl_error err;
+    vl_status s = vl_client_recv(c, &id, &r, NULL, &err);
+    if (s != VL_OK && s != VL_ERR_SHUTTING_DOWN) {
+      daemon_dump_log(&d);
+      fail_msg("request %llu: %s: %s", (unsigned long long)id, vl_status_kind(s), err.message);
+    }
+    assert_true(id >= 1 && id <= N && !seen[id]);
+    seen[id] = true;
+    if (s == VL_ERR_SHUTTING_DOWN) {
+      shutting_down++;
+      assert_string_equal(err.message,
+                          "shutting down: the drain timeout passed before this request started");
+    } else {
+      assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "equal")));
+    }
+    cJSON_Delete(r);
+  }
+  assert_true(shutting_down >= 1 && shutting_down < N);
   assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
   d.pid = -1;
   assert_true(daemon_log_contains(&d, "drain timeout of 1 ms"));
