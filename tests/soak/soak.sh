@@ -27,7 +27,10 @@ fail() {
   exit 1
 }
 
-"$daemon" --socket "$dir/viewlower.sock" --log-level warn 2>"$dir/daemon.log" &
+# The environment the shipped unit gives the daemon (systemd/viewlowerd.service): no per-thread
+# malloc caches, which otherwise fill slowly and read as growth (docs/daemon.md, "Memory").
+GLIBC_TUNABLES=glibc.malloc.tcache_count=0 \
+  "$daemon" --socket "$dir/viewlower.sock" --log-level warn 2>"$dir/daemon.log" &
 pid=$!
 for _ in $(seq 100); do [ -S "$dir/viewlower.sock" ] && break; sleep 0.1; done
 [ -S "$dir/viewlower.sock" ] || fail "the daemon did not create its socket"
