@@ -181,6 +181,14 @@ static cJSON *read_json(const char *path, vl_error *err) {
                  end ? (size_t)(end - text) : 0);
   /* A file holds one JSON value: anything but whitespace after it makes the file malformed. */
   size_t at = doc != NULL && end != NULL ? (size_t)(end - text) : len;
+  size_t bad = doc != NULL ? vl__json_find_control(text, at) : at;
+  if (bad < at) {
+    cJSON_Delete(doc);
+    doc = NULL;
+    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: control character 0x%02x", bad,
+                 (unsigned)(unsigned char)text[bad]);
+    at = len;
+  }
   while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
     at++;
   if (at < len) {

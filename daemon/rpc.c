@@ -62,6 +62,13 @@ static vl_status parse_json(const char *json, size_t len, vl_rpc_request *req, v
   if (req->doc == NULL) {
     return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu", at);
   }
+  size_t ctl = vl__json_find_control(json, at);
+  if (ctl < at) {
+    cJSON_Delete(req->doc);
+    req->doc = NULL;
+    return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu: control character 0x%02x",
+                        ctl, (unsigned)(unsigned char)json[ctl]);
+  }
   at = skip_ws(json, len, at);
   if (at < len) {
     cJSON_Delete(req->doc);

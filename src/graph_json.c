@@ -490,11 +490,15 @@ static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, 
                         "malformed JSON at byte %zu (or nested deeper than %d levels)", at,
                         CJSON_NESTING_LIMIT);
   }
-  size_t at = (size_t)(end - json);
+  size_t value_end = (size_t)(end - json), ctl = vl__json_find_control(json, value_end);
+  size_t at = value_end;
   while (at < len && (json[at] == ' ' || json[at] == '\n' || json[at] == '\r' || json[at] == '\t'))
     at++;
   vl_status st;
-  if (at < len && json[at] != '\0')
+  if (ctl < value_end)
+    st = vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: control character 0x%02x",
+                      ctl, (unsigned)(unsigned char)json[ctl]);
+  else if (at < len && json[at] != '\0')
     st = vl_error_set(err, VL_ERR_PARSE, "", "trailing data after the JSON document at byte %zu",
                       at);
   else

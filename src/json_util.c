@@ -102,6 +102,27 @@ bool vl__utf8_valid(const char *s, size_t len) {
   return true;
 }
 
+size_t vl__json_find_control(const char *text, size_t len) {
+  bool in_string = false;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)text[i];
+    if (in_string) {
+      if (ch == '\\') {
+        i++; /* the escaped character; an escaped control byte is refused by the parser */
+      } else if (ch == '"') {
+        in_string = false;
+      } else if (ch < 0x20) {
+        return i;
+      }
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
+      return i;
+    }
+  }
+  return len;
+}
+
 size_t vl__json_find_nul_escape(const char *text, size_t len) {
   /* Escapes only occur inside strings; a backslash escapes the next character, so "\\u0000"
    * (an escaped backslash, then "u0000") is text, not a NUL. */

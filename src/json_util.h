@@ -31,6 +31,10 @@ void vl__path_join_index(char *out, const char *path, size_t index);
  * to a NUL that ends the C string early ("x\u0000y" would read as "x"), so text parsers refuse
  * such documents before building a tree. */
 size_t vl__json_find_nul_escape(const char *text, size_t len);
+/* Offset of the first raw control byte JSON does not allow in text[0..len) (one parsed JSON
+ * value): any byte below 0x20 inside a string, any but tab, LF and CR between tokens; len when
+ * there is none. cJSON takes every such byte for whitespace, or for part of the string. */
+size_t vl__json_find_control(const char *text, size_t len);
 /* Does the string hold valid UTF-8 and no NUL before len? */
 bool vl__utf8_valid(const char *s, size_t len);
 

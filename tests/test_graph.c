@@ -282,6 +282,17 @@ static void unvalidated_parsing_reads_what_validation_refuses(void **state) {
   assert_null(g);
 }
 
+/* cJSON takes raw control bytes for whitespace, or keeps them in strings; JSON does not. */
+static void raw_control_bytes_are_malformed_json(void **state) {
+  (void)state;
+  expect_error("{\"format\":\"viewlower.graph\",\x01\"version\":1,\"nodes\":[]}", VL_ERR_PARSE, "",
+               "malformed JSON at byte 28: control character 0x01");
+  expect_error("{\"format\":\"viewlower\x7f.graph\",\"version\":1,\"nodes\":[]}",
+               VL_ERR_INVALID_GRAPH, "/format", "");
+  expect_error("{\"format\":\"viewlower\x1f.graph\",\"version\":1,\"nodes\":[]}", VL_ERR_PARSE, "",
+               "malformed JSON at byte 20: control character 0x1f");
+}
+
 static void mutates_and_out_must_name_arguments(void **state) {
   (void)state;
   expect_error(
@@ -366,6 +377,7 @@ int main(void) {
       cmocka_unit_test(spec_errors_name_the_field),
       cmocka_unit_test(layout_spelling_must_follow_skip_dim_order),
       cmocka_unit_test(unvalidated_parsing_reads_what_validation_refuses),
+      cmocka_unit_test(raw_control_bytes_are_malformed_json),
       cmocka_unit_test(view_copy_nodes_must_agree_with_their_size_and_base),
       cmocka_unit_test(mutates_and_out_must_name_arguments),
       cmocka_unit_test(deep_nesting_is_an_error_not_a_crash),

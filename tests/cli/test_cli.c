@@ -505,6 +505,20 @@ static void a_size_of_rank_17_is_a_kernel_error(void **state) {
   drop(&r);
 }
 
+/* JSON allows no raw control byte in a string and only tab, LF and CR between tokens. */
+static void a_raw_control_byte_is_invalid_input(void **state) {
+  (void)state;
+  const char *path = temp_file("ctl_tensor.json", "{\"dtype\":\"float32\",\x01\"shape\":[1],"
+                                                  "\"values\":[1]}");
+  result r = both(NULL, (const char *[]){"view-copy", path, "--size", "1", NULL}, 2);
+  assert_error_line(&r, "%s: malformed JSON at byte 19: control character 0x01", path);
+  drop(&r);
+  path = temp_file("ctl_dtype.json", "{\"dtype\":\"float\n32\",\"shape\":[1],\"values\":[1]}");
+  r = both(NULL, (const char *[]){"view-copy", path, "--size", "1", NULL}, 2);
+  assert_error_line(&r, "%s: malformed JSON at byte 15: control character 0x0a", path);
+  drop(&r);
+}
+
 /* "/tmp/xxx…x.sock", len bytes long. */
 static void long_socket_path(char *buf, size_t len) {
   memset(buf, 'x', len);
@@ -582,6 +596,7 @@ int main(void) {
       cmocka_unit_test(both_modes_report_the_same_first_error),
       cmocka_unit_test(a_pointer_under_a_flag_names_the_flag),
       cmocka_unit_test(a_size_of_rank_17_is_a_kernel_error),
+      cmocka_unit_test(a_raw_control_byte_is_invalid_input),
       cmocka_unit_test(a_socket_path_too_long_for_a_unix_socket_exits_3),
       cmocka_unit_test(no_socket_path_exits_3),
   };

@@ -306,6 +306,12 @@ static void text_after_the_json_value_is_a_parse_error_with_id_null(void **state
                  0);
   expect_parse_error(fd, "invalid JSON at byte 41: \\\\u0000 (NUL) escapes are not supported");
   ping_on(fd, 11);
+  /* Raw control bytes: cJSON would take them for whitespace, or keep them in a string. */
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\x01\"id\":20,\"method\":\"ping\"}", NULL, 0);
+  expect_parse_error(fd, "invalid JSON at byte 17: control character 0x01");
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"pi\tng\"}", NULL, 0);
+  expect_parse_error(fd, "invalid JSON at byte 37: control character 0x09");
+  ping_on(fd, 22);
   raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\"}\n", NULL, 0);
   raw_send_frame(fd, "7 ", NULL, 0); /* a lone value with whitespace after it is JSON */
   raw_send_frame(fd, "7 7", NULL, 0);
