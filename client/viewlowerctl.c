@@ -163,39 +163,28 @@ static char *read_file(const char *path, size_t *len, vl_error *err) {
 }
 
 static cJSON *read_json(const char *path, vl_error *err) {
-  size_t len;
+  size_t len, at = 0;
   vl_error_clear(err);
   char *text = read_file(path, &len, err);
   if (text == NULL) return NULL;
-  /* cJSON would cut a string at a \u0000 escape without a word: refuse the document. */
-  size_t nul = vl__json_find_nul_escape(text, len);
-  if (nul < len) {
-    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: \\u0000 is not allowed", nul);
-    free(text);
-    return NULL;
-  }
-  const char *end = NULL;
-  cJSON *doc = cJSON_ParseWithLengthOpts(text, len, &end, false);
-  if (doc == NULL)
-    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu (or nested too deeply)",
-                 end ? (size_t)(end - text) : 0);
-  /* A file holds one JSON value: anything but whitespace after it makes the file malformed. */
-  size_t at = doc != NULL && end != NULL ? (size_t)(end - text) : len;
-  size_t bad = doc != NULL ? vl__json_find_control(text, at) : at;
-  if (bad < at) {
-    cJSON_Delete(doc);
-    doc = NULL;
-    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: control character 0x%02x", bad,
-                 (unsigned)(unsigned char)text[bad]);
-    at = len;
-  }
-  while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'))
-    at++;
-  if (at < len) {
-    cJSON_Delete(doc);
-    doc = NULL;
+  /* One JSON value per file, held to RFC 8259 (cJSON would also cut a string at \u0000). */
+  cJSON *doc = NULL;
+  switch (vl__json_parse_one(text, len, false, &doc, &at)) {
+  case VL__JSON_NUL_ESCAPE:
+    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: \\u0000 is not allowed", at);
+    break;
+  case VL__JSON_MALFORMED:
+    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu (or nested too deeply)", at);
+    break;
+  case VL__JSON_CONTROL:
+    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: control character 0x%02x", at,
+                 (unsigned)(unsigned char)text[at]);
+    break;
+  case VL__JSON_TRAILING:
     vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: text after the JSON value",
                  at);
+    break;
+  case VL__JSON_OK: break;
   }
   free(text);
   return doc;

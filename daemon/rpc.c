@@ -1,12 +1,11 @@
 /* rpc.c - JSON-RPC request checking and response printing.
  *
- * cJSON's parse error position is taken from the end pointer of cJSON_ParseWithLengthOpts,
- * never from cJSON_GetErrorPtr (a global shared by every worker thread).
- * A \u0000 escape is refused before parsing: cJSON decodes it to a NUL that silently cuts
- * the string ("a\u0000b" would read as "a"), so two different names could collide.
- * A request's text is one JSON value and nothing but JSON whitespace after it: cJSON stops at
- * the end of the first value, so the rest is checked here (else a second request in the same
- * frame would vanish unanswered).
+ * A request's text is exactly one JSON value (vl__json_parse_one, shared with the graph parser
+ * and viewlowerctl): no \u0000 escape (cJSON would cut the string there, so two different
+ * names could collide), no raw control byte, and nothing but JSON whitespace after the value
+ * (else a second request in the same frame would vanish unanswered). Parse error positions
+ * come from cJSON's end pointer, never from cJSON_GetErrorPtr (a global shared by every
+ * worker thread).
  * Ids are echoed exactly (SPEC §6: responses carry the request's id). cJSON prints numbers
  * at 15 significant digits (9007199254740991 would come back as 9.00719925474099e+15), so a
  * numeric id is kept as its own text (a cJSON raw item), made once by id_echo; the loop's
@@ -51,30 +50,20 @@ static size_t skip_ws(const char *s, size_t n, size_t i) {
 }
 
 static vl_status parse_json(const char *json, size_t len, vl_rpc_request *req, vl_error *err) {
-  size_t nul = vl__json_find_nul_escape(json, len);
-  if (nul < len) {
+  size_t at = 0;
+  switch (vl__json_parse_one(json, len, false, &req->doc, &at)) {
+  case VL__JSON_NUL_ESCAPE:
     return vl_error_set(err, VL_ERR_PARSE, "",
-                        "invalid JSON at byte %zu: \\u0000 (NUL) escapes are not supported", nul);
-  }
-  const char *end = NULL;
-  req->doc = cJSON_ParseWithLengthOpts(json, len, &end, false);
-  size_t at = end != NULL && end >= json && end <= json + len ? (size_t)(end - json) : 0;
-  if (req->doc == NULL) {
+                        "invalid JSON at byte %zu: \\u0000 (NUL) escapes are not supported", at);
+  case VL__JSON_MALFORMED:
     return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu", at);
-  }
-  size_t ctl = vl__json_find_control(json, at);
-  if (ctl < at) {
-    cJSON_Delete(req->doc);
-    req->doc = NULL;
+  case VL__JSON_CONTROL:
     return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu: control character 0x%02x",
-                        ctl, (unsigned)(unsigned char)json[ctl]);
-  }
-  at = skip_ws(json, len, at);
-  if (at < len) {
-    cJSON_Delete(req->doc);
-    req->doc = NULL;
+                        at, (unsigned)(unsigned char)json[at]);
+  case VL__JSON_TRAILING:
     return vl_error_set(err, VL_ERR_PARSE, "",
                         "invalid JSON at byte %zu: text after the JSON value", at);
+  case VL__JSON_OK: break;
   }
   return VL_OK;
 }

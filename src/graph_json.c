@@ -478,31 +478,26 @@ vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph *
 
 static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, bool check,
                             vl_graph **out, vl_error *err) {
-  size_t nul = vl__json_find_nul_escape(json, len);
-  if (nul < len)
+  cJSON *root = NULL;
+  size_t at = 0;
+  switch (vl__json_parse_one(json, len, true, &root, &at)) {
+  case VL__JSON_NUL_ESCAPE:
     return vl_error_set(err, VL_ERR_PARSE, "",
-                        "\\u0000 at byte %zu: strings cannot hold NUL characters", nul);
-  const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, false);
-  if (root == NULL) {
-    size_t at = end && end >= json ? (size_t)(end - json) : 0;
+                        "\\u0000 at byte %zu: strings cannot hold NUL characters", at);
+  case VL__JSON_MALFORMED:
     return vl_error_set(err, VL_ERR_PARSE, "",
                         "malformed JSON at byte %zu (or nested deeper than %d levels)", at,
                         CJSON_NESTING_LIMIT);
+  case VL__JSON_CONTROL:
+    return vl_error_set(err, VL_ERR_PARSE, "",
+                        "malformed JSON at byte %zu: control character 0x%02x", at,
+                        (unsigned)(unsigned char)json[at]);
+  case VL__JSON_TRAILING:
+    return vl_error_set(err, VL_ERR_PARSE, "", "trailing data after the JSON document at byte %zu",
+                        at);
+  case VL__JSON_OK: break;
   }
-  size_t value_end = (size_t)(end - json), ctl = vl__json_find_control(json, value_end);
-  size_t at = value_end;
-  while (at < len && (json[at] == ' ' || json[at] == '\n' || json[at] == '\r' || json[at] == '\t'))
-    at++;
-  vl_status st;
-  if (ctl < value_end)
-    st = vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: control character 0x%02x",
-                      ctl, (unsigned)(unsigned char)json[ctl]);
-  else if (at < len && json[at] != '\0')
-    st = vl_error_set(err, VL_ERR_PARSE, "", "trailing data after the JSON document at byte %zu",
-                      at);
-  else
-    st = graph_from_json(root, lim, check, out, err);
+  vl_status st = graph_from_json(root, lim, check, out, err);
   cJSON_Delete(root);
   return st;
 }

@@ -123,6 +123,37 @@ size_t vl__json_find_control(const char *text, size_t len) {
   return len;
 }
 
+vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_ok, cJSON **doc,
+                                    size_t *at) {
+  *doc = NULL;
+  *at = vl__json_find_nul_escape(text, len);
+  if (*at < len) return VL__JSON_NUL_ESCAPE;
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+  size_t value_end = end != NULL && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+  if (root == NULL) {
+    *at = value_end;
+    return VL__JSON_MALFORMED;
+  }
+  vl__json_problem problem = VL__JSON_OK;
+  *at = vl__json_find_control(text, value_end);
+  if (*at < value_end) {
+    problem = VL__JSON_CONTROL;
+  } else {
+    *at = value_end;
+    while (*at < len &&
+           (text[*at] == ' ' || text[*at] == '\t' || text[*at] == '\n' || text[*at] == '\r'))
+      (*at)++;
+    if (*at < len && !(nul_tail_ok && text[*at] == '\0')) problem = VL__JSON_TRAILING;
+  }
+  if (problem != VL__JSON_OK) {
+    cJSON_Delete(root);
+    return problem;
+  }
+  *doc = root;
+  return VL__JSON_OK;
+}
+
 size_t vl__json_find_nul_escape(const char *text, size_t len) {
   /* Escapes only occur inside strings; a backslash escapes the next character, so "\\u0000"
    * (an escaped backslash, then "u0000") is text, not a NUL. */

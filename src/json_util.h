@@ -35,6 +35,21 @@ size_t vl__json_find_nul_escape(const char *text, size_t len);
  * value): any byte below 0x20 inside a string, any but tab, LF and CR between tokens; len when
  * there is none. cJSON takes every such byte for whitespace, or for part of the string. */
 size_t vl__json_find_control(const char *text, size_t len);
+/* Why vl__json_parse_one refused a text. */
+typedef enum {
+  VL__JSON_OK,
+  VL__JSON_NUL_ESCAPE, /* a \u0000 escape (see vl__json_find_nul_escape) */
+  VL__JSON_MALFORMED,  /* cJSON refused it (or it nests deeper than cJSON allows) */
+  VL__JSON_CONTROL,    /* a raw control byte (see vl__json_find_control) */
+  VL__JSON_TRAILING,   /* text other than whitespace after the value */
+} vl__json_problem;
+
+/* Parses text[0..len) as exactly one JSON value, held to RFC 8259 where cJSON is lenient:
+ * no \u0000 escape, no raw control byte JSON forbids, nothing but space, tab, LF or CR after
+ * the value (NUL bytes there too when nul_tail_ok). On success *doc owns the tree; otherwise
+ * *doc is NULL and *at is the byte offset of the problem. Callers word the error. */
+vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_ok, cJSON **doc,
+                                    size_t *at);
 /* Does the string hold valid UTF-8 and no NUL before len? */
 bool vl__utf8_valid(const char *s, size_t len);
 
