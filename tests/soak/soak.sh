@@ -13,13 +13,8 @@ daemon=$1
 load=$2
 rss_limit=10
 [ "${3:-}" = --no-rss-check ] && rss_limit=1000000  # sanitizer builds: ASan's quarantine grows
-dir=$(mktemp -d /tmp/vlsoak.XXXXXX)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+# shellcheck source=tmpdir.sh
+. "$(dirname "$0")/tmpdir.sh" vlsoak
 fail() {
   echo "soak: FAILED: $*" >&2
   echo "--- daemon log (last 40 lines)" >&2

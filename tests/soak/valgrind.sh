@@ -11,13 +11,8 @@ if ! command -v valgrind >/dev/null; then
   echo "valgrind not installed: skipped (scripts/install-deps.sh installs it)"
   exit 77
 fi
-dir=$(mktemp -d /tmp/vlgrind.XXXXXX)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+# shellcheck source=tmpdir.sh
+. "$(dirname "$0")/tmpdir.sh" vlgrind
 fail() {
   echo "valgrind: FAILED: $*" >&2
   tail -n 80 "$dir/valgrind.log" >&2 || true
