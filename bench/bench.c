@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "viewlower/layout.h"
 #include "viewlower/copy.h"
 #include "viewlower/graph.h"
 #include "viewlower/lower.h"

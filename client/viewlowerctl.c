@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json_util.h"
+#include "base/json_util.h"
 #include "viewlower/client.h"
 #include "viewlower/lower.h"
 #include "viewlower/service.h"

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_util.h"
+#include "base/json_util.h"
 
 const char vl_rpc_nomem_response[] =
     "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"out of memory\","

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "viewlower/layout.h"
 #include "viewlower/copy.h"
 #include "viewlower/tensor.h"
 

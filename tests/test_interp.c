@@ -10,7 +10,8 @@
 
 #include <cmocka.h>
 
-#include "kernel_internal.h"
+#include "exec/kernel_internal.h"
+#include "viewlower/layout.h"
 #include "viewlower/copy.h"
 #include "viewlower/graph.h"
 #include "viewlower/interp.h"

@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "viewlower/layout.h"
 #include "viewlower/tensor.h"
 
 static vl_spec spec(uint8_t rank, const int64_t *shape, const uint8_t *order) {

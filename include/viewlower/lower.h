@@ -73,10 +73,6 @@ VL_API void vl_report_clear(vl_report *r);
 /* The report as JSON (SPEC §3); caller frees with cJSON_Delete. */
 VL_API cJSON *vl_report_to_json(const vl_report *r);
 
-/* The layout test of SPEC §3: may `view` (shape + declared dim order) alias `base`'s storage
- * with every element keeping its memory offset? */
-VL_API bool vl_layout_view_keeps_offsets(const vl_spec *base, const vl_spec *view);
-
 #ifdef __cplusplus
 }
 #endif

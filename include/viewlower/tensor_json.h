@@ -52,12 +52,6 @@ VL_API vl_status vl_tensor_map_from_json(const cJSON *obj, const uint8_t *payloa
  * for 64-bit integers beyond +-2^53, true/false for bool. NULL on out-of-memory. */
 VL_API cJSON *vl_scalar_to_json(vl_dtype dt, const void *elem);
 
-/* float16 / bfloat16 from a double, round to nearest even; and back (exact). */
-VL_API uint16_t vl_f16_from_double(double x);
-VL_API uint16_t vl_bf16_from_double(double x);
-VL_API double vl_f16_to_double(uint16_t h);
-VL_API double vl_bf16_to_double(uint16_t h);
-
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "viewlower/layout.h"
 #include "viewlower/copy.h"
 #include "viewlower/tensor_json.h"
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
-#include "json_util.h"
+#include "graph/graph_internal.h"
+#include "base/json_util.h"
 #include "viewlower/tensor_json.h"
 
 #define VL__MAX_KWARGS 256

@@ -7,14 +7,15 @@
  * write into the written argument's storage and their node shares that slot. Ops come from one
  * table: adding an op is adding a row. Every byte allocated counts against
  * lim->max_total_bytes; all storages live until the run ends. */
+#include "viewlower/layout.h"
 #include "viewlower/interp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "elementwise.h"
-#include "kernel_internal.h"
+#include "exec/elementwise.h"
+#include "exec/kernel_internal.h"
 #include "viewlower/copy.h"
 
 #define NO_STORE UINT32_MAX

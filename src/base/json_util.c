@@ -1,5 +1,5 @@
 /* json_util.c - strict cJSON helpers: key sets, duplicate keys, exact integers, paths. */
-#include "json_util.h"
+#include "base/json_util.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json_util.h"
+#include "base/json_util.h"
+#include "viewlower/layout.h"
 #include "viewlower/tensor_json.h"
 
 static const char *const spec_keys[] = {"dtype", "shape", "dim_order", "strides", "dynamic", NULL};

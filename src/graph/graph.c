@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph/graph_internal.h"
 
 void vl__arg_free(vl_arg *a) {
   if (a->kind == VL_ARG_LIST) {

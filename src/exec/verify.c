@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel_internal.h"
+#include "exec/kernel_internal.h"
+#include "viewlower/layout.h"
 #include "viewlower/copy.h"
 #include "viewlower/interp.h"
 #include "viewlower/tensor_json.h"

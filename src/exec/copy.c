@@ -7,6 +7,7 @@
  * 4 and 8) or a typed strided line - under an odometer of pointers over the outer loops.
  * Invariants: inside the engine strides are in bytes; nothing divides or takes a modulus per
  * element; pointers never leave the buffers they walk. */
+#include "viewlower/layout.h"
 #include "viewlower/copy.h"
 
 #include <stdbool.h>
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel_internal.h"
+#include "exec/kernel_internal.h"
 
 /* Loops the engine handles at once. Each kept dim has size >= 2, so a copy that fits in memory
  * has far fewer than 64 of them; more are peeled off one by one (see vl_copy_strided). */

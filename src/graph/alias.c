@@ -1,10 +1,10 @@
 /* alias.c - storage classes, writers and readers per class (see alias.h). */
-#include "alias.h"
+#include "graph/alias.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "graph/graph_internal.h"
 
 uint32_t vl__alias_class(vl_alias *a, uint32_t node) {
   uint32_t r = node;

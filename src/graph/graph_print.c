@@ -3,7 +3,7 @@
  * and memory.view nodes carry alias_of when known. */
 #include <stdlib.h>
 
-#include "graph_internal.h"
+#include "graph/graph_internal.h"
 #include "viewlower/tensor_json.h"
 
 static const char *const kind_names[] = {"user_input", "parameter", "buffer", "constant"};

@@ -14,8 +14,5 @@ typedef struct lower_facts {
 /* Fills d for view node v with the given reason bits; messages name the nodes involved. */
 vl_status vl__decision_init(vl_decision *d, const vl_graph *g, uint32_t v, uint32_t reasons,
                             const lower_facts *f);
-/* Contiguity as the layout rule judges it: physical for static specs, the dim order alone for
- * dynamic ones (their sizes may change). */
-bool vl__spec_is_contiguous(const vl_spec *s);
 
 #endif

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "json_util.h"
+#include "base/json_util.h"
 #include "viewlower/copy.h"
 #include "viewlower/graph.h"
 #include "viewlower/interp.h"

@@ -3,7 +3,7 @@
  * One row per dtype in a table of loop functions. Signed integers are read through their
  * unsigned type (allowed aliasing) so sums and products wrap without undefined behaviour;
  * half types round-trip through float. */
-#include "elementwise.h"
+#include "exec/elementwise.h"
 
 #include <math.h>
 #include <string.h>
