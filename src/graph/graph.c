@@ -164,12 +164,6 @@ bool vl__is_memory_view(const vl_node *n) {
   return vl__target_is(n, "memory.view");
 }
 
-bool vl__args_reference(const vl_node *n, uint32_t ref) {
-  for (uint32_t i = 0; i < n->n_args; i++)
-    if (n->args[i].kind == VL_ARG_REF && n->args[i].u.ref == ref) return true;
-  return false;
-}
-
 /* SPEC §3: a call whose operator name (between the namespace and the overload) ends in "_"
  * writes arg 0 - "add_", "copy_", and also dunder names such as "__iand__": the rule is the
  * spelling alone, which errs on the side of keeping a copy for the few dunders that are not in
@@ -200,23 +194,6 @@ void vl__node_for_each_write(const vl_node *n, vl__ref_fn fn, void *ctx) {
   if (writes_arg0(n)) arg_refs(&n->args[0], fn, ctx);
   if (n->out != VL_NO_NODE) fn(ctx, n->out);
   for (uint32_t i = 0; i < n->n_mutates; i++) fn(ctx, n->mutates[i]);
-}
-
-typedef struct {
-  uint32_t ref;
-  bool found;
-} find_ctx;
-
-static void find_ref(void *p, uint32_t ref) {
-  find_ctx *f = p;
-  if (ref == f->ref) f->found = true;
-}
-
-bool vl__node_writes(const vl_node *n, uint32_t arg) {
-  if (n->op != VL_NODE_CALL) return false;
-  find_ctx f = {arg, false};
-  vl__node_for_each_write(n, find_ref, &f);
-  return f.found;
 }
 
 static vl_status node_clone(const vl_node *s, vl_node *d) {

@@ -5,8 +5,6 @@
 
 #include "graph/graph_internal.h"
 
-vl_status vl__graph_check(vl_graph *g, vl_error *err);
-
 static vl_status node_error(vl_error *err, uint32_t i, const char *sub, const char *msg) {
   char path[VL_ERROR_PATH_MAX];
   snprintf(path, sizeof path, "/nodes/%u%s", i, sub);

@@ -22,9 +22,9 @@ bool vl__is_view_copy(const vl_node *n);   /* aten.view_copy.default */
 bool vl__is_memory_view(const vl_node *n); /* memory.view */
 /* Is n in-place by naming convention (operator name ends in one "_"), writing arg 0? */
 bool vl__node_is_inplace(const vl_node *n);
-/* Does node n write its argument reference arg (SPEC §3: in-place name, kwargs.out, mutates)? */
-bool vl__node_writes(const vl_node *n, uint32_t arg);
-/* Is index a position of n's args (top level) whose value is a reference to ref? */
-bool vl__args_reference(const vl_node *n, uint32_t ref);
+
+/* Semantic validation after parsing (graph_check.c): the skip_dim_order spelling rule and view
+ * nodes whose size argument, val and base agree. */
+vl_status vl__graph_check(vl_graph *g, vl_error *err);
 
 #endif

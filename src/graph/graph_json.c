@@ -422,8 +422,6 @@ static vl_status parse_header(parser *p, const cJSON *root, const cJSON **nodes,
   return VL_OK;
 }
 
-vl_status vl__graph_check(vl_graph *g, vl_error *err);
-
 /* Builds the graph; check adds the semantic validation of graph_check.c. */
 static vl_status graph_from_json(const cJSON *root, const vl_limits *lim, bool check,
                                  vl_graph **out, vl_error *err) {
