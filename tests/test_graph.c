@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "viewlower/graph.h"
+#include "viewlower/lower.h"
 
 #define HEAD "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
 #define X "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}"
@@ -130,6 +131,234 @@ static void literals_keep_their_kinds(void **state) {
                                "\"kwargs\":{\"mode\":\"fast\",\"alpha\":0.1}"));
   free(text);
   vl_graph_free(g);
+}
+
+
+/* A batch norm with three outputs read through getitems (SPEC §2). */
+#define SPEC4 "{\"dtype\":\"float32\",\"shape\":[1,2,2,2]}"
+#define SPEC1 "{\"dtype\":\"float32\",\"shape\":[2]}"
+#define BN_X "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":" SPEC4 "}"
+#define BN                                                                                         \
+  "{\"name\":\"bn\",\"op\":\"call_function\",\"target\":\"aten.native_batch_norm.default\","     \
+  "\"args\":[\"x\",null,null,null,null,false,0.1,1e-05],\"vals\":[" SPEC4 "," SPEC1 "," SPEC1   \
+  "]}"
+#define GETITEM(name, i, spec)                                                                     \
+  "{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"operator.getitem\","             \
+  "\"args\":[\"bn\"," #i "],\"val\":" spec "}"
+
+static void a_node_with_several_outputs_is_read_through_getitem(void **state) {
+  (void)state;
+  vl_graph *g = parse_ok(HEAD BN_X "," BN "," GETITEM("y", 0, SPEC4) "," GETITEM("m", 1, SPEC1)
+                             "," OUT("y") "]}");
+  const vl_node *bn = &g->nodes[1];
+  assert_false(bn->has_val);
+  assert_int_equal(bn->n_vals, 3);
+  assert_int_equal(bn->vals[1].rank, 1);
+  assert_int_equal(bn->vals[0].shape[3], 2);
+  uint32_t producer = 0, index = 0;
+  assert_true(vl_node_getitem(&g->nodes[3], &producer, &index));
+  assert_int_equal(producer, 1);
+  assert_int_equal(index, 1);
+  assert_false(vl_node_getitem(bn, NULL, NULL));
+  assert_int_equal(bn->n_users, 2);
+  char *text = vl_graph_print(g);
+  assert_non_null(strstr(text, "\"vals\":[{\"dtype\":\"float32\",\"shape\":[1,2,2,2],"
+                               "\"dim_order\":[0,1,2,3]},{\"dtype\":\"float32\",\"shape\":[2],"
+                               "\"dim_order\":[0]},{\"dtype\":\"float32\",\"shape\":[2],"
+                               "\"dim_order\":[0]}]}"));
+  assert_null(strstr(text, "\"name\":\"bn\",\"op\":\"call_function\",\"target\":"
+                           "\"aten.native_batch_norm.default\",\"args\":[\"x\",null,null,null,"
+                           "null,false,0.1,1e-05],\"val\""));
+  vl_graph *g2 = parse_ok(text);
+  char *again = vl_graph_print(g2);
+  assert_string_equal(text, again);
+  vl_graph *c = NULL;
+  vl_error err;
+  assert_int_equal(vl_graph_clone(g, &c, &err), VL_OK);
+  assert_int_equal(c->nodes[1].n_vals, 3);
+  assert_true(vl_spec_equal(&c->nodes[1].vals[2], &bn->vals[2]));
+  vl_graph_free(c);
+  free(again);
+  free(text);
+  vl_graph_free(g2);
+  vl_graph_free(g);
+}
+
+static void misused_multi_output_nodes_are_invalid_graphs(void **state) {
+  (void)state;
+  /* Anything but a getitem's args[0] referencing the node: args, nested lists, the output. */
+  expect_error(HEAD BN_X "," BN
+               ",{\"name\":\"r\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+               "\"args\":[\"bn\"],\"val\":" SPEC4 "}," OUT("r") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/args/0", "has several outputs (vals)");
+  expect_error(HEAD BN_X "," BN "," OUT("bn") "]}", VL_ERR_INVALID_GRAPH, "/nodes/2/args/0",
+               "read one through operator.getitem");
+  expect_error(HEAD BN_X "," BN
+               ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+               "\"args\":[[\"bn\"],0],\"val\":" SPEC4 "}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/args/0/0", "has several outputs");
+  expect_error(HEAD BN_X "," BN
+               ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+               "\"args\":[\"x\",\"bn\"],\"val\":" SPEC4 "}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/args/1", "has several outputs");
+  /* The index: an integer within the outputs. */
+  expect_error(HEAD BN_X "," BN "," GETITEM("y", 3, SPEC4) "," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/args/1", "index 3 is out of range");
+  expect_error(HEAD BN_X "," BN "," GETITEM("y", -1, SPEC4) "," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/args/1", "index -1 is out of range");
+  expect_error(HEAD BN_X "," BN "," GETITEM("y", true, SPEC4) "," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/args/1", "must be an integer");
+  expect_error(HEAD BN_X "," BN
+               ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+               "\"args\":[\"bn\"],\"val\":" SPEC4 "}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/args", "takes [node, index]");
+  /* Its val must be the output's spec. */
+  expect_error(HEAD BN_X "," BN "," GETITEM("y", 1, SPEC4) "," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/val", "disagrees with /vals/1 of \"bn\"");
+  expect_error(HEAD BN_X "," BN
+               ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+               "\"args\":[\"bn\",0],\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,2],"
+               "\"dim_order\":[0,2,3,1]}}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/val", "disagrees with /vals/0");
+  /* A getitem reads a node with vals; a node has val or vals, and vals lists something. */
+  expect_error(HEAD BN_X
+               ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+               "\"args\":[\"x\",0],\"val\":" SPEC4 "}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/args/0", "\"x\" has a single output (val)");
+  expect_error(HEAD BN_X
+               ",{\"name\":\"bn\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[\"x\"],"
+               "\"val\":" SPEC4 ",\"vals\":[" SPEC4 "]}," OUT("bn") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/vals", "either val or vals, not both");
+  expect_error(HEAD BN_X
+               ",{\"name\":\"bn\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[\"x\"],"
+               "\"vals\":[]}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/vals", "at least one output");
+  expect_error(HEAD BN_X
+               ",{\"name\":\"bn\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[\"x\"],"
+               "\"vals\":[" SPEC4 ",{\"dtype\":\"float32\",\"shape\":[2],\"dim_order\":[1]}]},"
+               OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/vals/1/dim_order", "");
+  expect_error(HEAD BN_X
+               ",{\"name\":\"bn\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[\"x\"],"
+               "\"vals\":" SPEC4 "}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/vals", "must be an array of tensor specs");
+  expect_error(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"vals\":[" SPEC4 "]}," OUT("x") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/0/vals", "a placeholder has no vals");
+  expect_error(HEAD BN_X "," BN
+               ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+               "\"args\":[\"bn\",0],\"vals\":[" SPEC4 "]}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/vals", "has one val, not vals");
+  expect_error(HEAD BN_X "," BN
+               ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+               "\"args\":[\"bn\",0],\"kwargs\":{\"out\":\"x\"},\"val\":" SPEC4 "}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/kwargs", "takes no kwargs");
+  expect_error(HEAD BN_X "," BN
+               ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"memory.view\","
+               "\"args\":[\"x\",[8]],\"alias_of\":\"bn\",\"val\":{\"dtype\":\"float32\","
+               "\"shape\":[8]}}," OUT("v") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/alias_of", "has several outputs");
+}
+
+/* A write through getitem 0 is a write to output 0 of the batch norm: a view of it read after
+ * the write is kept (base_mutated); the same view of output 1, never written, is replaced. */
+static void writes_through_a_getitem_follow_its_storage(void **state) {
+  (void)state;
+  vl_graph *g = parse_ok(
+      HEAD BN_X "," BN "," GETITEM("y", 0, SPEC4) "," GETITEM("m", 1, SPEC1)
+      ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+      "\"args\":[\"y\",[8]],\"val\":{\"dtype\":\"float32\",\"shape\":[8]}},"
+      "{\"name\":\"w\",\"op\":\"call_function\",\"target\":\"aten.relu_.default\","
+      "\"args\":[\"y\"],\"val\":" SPEC4 "},"
+      "{\"name\":\"vm\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+      "\"args\":[\"m\",[1,2]],\"val\":{\"dtype\":\"float32\",\"shape\":[1,2]}},"
+      "{\"name\":\"s\",\"op\":\"call_function\",\"target\":\"aten.add.Tensor\","
+      "\"args\":[\"v\",\"w\"],\"val\":{\"dtype\":\"float32\",\"shape\":[8]}},"
+      "{\"name\":\"t\",\"op\":\"call_function\",\"target\":\"aten.add.Tensor\","
+      "\"args\":[\"vm\",\"vm\"],\"val\":{\"dtype\":\"float32\",\"shape\":[1,2]}},"
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"s\",\"t\"]}]}");
+  vl_lower_options o;
+  vl_lower_options_default(&o);
+  vl_report r;
+  memset(&r, 0, sizeof r);
+  vl_error err;
+  assert_int_equal(vl_lower(g, &o, &r, &err), VL_OK);
+  assert_int_equal(r.n_decisions, 2);
+  assert_string_equal(r.decisions[0].node, "v");
+  assert_false(r.decisions[0].replaced);
+  assert_int_equal(r.decisions[0].reasons, 1u << VL_REASON_BASE_MUTATED);
+  assert_string_equal(r.decisions[1].node, "vm");
+  assert_true(r.decisions[1].replaced);
+  const vl_node *vm = NULL;
+  for (uint32_t i = 0; i < g->n_nodes; i++)
+    if (strcmp(g->nodes[i].name, "vm") == 0) vm = &g->nodes[i];
+  assert_non_null(vm);
+  assert_string_equal(vm->target, "memory.view");
+  assert_string_equal(g->nodes[vm->alias_of].name, "m");
+  vl_report_clear(&r);
+  vl_graph_free(g);
+}
+
+/* Two getitems of one output are one storage: a write through the second is a write to the
+ * first, so a view of the first read after it is kept. */
+static void two_getitems_of_one_output_share_storage(void **state) {
+  (void)state;
+  vl_graph *g = parse_ok(
+      HEAD BN_X "," BN "," GETITEM("y", 0, SPEC4) "," GETITEM("y2", 0, SPEC4)
+      ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+      "\"args\":[\"y\",[8]],\"val\":{\"dtype\":\"float32\",\"shape\":[8]}},"
+      "{\"name\":\"w\",\"op\":\"call_function\",\"target\":\"aten.relu_.default\","
+      "\"args\":[\"y2\"],\"val\":" SPEC4 "},"
+      "{\"name\":\"s\",\"op\":\"call_function\",\"target\":\"aten.add.Tensor\","
+      "\"args\":[\"v\",\"v\"],\"val\":{\"dtype\":\"float32\",\"shape\":[8]}},"
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"s\",\"w\"]}]}");
+  vl_lower_options o;
+  vl_lower_options_default(&o);
+  vl_report r;
+  memset(&r, 0, sizeof r);
+  vl_error err;
+  assert_int_equal(vl_lower(g, &o, &r, &err), VL_OK);
+  assert_int_equal(r.n_decisions, 1);
+  assert_false(r.decisions[0].replaced);
+  assert_true(r.decisions[0].reasons & (1u << VL_REASON_BASE_MUTATED));
+  vl_report_clear(&r);
+  vl_graph_free(g);
+}
+
+/* Traced graphs with batch norm, max_pool2d_with_indices and layer norm (vals + getitem):
+ * they validate, lower, and the lowered graph prints and parses back to the same text. */
+static void real_traced_graphs_with_several_outputs_lower_and_print_back(void **state) {
+  (void)state;
+  static const char *files[] = {"resnet18_train_traced", "gpt_attention_edge"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char path[512];
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s.json", VL_TESTDATA_DIR, files[i]);
+    char *text = read_text(path, &len);
+    vl_graph *g = parse_ok(text);
+    uint32_t multi = 0, items = 0;
+    for (uint32_t k = 0; k < g->n_nodes; k++) {
+      multi += g->nodes[k].n_vals > 0;
+      items += vl_node_getitem(&g->nodes[k], NULL, NULL);
+    }
+    assert_true(multi > 0);
+    assert_true(items >= multi);
+    vl_lower_options o;
+    vl_lower_options_default(&o);
+    vl_report r;
+    memset(&r, 0, sizeof r);
+    vl_error err;
+    assert_int_equal(vl_lower(g, &o, &r, &err), VL_OK);
+    char *once = vl_graph_print(g);
+    vl_graph *g2 = parse_ok(once);
+    char *twice = vl_graph_print(g2);
+    assert_string_equal(once, twice);
+    vl_report_clear(&r);
+    vl_graph_free(g2);
+    vl_graph_free(g);
+    free(once);
+    free(twice);
+    free(text);
+  }
 }
 
 static void structural_errors_name_the_place(void **state) {
@@ -383,6 +612,11 @@ int main(void) {
       cmocka_unit_test(deep_nesting_is_an_error_not_a_crash),
       cmocka_unit_test(too_many_nodes_is_too_large),
       cmocka_unit_test(a_100000_node_chain_parses_and_prints),
+      cmocka_unit_test(a_node_with_several_outputs_is_read_through_getitem),
+      cmocka_unit_test(misused_multi_output_nodes_are_invalid_graphs),
+      cmocka_unit_test(writes_through_a_getitem_follow_its_storage),
+      cmocka_unit_test(two_getitems_of_one_output_share_storage),
+      cmocka_unit_test(real_traced_graphs_with_several_outputs_lower_and_print_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

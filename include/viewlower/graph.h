@@ -1,7 +1,13 @@
 /* graph.h - the in-memory graph (SPEC §2) and its JSON form.
  *
  * Nodes are in execution order; every reference is a node index smaller than the referrer's.
- * The graph owns everything reachable from it; free it with vl_graph_free. */
+ * The graph owns everything reachable from it; free it with vl_graph_free.
+ *
+ * Nodes with several tensor outputs (SPEC §2): such a node has n_vals > 0 and vals[0..n_vals)
+ * (and has_val false). Only operator.getitem nodes reference it, always as args[0], with
+ * args[1] an integer output index i in [0, n_vals) and their own val equal to vals[i]; the
+ * parser guarantees this, so vl_node_getitem can be trusted on any parsed graph. A getitem
+ * node *is* output i of its producer: it owns that storage (see src/graph/alias.h). */
 #ifndef VIEWLOWER_GRAPH_H
 #define VIEWLOWER_GRAPH_H
 
@@ -29,8 +35,8 @@ typedef enum {
 typedef enum {
   VL_ARG_NULL,
   VL_ARG_BOOL,
-  VL_ARG_INT,    /* a whole JSON number within +-2^53 */
-  VL_ARG_FLOAT,  /* any other JSON number */
+  VL_ARG_INT,    /* a JSON integer token (no '.', no exponent), exact in int64 */
+  VL_ARG_FLOAT,  /* a float token (with '.' or exponent), or {"float": "inf"|"-inf"|"nan"} */
   VL_ARG_STRING, /* only in kwargs (a string in args is a reference) */
   VL_ARG_REF,    /* node index */
   VL_ARG_LIST
@@ -64,8 +70,10 @@ typedef struct vl_node {
   char *target;       /* call_function only, else NULL */
   vl_input_kind kind; /* placeholder only */
   bool mutated;       /* placeholder marked "mutated" */
-  bool has_val;
+  bool has_val;      /* val is set: placeholders, single-output calls, getitems */
   vl_spec val;
+  vl_spec *vals;     /* multi-output call ("vals"): n_vals >= 1 output specs, else NULL */
+  uint32_t n_vals;
   vl_arg *args;
   uint32_t n_args;
   vl_kwarg *kwargs;
@@ -115,6 +123,9 @@ VL_API vl_status vl_graph_index_users(vl_graph *g);
 VL_API const char *vl_target_operator(const char *target, char *buf, size_t n);
 /* The kwarg named key, or NULL. */
 VL_API const vl_arg *vl_node_kwarg(const vl_node *n, const char *key);
+/* Is n an operator.getitem? Then *producer (a node with vals) and *index (< its n_vals) are
+ * set from its args. Either pointer may be NULL. */
+VL_API bool vl_node_getitem(const vl_node *n, uint32_t *producer, uint32_t *index);
 
 #ifdef __cplusplus
 }

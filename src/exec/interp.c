@@ -479,9 +479,10 @@ static vl_status exec_call(run *r, uint32_t i) {
   const op_row *op = op_find(n->target);
   tview dst;
   bool fresh;
-  if (op == NULL)
+  if (op == NULL || n->n_vals > 0) /* several outputs (vals): as an unknown target, SPEC §2 */
     return vl_error_set(r->err, VL_ERR_UNSUPPORTED, "/target",
-                        "target %s is not supported by the interpreter", n->target);
+                        "target %s is not supported by the interpreter%s", n->target,
+                        n->n_vals > 0 ? " (a node with several outputs)" : "");
   if (!n->has_val) return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val", "is required");
   if (op->kind == OP_ALIAS) return op_memory_view(r, i);
   vl_status st = node_dest(r, i, op->kind == OP_INPLACE, &dst, &fresh);

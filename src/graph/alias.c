@@ -60,6 +60,37 @@ static bool inplace_result(const vl_node *n, uint32_t *arg) {
   return false;
 }
 
+/* Output i of a multi-output node is its getitem node (SPEC §2): each getitem owns that
+ * storage, and a second getitem of the same output joins the first one's class. */
+static vl_status join_getitems(vl_alias *a, const vl_graph *g) {
+  uint32_t *base = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *base);
+  size_t total = 0;
+  if (base == NULL) return VL_ERR_NOMEM;
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    base[i] = (uint32_t)total;
+    total += g->nodes[i].n_vals;
+  }
+  uint32_t *first = malloc((total ? total : 1) * sizeof *first);
+  if (first == NULL) {
+    free(base);
+    return VL_ERR_NOMEM;
+  }
+  for (size_t k = 0; k < total; k++) first[k] = VL_NO_NODE;
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    uint32_t producer, index;
+    if (!vl_node_getitem(&g->nodes[i], &producer, &index) || index >= g->nodes[producer].n_vals)
+      continue;
+    uint32_t *slot = &first[base[producer] + index];
+    if (*slot == VL_NO_NODE)
+      *slot = i;
+    else
+      join(a, i, *slot);
+  }
+  free(first);
+  free(base);
+  return VL_OK;
+}
+
 static void build_classes(vl_alias *a, const vl_graph *g) {
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     const vl_node *n = &g->nodes[i];
@@ -104,6 +135,10 @@ vl_status vl__alias_build(vl_alias *a, const vl_graph *g) {
     a->last_read[i] = a->first_writer[i] = VL_NO_NODE;
   }
   build_classes(a, g);
+  if (join_getitems(a, g) != VL_OK) {
+    vl__alias_free(a);
+    return VL_ERR_NOMEM;
+  }
   write_ctx c = {a, 0, false};
   for (c.w = 0; c.w < n; c.w++) visit_writes(g, &c);
   for (uint32_t i = 0; i < n; i++) a->write_start[i + 1] += a->write_start[i];

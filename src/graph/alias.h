@@ -1,7 +1,9 @@
 /* alias.h - storage classes and writes of a graph, for the lowering's mutation rules (internal).
  *
  * Nodes sharing a buffer form a class: the result of an in-place op (or an out= node) shares
- * its written argument's storage, and a memory.view shares its base's. The class owner is its
+ * its written argument's storage, and a memory.view shares its base's. Output i of a node with
+ * several outputs is its operator.getitem node (two getitems of one output share a class), so
+ * writes to a getitem, reads of it and its being an output follow that storage. The owner is its
  * earliest node, the tensor whose buffer they share. Writes are recorded per class in graph
  * order; queries come in increasing position, so each class keeps a cursor (amortised O(1)). */
 #ifndef VIEWLOWER_ALIAS_H

@@ -48,6 +48,7 @@ void vl__node_clear(vl_node *n) {
   }
   free(n->kwargs);
   free(n->mutates);
+  free(n->vals);
   free(n->users);
   memset(n, 0, sizeof *n);
 }
@@ -153,6 +154,15 @@ const vl_arg *vl_node_kwarg(const vl_node *n, const char *key) {
   return NULL;
 }
 
+bool vl_node_getitem(const vl_node *n, uint32_t *producer, uint32_t *index) {
+  if (!vl__target_is(n, VL__GETITEM) || n->n_args != 2 || n->args[0].kind != VL_ARG_REF ||
+      n->args[1].kind != VL_ARG_INT || n->args[1].u.i < 0 || n->args[1].u.i > UINT32_MAX)
+    return false;
+  if (producer != NULL) *producer = n->args[0].u.ref;
+  if (index != NULL) *index = (uint32_t)n->args[1].u.i;
+  return true;
+}
+
 bool vl__target_is(const vl_node *n, const char *target) {
   return n->op == VL_NODE_CALL && n->target != NULL && strcmp(n->target, target) == 0;
 }
@@ -202,7 +212,8 @@ static vl_status node_clone(const vl_node *s, vl_node *d) {
   d->args = NULL;
   d->kwargs = NULL;
   d->mutates = d->users = NULL;
-  d->n_args = d->n_kwargs = d->n_mutates = d->n_users = 0;
+  d->vals = NULL;
+  d->n_args = d->n_kwargs = d->n_mutates = d->n_users = d->n_vals = 0;
   if ((d->name = strdup(s->name)) == NULL) return VL_ERR_NOMEM;
   if (s->target && (d->target = strdup(s->target)) == NULL) return VL_ERR_NOMEM;
   if (s->n_args && (d->args = calloc(s->n_args, sizeof *d->args)) == NULL) return VL_ERR_NOMEM;
@@ -222,6 +233,11 @@ static vl_status node_clone(const vl_node *s, vl_node *d) {
     if ((d->mutates = malloc(s->n_mutates * sizeof *d->mutates)) == NULL) return VL_ERR_NOMEM;
     memcpy(d->mutates, s->mutates, s->n_mutates * sizeof *d->mutates);
     d->n_mutates = s->n_mutates;
+  }
+  if (s->n_vals) {
+    if ((d->vals = malloc(s->n_vals * sizeof *d->vals)) == NULL) return VL_ERR_NOMEM;
+    memcpy(d->vals, s->vals, s->n_vals * sizeof *d->vals);
+    d->n_vals = s->n_vals;
   }
   return VL_OK;
 }

@@ -17,6 +17,8 @@ vl_status vl__arg_clone(const vl_arg *src, vl_arg *dst);
 void vl__node_clear(vl_node *n);
 
 /* Target tests. */
+#define VL__GETITEM "operator.getitem"
+
 bool vl__target_is(const vl_node *n, const char *target);
 bool vl__is_view_copy(const vl_node *n);   /* aten.view_copy.default */
 bool vl__is_memory_view(const vl_node *n); /* memory.view */

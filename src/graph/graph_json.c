@@ -26,12 +26,13 @@ typedef struct {
   vl_error *err;
   char path[VL_ERROR_PATH_MAX]; /* "/nodes/<i>" of the node being parsed */
   uint32_t index;
+  bool getitem; /* the node being parsed is an operator.getitem */
 } parser;
 
 static const char *const graph_keys[] = {"format",         "version", "name",
                                          "skip_dim_order", "nodes",   NULL};
 static const char *const node_keys[] = {"name", "op",     "target",  "kind",     "mutated", "val",
-                                        "args", "kwargs", "mutates", "alias_of", NULL};
+                                        "args", "kwargs", "mutates", "alias_of", "vals", NULL};
 
 static uint64_t hash_name(const char *s) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -74,6 +75,10 @@ static vl_status resolve(parser *p, const char *name, const char *sub, uint32_t 
     if (idx == p->index) return FAIL(p, sub, "node \"%.64s\" refers to itself", name);
     return FAIL(p, sub, "\"%.64s\" is defined later (nodes must be in execution order)", name);
   }
+  /* SPEC §2: a node with several outputs is read only as args[0] of an operator.getitem. */
+  if (p->g->nodes[idx].n_vals > 0 && !(p->getitem && strcmp(sub, "/args/0") == 0))
+    return FAIL(p, sub,
+                "\"%.64s\" has several outputs (vals): read one through operator.getitem", name);
   *out = idx;
   return VL_OK;
 }
@@ -234,7 +239,9 @@ static vl_status parse_mutates(parser *p, vl_node *n, const cJSON *m) {
 }
 
 static vl_status parse_val(parser *p, vl_node *n, const cJSON *val) {
-  if (val == NULL) return FAIL(p, "/val", "is required on placeholder and call_function nodes");
+  if (val == NULL)
+    return FAIL(p, "/val", "is required on placeholder and call_function nodes (or vals, on a "
+                           "call with several outputs)");
   vl_error e;
   vl_error_clear(&e);
   if (vl_spec_from_json(val, NULL, &n->val, &e) != VL_OK) {
@@ -246,11 +253,57 @@ static vl_status parse_val(parser *p, vl_node *n, const cJSON *val) {
   return VL_OK;
 }
 
+/* "vals" of a node with several outputs: a non-empty array of specs. */
+static vl_status parse_vals(parser *p, vl_node *n, const cJSON *vals) {
+  if (!cJSON_IsArray(vals)) return FAIL(p, "/vals", "must be an array of tensor specs");
+  uint32_t count = 0;
+  for (const cJSON *c = vals->child; c; c = c->next) count++;
+  if (count == 0) return FAIL(p, "/vals", "must list at least one output");
+  if (count > VL__MAX_KWARGS)
+    return fail(p, VL_ERR_TOO_LARGE, "/vals", "more than %d outputs", VL__MAX_KWARGS);
+  if ((n->vals = calloc(count, sizeof *n->vals)) == NULL) return VL_ERR_NOMEM;
+  for (const cJSON *c = vals->child; c; c = c->next) {
+    vl_error e;
+    vl_error_clear(&e);
+    if (vl_spec_from_json(c, NULL, &n->vals[n->n_vals], &e) != VL_OK) {
+      char sub[VL_ERROR_PATH_MAX];
+      snprintf(sub, sizeof sub, "/vals/%u%.200s", n->n_vals, e.path);
+      return FAIL(p, sub, "%s", e.message);
+    }
+    n->n_vals++;
+  }
+  return VL_OK;
+}
+
+/* An operator.getitem: args [producer, i] with producer a node with vals, i an output index,
+ * no kwargs or mutates, and its own val equal to vals[i]. */
+static vl_status check_getitem(parser *p, const vl_node *n) {
+  if (n->n_vals > 0) return FAIL(p, "/vals", "an operator.getitem has one val, not vals");
+  if (n->n_args != 2) return FAIL(p, "/args", "operator.getitem takes [node, index]");
+  if (n->args[0].kind != VL_ARG_REF) return FAIL(p, "/args/0", "must name a node");
+  const vl_node *src = &p->g->nodes[n->args[0].u.ref];
+  if (src->n_vals == 0)
+    return FAIL(p, "/args/0",
+                "\"%.64s\" has a single output (val): operator.getitem reads a node with vals",
+                src->name);
+  if (n->args[1].kind != VL_ARG_INT) return FAIL(p, "/args/1", "the index must be an integer");
+  if (n->args[1].u.i < 0 || n->args[1].u.i >= src->n_vals)
+    return FAIL(p, "/args/1", "index %lld is out of range: \"%.64s\" has %u outputs",
+                (long long)n->args[1].u.i, src->name, src->n_vals);
+  if (n->n_kwargs > 0) return FAIL(p, "/kwargs", "operator.getitem takes no kwargs");
+  if (n->n_mutates > 0) return FAIL(p, "/mutates", "operator.getitem writes nothing");
+  if (!vl_spec_equal(&n->val, &src->vals[n->args[1].u.i]))
+    return FAIL(p, "/val", "disagrees with /vals/%lld of \"%.64s\"", (long long)n->args[1].u.i,
+                src->name);
+  return VL_OK;
+}
+
 static vl_status parse_placeholder(parser *p, vl_node *n, const cJSON *j) {
   static const char *const kinds[] = {"user_input", "parameter", "buffer", "constant"};
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
   const cJSON *mut = cJSON_GetObjectItemCaseSensitive(j, "mutated");
-  static const char *const forbidden[] = {"target", "args", "kwargs", "mutates", "alias_of"};
+  static const char *const forbidden[] = {"target", "args",     "kwargs",
+                                          "mutates", "alias_of", "vals"};
   for (size_t i = 0; i < sizeof forbidden / sizeof *forbidden; i++) {
     if (cJSON_GetObjectItemCaseSensitive(j, forbidden[i]) != NULL) {
       char sub[64];
@@ -297,10 +350,16 @@ static vl_status parse_call(parser *p, vl_node *n, const cJSON *j) {
   if (!vl__utf8_valid(target->valuestring, strlen(target->valuestring)))
     return FAIL(p, "/target", "is not valid UTF-8");
   if ((n->target = strdup(target->valuestring)) == NULL) return VL_ERR_NOMEM;
+  p->getitem = strcmp(n->target, VL__GETITEM) == 0;
+  const cJSON *val = cJSON_GetObjectItemCaseSensitive(j, "val");
+  const cJSON *vals = cJSON_GetObjectItemCaseSensitive(j, "vals");
   vl_status st = parse_args(p, n, cJSON_GetObjectItemCaseSensitive(j, "args"));
   if (st == VL_OK) st = parse_kwargs(p, n, cJSON_GetObjectItemCaseSensitive(j, "kwargs"));
   if (st == VL_OK) st = parse_mutates(p, n, cJSON_GetObjectItemCaseSensitive(j, "mutates"));
-  if (st == VL_OK) st = parse_val(p, n, cJSON_GetObjectItemCaseSensitive(j, "val"));
+  if (st == VL_OK && val != NULL && vals != NULL)
+    return FAIL(p, "/vals", "give either val or vals, not both");
+  if (st == VL_OK) st = vals != NULL ? parse_vals(p, n, vals) : parse_val(p, n, val);
+  if (st == VL_OK && p->getitem) st = check_getitem(p, n);
   const cJSON *alias = cJSON_GetObjectItemCaseSensitive(j, "alias_of");
   if (st == VL_OK && alias != NULL) {
     if (!vl__is_memory_view(n))
@@ -342,6 +401,7 @@ static vl_status parse_node(parser *p, const cJSON *j) {
   vl_status st = vl__json_check_keys(j, node_keys, NULL, p->path, VL_ERR_INVALID_GRAPH, p->err);
   if (st != VL_OK) return st;
   n->out = n->alias_of = VL_NO_NODE;
+  p->getitem = false;
   if (!cJSON_IsString(op))
     return FAIL(p, "/op", "is required: placeholder, call_function or output");
   if (strcmp(op->valuestring, "placeholder") == 0) {

@@ -83,6 +83,15 @@ static cJSON *node_to_json(const vl_graph *g, const vl_node *n) {
     ok = add_args(g, n, obj);
   }
   if (ok && n->has_val) ok = add(obj, "val", vl_spec_to_json(&n->val));
+  if (ok && n->n_vals > 0) {
+    cJSON *vals = cJSON_CreateArray();
+    ok = add(obj, "vals", vals);
+    for (uint32_t i = 0; ok && i < n->n_vals; i++) {
+      cJSON *v = vl_spec_to_json(&n->vals[i]);
+      ok = v != NULL && cJSON_AddItemToArray(vals, v);
+      if (!ok) cJSON_Delete(v);
+    }
+  }
   if (!ok) {
     cJSON_Delete(obj);
     return NULL;
