@@ -50,6 +50,51 @@ VL_API bool vl_layout_view_strides(uint8_t rank, const int64_t *shape, const int
  * element of the same logical index. Dynamic specs pass only with both dim orders default. */
 VL_API bool vl_layout_view_keeps_offsets(const vl_spec *base, const vl_spec *view);
 
+
+/* ---- descriptors (SPEC §3a) ----------------------------------------------------------------
+ * A descriptor says where a tensor's elements sit in some buffer: element i (a logical
+ * multi-index of shape) is at element offset + sum_d i_d * strides[d]. Each layout-only op has
+ * one map below, turning the descriptor of its input into its own exactly as PyTorch's view op
+ * of the same name turns (sizes, strides, storage_offset); a map returns false (and leaves *out
+ * untouched) exactly where PyTorch's op raises: no strided alias exists (reshape), or an argument
+ * is out of range. Dims may be negative (wrapped as PyTorch wraps them). in and out may alias. */
+typedef struct vl_desc {
+  uint8_t rank;
+  int64_t offset;
+  int64_t shape[VL_MAX_RANK];
+  int64_t strides[VL_MAX_RANK];
+} vl_desc;
+
+/* The descriptor of a spec's own buffer at an element offset: its shape and dim-order strides. */
+VL_API void vl_desc_of_spec(const vl_spec *s, int64_t offset, vl_desc *out);
+/* view / reshape to shape (sizes >= 0, numel equal; no -1): PyTorch's view stride rule. */
+VL_API bool vl_desc_reshape(const vl_desc *in, uint8_t rank, const int64_t *shape, vl_desc *out);
+/* permute(dims): a permutation of the dims (n == rank). */
+VL_API bool vl_desc_permute(const vl_desc *in, const int64_t *dims, size_t n, vl_desc *out);
+VL_API bool vl_desc_transpose(const vl_desc *in, int64_t dim0, int64_t dim1, vl_desc *out);
+/* t(): rank <= 1 is the identity, rank 2 swaps, rank > 2 fails. */
+VL_API bool vl_desc_t(const vl_desc *in, vl_desc *out);
+/* squeeze(): every size-1 dim dropped (dims NULL); squeeze(dim) / squeeze(dims): those of the
+ * listed dims that have size 1 (a dim listed twice fails). */
+VL_API bool vl_desc_squeeze(const vl_desc *in, const int64_t *dims, size_t n, vl_desc *out);
+VL_API bool vl_desc_unsqueeze(const vl_desc *in, int64_t dim, vl_desc *out);
+/* slice(dim, start, end, step): start/end NULL for None; clamped as PyTorch clamps (negative
+ * values wrap, values past the end, INT64_MAX among them, mean the end); step >= 1. */
+VL_API bool vl_desc_slice(const vl_desc *in, int64_t dim, const int64_t *start,
+                          const int64_t *end, int64_t step, vl_desc *out);
+/* select(dim, index): index in [-size, size), the dim dropped. */
+VL_API bool vl_desc_select(const vl_desc *in, int64_t dim, int64_t index, vl_desc *out);
+VL_API bool vl_desc_identity(const vl_desc *in, vl_desc *out);
+/* as_strided(size, stride, storage_offset) read from in's buffer position: offset becomes
+ * in->offset + storage_offset (sizes, strides and storage_offset >= 0). */
+VL_API bool vl_desc_as_strided(const vl_desc *in, uint8_t rank, const int64_t *size,
+                               const int64_t *stride, int64_t storage_offset, vl_desc *out);
+/* The layout test of SPEC §3a: d has spec's shape, and d's strides equal the strides of spec's
+ * dim order on every dim of size > 1 (a spec of at most one element always passes). */
+VL_API bool vl_desc_matches_spec(const vl_desc *d, const vl_spec *spec);
+/* The largest element offset d reads (offset when d has no element), false on overflow. */
+VL_API bool vl_desc_extent(const vl_desc *d, int64_t *last, bool *empty);
+
 #ifdef __cplusplus
 }
 #endif
