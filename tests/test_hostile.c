@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "viewlower/graph.h"
+#include "viewlower/layout.h"
 #include "viewlower/lower.h"
 #include "viewlower/service.h"
 
@@ -135,6 +136,110 @@ static void graph_value_whose_byte_size_overflows_names_the_shape(void **state) 
   expect_graph(GRAPH1("{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"int64\","
                       "\"shape\":[2147483648,2147483648]}}"),
                VL_ERR_INVALID_GRAPH, "/graph/nodes/0/val/shape");
+}
+
+#define T40 "1099511627776" /* 2^40 */
+
+/* Calls method and returns its result printed (caller frees); fails the test on an error. */
+static char *result_text(const char *method, const char *params, const call_opts *o) {
+  cJSON *doc = cJSON_Parse(params), *res = NULL;
+  assert_non_null(doc);
+  vl_buf out = {0};
+  vl_error err;
+  vl_status st = vl_service_call(method, doc, o ? o->payload : NULL, o ? o->payload_len : 0, NULL,
+                                 &res, &out, NULL, &err);
+  if (st != VL_OK) fail_msg("%.300s\n got %s %s: %s", params, vl_status_kind(st), err.path, err.message);
+  char *text = cJSON_PrintUnformatted(res);
+  cJSON_Delete(res);
+  cJSON_Delete(doc);
+  vl_buf_free(&out);
+  return text;
+}
+
+static void assert_result(const char *method, const char *params, const call_opts *o,
+                          const char *want) {
+  char *got = result_text(method, params, o);
+  if (strcmp(got, want) != 0) fail_msg("%.300s\n got  %s\n want %s", params, got, want);
+  free(got);
+}
+
+/* An empty tensor whose other sizes multiply past 63 bits: its strides once overflowed a signed
+ * multiply (undefined behaviour, a sanitizer abort). Such a stride addresses no element and
+ * saturates at INT64_MAX; every entry point (values, base64, blob, execute, a graph val given
+ * by strides) accepts the tensor. */
+static void empty_tensor_with_strides_past_63_bits_is_served(void **state) {
+  (void)state;
+  vl_spec s;
+  int64_t shape[3] = {0, INT64_C(1) << 40, INT64_C(1) << 40}, st[VL_MAX_RANK], n = -1;
+  vl_spec_init(&s, VL_DTYPE_FLOAT32, 3, shape);
+  vl_layout_strides(&s, st);
+  assert_int_equal(st[0], INT64_MAX);
+  assert_int_equal(st[1], INT64_C(1) << 40);
+  assert_int_equal(st[2], 1);
+  /* [2^40, 2^40, 0] is as empty as [0, 2^40, 2^40]: the product of the sizes before the zero
+   * does not make it "overflow 63 bits". */
+  int64_t last0[3] = {INT64_C(1) << 40, INT64_C(1) << 40, 0};
+  vl_spec_init(&s, VL_DTYPE_FLOAT32, 3, last0);
+  assert_true(vl_spec_numel(&s, &n));
+  assert_int_equal(n, 0);
+  uint8_t rev[3] = {2, 1, 0};
+  memcpy(s.dim_order, rev, 3);
+  vl_layout_strides(&s, st);
+  assert_int_equal(st[0], 1);
+  assert_int_equal(st[1], INT64_C(1) << 40);
+  assert_int_equal(st[2], INT64_MAX);
+  assert_true(vl_layout_is_contiguous(&s));
+
+  assert_result("view_copy",
+                "{\"input\":{\"dtype\":\"float32\",\"shape\":[0," T40 "," T40 "],\"values\":[]},"
+                "\"size\":[" T40 ",0," T40 "],\"out_dim_order\":[2,1,0]}",
+                NULL,
+                "{\"output\":{\"dtype\":\"float32\",\"shape\":[" T40 ",0," T40 "],"
+                "\"dim_order\":[2,1,0],\"values\":[]}}");
+  assert_result("view_copy",
+                "{\"input\":{\"dtype\":\"int16\",\"shape\":[" T40 "," T40 ",0],"
+                "\"dim_order\":[2,1,0],\"data\":\"\"},\"size\":[0," T40 "," T40 "],"
+                "\"encoding\":\"base64\"}",
+                NULL,
+                "{\"output\":{\"dtype\":\"int16\",\"shape\":[0," T40 "," T40 "],"
+                "\"dim_order\":[0,1,2],\"data\":\"\"}}");
+  static const uint8_t payload[1] = {0};
+  call_opts blob = {payload, 0, NULL};
+  assert_result("view_copy",
+                "{\"input\":{\"dtype\":\"uint8\",\"shape\":[0," T40 "," T40 "],"
+                "\"blob\":{\"offset\":0,\"nbytes\":0}},\"size\":[" T40 "," T40 ",0],"
+                "\"out_dim_order\":[1,2,0],\"encoding\":\"blob\"}",
+                &blob,
+                "{\"output\":{\"dtype\":\"uint8\",\"shape\":[" T40 "," T40 ",0],"
+                "\"dim_order\":[1,2,0],\"blob\":{\"offset\":0,\"nbytes\":0}}}");
+  const char *graph =
+      "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+      "\"shape\":[0," T40 "," T40 "],\"strides\":[1," T40 ",1]}},"
+      "{\"name\":\"p\",\"op\":\"call_function\",\"target\":\"aten.permute_copy.default\","
+      "\"args\":[\"x\",[2,1,0]],\"val\":{\"dtype\":\"float32\",\"shape\":[" T40 "," T40 ",0]}},"
+      "{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+      "\"args\":[\"p\",[" T40 ",0," T40 "]],\"val\":{\"dtype\":\"float32\","
+      "\"shape\":[" T40 ",0," T40 "]}},"
+      "{\"name\":\"r\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+      "\"args\":[\"v\"],\"val\":{\"dtype\":\"float32\",\"shape\":[" T40 ",0," T40 "]}},"
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"r\",\"p\"]}]}";
+  char params[4096];
+  snprintf(params, sizeof params,
+           "{\"graph\":%s,\"inputs\":{\"x\":{\"dtype\":\"float32\",\"shape\":[0," T40 "," T40
+           "],\"dim_order\":[1,2,0],\"values\":[]}}}",
+           graph);
+  assert_result("execute", params, NULL,
+                "{\"outputs\":[{\"dtype\":\"float32\",\"shape\":[" T40 ",0," T40 "],"
+                "\"dim_order\":[0,1,2],\"values\":[]},{\"dtype\":\"float32\",\"shape\":[" T40
+                "," T40 ",0],\"dim_order\":[0,1,2],\"values\":[]}]}");
+  snprintf(params, sizeof params, "{\"graph\":%s}", graph);
+  char *lowered = result_text("lower", params, NULL);
+  assert_non_null(strstr(lowered, "\"shape\":[0," T40 "," T40 "],\"dim_order\":[0,1,2]"));
+  free(lowered);
+  char *verified = result_text("verify", params, NULL);
+  assert_non_null(strstr(verified, "\"equal\":true"));
+  free(verified);
 }
 
 static void tensor_over_the_byte_limit_is_refused_before_reading_values(void **state) {
@@ -734,6 +839,7 @@ int main(void) {
       cmocka_unit_test(shape_whose_element_count_overflows_is_an_invalid_tensor),
       cmocka_unit_test(shape_whose_byte_size_overflows_is_an_invalid_tensor),
       cmocka_unit_test(graph_value_whose_byte_size_overflows_names_the_shape),
+      cmocka_unit_test(empty_tensor_with_strides_past_63_bits_is_served),
       cmocka_unit_test(tensor_over_the_byte_limit_is_refused_before_reading_values),
       cmocka_unit_test(view_size_whose_product_overflows_is_a_kernel_error),
       cmocka_unit_test(execution_over_the_total_byte_limit_is_too_large),

@@ -54,8 +54,10 @@ static bool loops_build(loops *L, size_t elem, size_t rank, const int64_t *shape
                         const int64_t *dst_strides, const int64_t *src_strides) {
   L->n = 0;
   L->elem = elem;
-  for (size_t i = 0; i < rank; i++) {
+  /* Empty first: an empty tensor's strides may be saturated, and are never multiplied. */
+  for (size_t i = 0; i < rank; i++)
     if (shape[i] == 0) return false;
+  for (size_t i = 0; i < rank; i++) {
     if (shape[i] == 1) continue;
     L->size[L->n] = shape[i];
     L->dst[L->n] = (ptrdiff_t)(dst_strides[i] * (int64_t)elem);
@@ -475,6 +477,8 @@ static void loops_run(loops *L, char *d, const char *s) {
 /* Peels the outermost dim while there are more dims than the engine holds. */
 static void copy_peel(size_t elem, size_t rank, const int64_t *shape, char *dst,
                       const int64_t *dst_strides, const char *src, const int64_t *src_strides) {
+  for (size_t i = 0; i < rank; i++)
+    if (shape[i] == 0) return;
   ptrdiff_t ds = (ptrdiff_t)(dst_strides[0] * (int64_t)elem);
   ptrdiff_t ss = (ptrdiff_t)(src_strides[0] * (int64_t)elem);
   for (int64_t i = 0; i < shape[0]; i++, dst += ds, src += ss)

@@ -4,6 +4,7 @@
  * Invariant: specs given here passed vl_spec_check (products of sizes fit in 63 bits). */
 #include "viewlower/layout.h"
 
+#include <stdint.h>
 #include <string.h>
 
 void vl_dim_order_default(uint8_t *order, uint8_t rank) {
@@ -34,9 +35,10 @@ static void strides_for_order(uint8_t rank, const int64_t *shape, const uint8_t 
   for (int i = rank - 1; i >= 0; i--) {
     uint8_t d = order[i];
     strides[d] = stride;
-    /* A zero size counts as 1 so that strides stay meaningful for empty tensors. Sizes of a
-     * checked spec keep every product within 63 bits. */
-    stride *= shape[d] > 1 ? shape[d] : 1;
+    /* A zero size counts as 1 so that strides stay meaningful for empty tensors. Then the
+     * product of the other sizes may pass 63 bits ([0, 2^40, 2^40]): such a stride saturates
+     * at INT64_MAX (it addresses no element). Non-empty checked specs never overflow. */
+    if (__builtin_mul_overflow(stride, shape[d] > 1 ? shape[d] : 1, &stride)) stride = INT64_MAX;
   }
 }
 
@@ -136,14 +138,19 @@ bool vl_layout_view_strides(uint8_t rank, const int64_t *shape, const int64_t *s
   int view_d = out_rank - 1;
   int64_t chunk_base_stride = strides[rank - 1];
   int64_t tensor_numel = 1, view_numel = 1;
+  int64_t span = 0;
+  /* Products here fit for non-empty tensors; an empty one may pass 63 bits: no alias then. */
   for (int d = rank - 1; d >= 0; d--) {
-    tensor_numel *= shape[d];
-    bool chunk_ends =
-        d == 0 || (shape[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride);
+    if (__builtin_mul_overflow(tensor_numel, shape[d], &tensor_numel)) return false;
+    bool chunk_ends = d == 0;
+    if (d > 0 && shape[d - 1] != 1)
+      chunk_ends = __builtin_mul_overflow(tensor_numel, chunk_base_stride, &span) ||
+                   strides[d - 1] != span;
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || out_shape[view_d] == 1)) {
-      out_strides[view_d] = view_numel * chunk_base_stride;
-      view_numel *= out_shape[view_d];
+      if (__builtin_mul_overflow(view_numel, chunk_base_stride, &out_strides[view_d]) ||
+          __builtin_mul_overflow(view_numel, out_shape[view_d], &view_numel))
+        return false;
       view_d--;
     }
     if (view_numel != tensor_numel) return false;

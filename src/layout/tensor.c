@@ -28,7 +28,13 @@ void vl_spec_init(vl_spec *s, vl_dtype dt, uint8_t rank, const int64_t *shape) {
 
 bool vl_spec_numel(const vl_spec *s, int64_t *out) {
   int64_t n = 1;
+  /* A zero size makes the tensor empty whatever the other sizes: [2^40, 2^40, 0] is as valid
+   * as [0, 2^40, 2^40] (its product must not overflow on the way to the zero). */
   for (uint8_t i = 0; i < s->rank; i++) {
+    if (s->shape[i] < 0) return false;
+    if (s->shape[i] == 0) n = 0;
+  }
+  for (uint8_t i = 0; i < s->rank && n != 0; i++) {
     if (s->shape[i] < 0 || __builtin_mul_overflow(n, s->shape[i], &n)) return false;
   }
   *out = n;
@@ -80,6 +86,9 @@ vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, in
   size_t infer = rank;
   int64_t known = 1;
   bool has_zero = false;
+  /* With a zero size the product is 0, however large the sizes before it ([2^40, 2^40, 0]). */
+  for (size_t i = 0; i < rank; i++)
+    if (size[i] == 0) known = 0;
   for (size_t i = 0; i < rank; i++) {
     if (size[i] == -1) {
       if (infer != rank)

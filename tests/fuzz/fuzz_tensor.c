@@ -7,7 +7,8 @@
  * same spec and the same elements (NaN payloads aside for "values"); a view_copy that succeeds
  * has the requested rank, sizes, dim order, dtype and numel, and element k of the output is
  * element k of the input in logical order, checked by a naive per-element walk that shares
- * no code with the copy engine. */
+ * no code with the copy engine; strides match SPEC §1's rule computed in 128 bits (saturated at
+ * INT64_MAX past 63 bits, which only an empty tensor can reach). */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -98,6 +99,22 @@ static void check_logical_copy(const vl_tensor *in, const vl_tensor *out) {
   }
 }
 
+/* Strides from the dim order, by SPEC §1's rule in 128-bit arithmetic (shares no code with
+ * layout.c): they must equal vl_layout_strides exactly; an empty tensor's stride past 63 bits
+ * saturates at INT64_MAX ([0, 2^40, 2^40]: once a signed overflow, found by no fuzzer). */
+static void check_strides(const vl_spec *s) {
+  int64_t got[VL_MAX_RANK];
+  vl_layout_strides(s, got);
+  __int128 stride = 1;
+  const __int128 cap = (__int128)INT64_MAX;
+  for (int i = (int)s->rank - 1; i >= 0; i--) {
+    uint8_t d = s->dim_order[i];
+    FUZZ_CHECK(got[d] == (stride > cap ? INT64_MAX : (int64_t)stride));
+    stride *= s->shape[d] > 1 ? s->shape[d] : 1;
+    if (stride > cap) stride = cap + 1; /* stays "past 63 bits" without overflowing 128 */
+  }
+}
+
 /* Reads a JSON array of numbers as int64 (clamped far outside any valid size). */
 static bool read_ints(const cJSON *arr, int64_t *v, size_t *n) {
   *n = 0;
@@ -159,6 +176,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_check_error(st, &err);
     FUZZ_CHECK(t == NULL);
   } else {
+    check_strides(&t->spec);
     check_round_trip(t, VL_ENCODING_VALUES, &lim);
     check_round_trip(t, VL_ENCODING_BASE64, &lim);
     check_round_trip(t, VL_ENCODING_BLOB, &lim);
