@@ -16,6 +16,7 @@
 #include "viewlower/lower.h"
 #include "viewlower/service.h"
 #include "viewlower/tensor_json.h"
+#include "worker.h"
 
 enum {
   EXIT_MISMATCH = 1,
@@ -58,6 +59,8 @@ static void usage(FILE *f) {
         "  view-copy TENSOR --size 1,2,-1 [--out-dim-order 0,1,2] [-o OUT] [--encoding "
         "values|base64]\n"
         "  ping | stats | version\n"
+        "  worker --persistent_worker | @ARGSFILE   Bazel's JSON persistent worker: each request\n"
+        "      runs one command above in process (docs/build-systems.md)\n"
         "GRAPH, TENSOR and FILE may be - for standard input.\n"
         "Exit: 0 ok, 1 verify mismatch, 2 invalid input, 3 daemon unreachable or protocol error,\n"
         "      4 server-side failure, 64 usage error.\n",
@@ -817,6 +820,9 @@ int main(int argc, char **argv) {
   }
   if (c.local && c.socket) return usage_error("--socket and --local exclude each other");
   if (i >= argc) return usage_error("a command is required");
+  if (strcmp(argv[i], "worker") == 0) /* a request loop over this main, not a table command */
+    return c.socket ? usage_error("worker: requests run in process; --socket does not apply")
+                    : vl__ctl_worker(argc - i - 1, argv + i + 1, main);
   const struct command *cmd = NULL;
   for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
     if (strcmp(commands[k].name, argv[i]) == 0) cmd = &commands[k];
