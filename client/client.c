@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/json_util.h"
+#include "base/json_write.h"
 #include "viewlower/frame.h"
 
 struct vl_client {
@@ -308,7 +310,7 @@ static char *request_text(uint64_t id, const char *method, const cJSON *params) 
       cJSON_AddStringToObject(req, "method", method) != NULL) {
     bool ok = params != NULL ? cJSON_AddItemReferenceToObject(req, "params", (cJSON *)params)
                              : cJSON_AddObjectToObject(req, "params") != NULL;
-    text = ok ? cJSON_PrintUnformatted(req) : NULL;
+    text = ok ? vl__json_print(req, NULL) : NULL; /* numbers keep their exact text */
   }
   cJSON_Delete(req);
   return text;
@@ -472,7 +474,8 @@ static vl_status recv_response(vl_client *c, uint64_t *id, cJSON **result, vl_bu
   }
   cJSON *doc = NULL;
   if (s == VL_OK) {
-    doc = cJSON_ParseWithLength(json, h.json_len);
+    size_t at = 0; /* numbers keep their exact text (a lowered graph's literals) */
+    if (vl__json_parse_one(json, h.json_len, false, &doc, &at) != VL__JSON_OK) doc = NULL;
     s = doc != NULL ? read_response(c, doc, id, result, err)
                     : protocol_error(c, err, "invalid JSON");
   }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/json_util.h"
+#include "base/json_write.h"
 #include "viewlower/client.h"
 #include "viewlower/lower.h"
 #include "viewlower/service.h"
@@ -187,6 +188,7 @@ static cJSON *read_json(const char *path, vl_error *err) {
     vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: text after the JSON value",
                  at);
     break;
+  case VL__JSON_NOMEM: vl_error_set(err, VL_ERR_NOMEM, "", "out of memory"); break;
   case VL__JSON_OK: break;
   }
   free(text);
@@ -289,7 +291,7 @@ static void tensors_for_transport(ctl *c, cJSON *params, const char *key, bool m
 /* ---- output ---- */
 
 static int write_json(const char *out, const cJSON *json) {
-  char *text = cJSON_PrintUnformatted(json);
+  char *text = vl__json_print(json, NULL); /* keeps the digits of exact numbers */
   if (text == NULL) {
     fprintf(stderr, "viewlowerctl: out of memory\n");
     return EXIT_SERVER;

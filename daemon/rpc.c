@@ -63,6 +63,7 @@ static vl_status parse_json(const char *json, size_t len, vl_rpc_request *req, v
   case VL__JSON_TRAILING:
     return vl_error_set(err, VL_ERR_PARSE, "",
                         "invalid JSON at byte %zu: text after the JSON value", at);
+  case VL__JSON_NOMEM: return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   case VL__JSON_OK: break;
   }
   return VL_OK;

@@ -361,6 +361,127 @@ static void real_traced_graphs_with_several_outputs_lower_and_print_back(void **
   }
 }
 
+/* One call node whose args and kwargs are the given JSON (a literal-only node on x). */
+#define LIT(args, kwargs)                                                                          \
+  HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[\"x\"," args  \
+         "],\"kwargs\":{" kwargs "},\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}"
+
+static uint64_t bits(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  return u;
+}
+
+/* SPEC §2: every literal class prints back with the same text (the input is in the printer's
+ * own canonical form), and reads as the exact value. */
+static void literals_are_exact_and_print_back_unchanged(void **state) {
+  (void)state;
+  static const char *const lits[] = {
+      "9223372036854775807", "-9223372036854775808", "9007199254740993", "-9007199254740993",
+      "0", "-1", "2.0", "-0.0", "0.30000000000000004", "1e-05", "0.1", "5e-324",
+      "1.7976931348623157e+308", "1.2345678901234568e+17", "100.0", "1e+16", "123.456",
+      "{\"float\":\"inf\"}", "{\"float\":\"-inf\"}", "{\"float\":\"nan\"}", "null", "true",
+      "[9223372036854775807,[2.0,{\"float\":\"nan\"}],[]]"};
+  for (size_t i = 0; i < sizeof lits / sizeof *lits; i++) {
+    char json[1024], kw[256];
+    snprintf(kw, sizeof kw, "\"k\":%s", lits[i]);
+    snprintf(json, sizeof json,
+             HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[\"x\","
+                    "%s],\"kwargs\":{%s},\"val\":{\"dtype\":\"float32\",\"shape\":[2,3],"
+                    "\"dim_order\":[0,1]}}," OUT("y") "]}",
+             lits[i], kw);
+    vl_graph *g = parse_ok(json);
+    char *text = vl_graph_print(g);
+    char want[512];
+    snprintf(want, sizeof want, "\"args\":[\"x\",%s],\"kwargs\":{%s}", lits[i], kw);
+    if (strstr(text, want) == NULL) fail_msg("%s printed as %s", lits[i], text);
+    free(text);
+    vl_graph_free(g);
+  }
+  vl_graph *g = parse_ok(LIT("9223372036854775807,-9223372036854775808,0.30000000000000004,-0.0,"
+                             "2.0,{\"float\":\"nan\"},{\"float\":\"-inf\"},2,1E2,0.5e1",
+                             ""));
+  const vl_arg *a = g->nodes[1].args;
+  assert_int_equal(a[1].kind, VL_ARG_INT);
+  assert_true(a[1].u.i == INT64_MAX);
+  assert_true(a[2].u.i == INT64_MIN);
+  assert_int_equal(a[3].kind, VL_ARG_FLOAT);
+  assert_true(bits(a[3].u.f) == UINT64_C(0x3FD3333333333334));
+  assert_true(bits(a[4].u.f) == UINT64_C(0x8000000000000000));
+  assert_int_equal(a[5].kind, VL_ARG_FLOAT);
+  assert_true(a[5].u.f == 2.0);
+  assert_true(a[6].u.f != a[6].u.f);
+  assert_true(a[7].u.f < 0 && a[7].u.f * 0 != 0);
+  assert_int_equal(a[8].kind, VL_ARG_INT);
+  assert_int_equal(a[9].kind, VL_ARG_FLOAT);
+  assert_int_equal(a[10].kind, VL_ARG_FLOAT);
+  char *text = vl_graph_print(g);
+  /* Other spellings of a float token come back in the shortest form, still as floats. */
+  assert_non_null(strstr(text, ",2,100.0,5.0],"));
+  free(text);
+  vl_graph_free(g);
+}
+
+static void unrepresentable_literals_are_errors_naming_their_place(void **state) {
+  (void)state;
+  expect_error(LIT("[1,9223372036854775808]", ""), VL_ERR_INVALID_GRAPH, "/nodes/1/args/1/1",
+               "integer 9223372036854775808 is outside the int64 range");
+  expect_error(LIT("-9223372036854775809", ""), VL_ERR_INVALID_GRAPH, "/nodes/1/args/1",
+               "outside the int64 range");
+  expect_error(LIT("1", "\"end\":100000000000000000000"), VL_ERR_INVALID_GRAPH,
+               "/nodes/1/kwargs/end", "outside the int64 range");
+  expect_error(LIT("1e400", ""), VL_ERR_INVALID_GRAPH, "/nodes/1/args/1",
+               "1e400 is beyond the range of a double");
+  expect_error(LIT("1", "\"a\":[-1.5e999]"), VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/a/0",
+               "beyond the range of a double");
+  expect_error(LIT("{\"float\":\"1.5\"}", ""), VL_ERR_INVALID_GRAPH, "/nodes/1/args/1",
+               "an object literal must be {\"float\": \"inf\"}");
+  expect_error(LIT("{\"float\":\"inf\",\"x\":1}", ""), VL_ERR_INVALID_GRAPH, "/nodes/1/args/1",
+               "an object literal must be");
+  expect_error(LIT("{\"float\":1.5}", ""), VL_ERR_INVALID_GRAPH, "/nodes/1/args/1",
+               "an object literal must be");
+  expect_error(LIT("{}", ""), VL_ERR_INVALID_GRAPH, "/nodes/1/args/1", "an object literal must be");
+  expect_error(HEAD BN_X "," BN "," GETITEM("y", 0.0, SPEC4) "," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/2/args/1", "must be an integer");
+  /* Underflow is not an error: the nearest double of 1e-400 is 0. */
+  vl_graph *g = parse_ok(LIT("1e-400", ""));
+  assert_true(g->nodes[1].args[1].u.f == 0.0);
+  vl_graph_free(g);
+}
+
+/* The fixture: INT64_MAX slices, 17-digit floats, a batch norm tuple; lowering replaces the
+ * view_copy and changes no literal: every other node prints exactly as validate prints it. */
+static void lowering_changes_no_literal(void **state) {
+  (void)state;
+  size_t len;
+  char *text = read_text(VL_TESTDATA_DIR "/fidelity.json", &len);
+  vl_graph *g = parse_ok(text);
+  char *before = vl_graph_print(g);
+  vl_lower_options o;
+  vl_lower_options_default(&o);
+  vl_report r;
+  memset(&r, 0, sizeof r);
+  vl_error err;
+  assert_int_equal(vl_lower(g, &o, &r, &err), VL_OK);
+  assert_int_equal(r.replaced, 1);
+  char *after = vl_graph_print(g);
+  assert_non_null(strstr(before, "\"args\":[\"x\",0,0,9223372036854775807,1]"));
+  assert_non_null(strstr(before, "\"args\":[\"getitem\",0.30000000000000004]"));
+  const char *v_before = strstr(before, "{\"name\":\"v\"");
+  const char *v_after = strstr(after, "{\"name\":\"v\"");
+  assert_non_null(v_before);
+  assert_non_null(v_after);
+  /* Up to the rewritten node the texts agree; from the next node on, too. */
+  assert_int_equal(v_before - before, v_after - after);
+  assert_memory_equal(before, after, (size_t)(v_before - before));
+  assert_string_equal(strstr(v_before, "{\"name\":\"lit\""), strstr(v_after, "{\"name\":\"lit\""));
+  vl_report_clear(&r);
+  vl_graph_free(g);
+  free(before);
+  free(after);
+  free(text);
+}
+
 static void structural_errors_name_the_place(void **state) {
   (void)state;
   expect_error("{\"format\":\"onnx\",\"version\":1,\"nodes\":[]}", VL_ERR_INVALID_GRAPH, "/format",
@@ -617,6 +738,9 @@ int main(void) {
       cmocka_unit_test(writes_through_a_getitem_follow_its_storage),
       cmocka_unit_test(two_getitems_of_one_output_share_storage),
       cmocka_unit_test(real_traced_graphs_with_several_outputs_lower_and_print_back),
+      cmocka_unit_test(literals_are_exact_and_print_back_unchanged),
+      cmocka_unit_test(unrepresentable_literals_are_errors_naming_their_place),
+      cmocka_unit_test(lowering_changes_no_literal),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "viewlower/buf.h"
 #include "viewlower/export.h"
 #include "viewlower/status.h"
 #include "viewlower/tensor.h"
@@ -107,11 +108,15 @@ VL_API vl_status vl_graph_parse_unvalidated(const char *json, size_t len, const 
 /* Same from an already parsed document (e.g. params.graph of a request); root is not retained. */
 VL_API vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph **out,
                                     vl_error *err);
-/* The graph as JSON (every val with dtype, shape, dim_order, and dynamic when true).
- * Caller frees with cJSON_Delete; NULL on out-of-memory. */
-VL_API cJSON *vl_graph_to_json(const vl_graph *g);
-/* Unformatted JSON text; caller frees with free(). NULL on out-of-memory. */
+/* The graph as JSON text (SPEC §2 and §8: every val with dtype, shape, dim_order, and dynamic
+ * when true; literals exactly as parsed), appended to out without a tree. VL_ERR_NOMEM leaves
+ * out as it was. */
+VL_API vl_status vl_graph_write(const vl_graph *g, vl_buf *out);
+/* The same text, NUL-terminated; caller frees with free(). NULL on out-of-memory. */
 VL_API char *vl_graph_print(const vl_graph *g);
+/* The same text as a cJSON raw node, to embed in a response (cJSON prints it verbatim; the
+ * tree cannot be walked). Caller frees with cJSON_Delete; NULL on out-of-memory. */
+VL_API cJSON *vl_graph_to_json(const vl_graph *g);
 VL_API void vl_graph_free(vl_graph *g);
 /* A deep copy; caller frees with vl_graph_free. */
 VL_API vl_status vl_graph_clone(const vl_graph *g, vl_graph **out, vl_error *err);

@@ -1,8 +1,11 @@
 /* json_util.c - strict cJSON helpers: key sets, duplicate keys, exact integers, paths. */
 #include "base/json_util.h"
 
+#include "base/json_num.h"
+
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void vl__path_join(char *out, const char *path, const char *token) {
@@ -123,6 +126,45 @@ size_t vl__json_find_control(const char *text, size_t len) {
   return len;
 }
 
+/* Offset of the next number token at or after *pos, outside strings (a number is the only
+ * token that starts with '-' or a digit); *n its length. */
+static size_t next_number(const char *text, size_t len, size_t pos, size_t *n) {
+  bool is_float;
+  while (pos < len) {
+    char c = text[pos];
+    if (c == '"') {
+      for (pos++; pos < len && text[pos] != '"'; pos++)
+        if (text[pos] == '\\') pos++;
+      pos++;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      *n = vl__num_scan(text + pos, len - pos, &is_float);
+      return pos;
+    } else {
+      pos++;
+    }
+  }
+  *n = 0;
+  return len;
+}
+
+/* Gives every number node of the tree (in document order, as cJSON builds it) its token's
+ * text as valuestring, so exact readers and printers see the digits, not the double. */
+static bool attach_numbers(cJSON *item, const char *text, size_t len, size_t *pos) {
+  for (; item != NULL; item = item->next) {
+    if (cJSON_IsNumber(item)) {
+      size_t n = 0;
+      size_t at = next_number(text, len, *pos, &n);
+      if (n == 0 || (item->valuestring = malloc(n + 1)) == NULL) return false;
+      memcpy(item->valuestring, text + at, n);
+      item->valuestring[n] = '\0';
+      *pos = at + n;
+    } else if (item->child != NULL && !attach_numbers(item->child, text, len, pos)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_ok, cJSON **doc,
                                     size_t *at) {
   *doc = NULL;
@@ -145,6 +187,11 @@ vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_
            (text[*at] == ' ' || text[*at] == '\t' || text[*at] == '\n' || text[*at] == '\r'))
       (*at)++;
     if (*at < len && !(nul_tail_ok && text[*at] == '\0')) problem = VL__JSON_TRAILING;
+  }
+  size_t pos = 0;
+  if (problem == VL__JSON_OK && !attach_numbers(root, text, value_end, &pos)) {
+    *at = 0;
+    problem = VL__JSON_NOMEM;
   }
   if (problem != VL__JSON_OK) {
     cJSON_Delete(root);

@@ -42,9 +42,12 @@ typedef enum {
   VL__JSON_MALFORMED,  /* cJSON refused it (or it nests deeper than cJSON allows) */
   VL__JSON_CONTROL,    /* a raw control byte (see vl__json_find_control) */
   VL__JSON_TRAILING,   /* text other than whitespace after the value */
+  VL__JSON_NOMEM,      /* out of memory keeping the numbers' text */
 } vl__json_problem;
 
 /* Parses text[0..len) as exactly one JSON value, held to RFC 8259 where cJSON is lenient:
+ * every number node keeps its token's exact text in valuestring (cJSON_Delete frees it;
+ * print such trees with vl__json_print, base/json_write.h, to keep the digits);
  * no \u0000 escape, no raw control byte JSON forbids, nothing but space, tab, LF or CR after
  * the value (NUL bytes there too when nul_tail_ok). On success *doc owns the tree; otherwise
  * *doc is NULL and *at is the byte offset of the problem. Callers word the error. */

@@ -2,12 +2,14 @@
  * printing back. Linear in the document: names are resolved through a hash table built in a
  * first sweep, so forward references and unknown names are told apart. Unknown keys are
  * rejected everywhere except inside kwargs. Every error carries a JSON pointer. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "base/json_num.h"
 #include "base/json_util.h"
 #include "viewlower/tensor_json.h"
 
@@ -83,6 +85,51 @@ static vl_status resolve(parser *p, const char *name, const char *sub, uint32_t 
   return VL_OK;
 }
 
+/* A number literal (SPEC §2 "Literals are exact"): from its token text when the tree came from
+ * vl__json_parse_one (an integer token exactly in int64, a float token the nearest double);
+ * a number built through the cJSON API has only its double: whole within +-2^53 is an int. */
+static vl_status number_arg(parser *p, const cJSON *j, const char *sub, vl_arg *out) {
+  if (j->valuestring == NULL) {
+    bool whole = vl__json_int(j, INT64_MIN, INT64_MAX, &out->u.i);
+    out->kind = whole ? VL_ARG_INT : VL_ARG_FLOAT;
+    if (!whole) out->u.f = j->valuedouble;
+    if (!whole && !isfinite(out->u.f)) return FAIL(p, sub, "a number must be finite");
+    return VL_OK;
+  }
+  bool is_float = false;
+  switch (vl__num_parse(j->valuestring, strlen(j->valuestring), &is_float, &out->u.i, &out->u.f)) {
+  case VL__NUM_OK: out->kind = is_float ? VL_ARG_FLOAT : VL_ARG_INT; return VL_OK;
+  case VL__NUM_RANGE:
+    if (is_float)
+      return FAIL(p, sub, "%.40s is beyond the range of a double (write {\"float\": \"inf\"} "
+                          "for infinity)", j->valuestring);
+    return FAIL(p, sub, "integer %.40s is outside the int64 range", j->valuestring);
+  case VL__NUM_BAD: break;
+  }
+  return FAIL(p, sub, "is not a JSON number");
+}
+
+/* {"float": "inf" | "-inf" | "nan"}: a non-finite float literal (SPEC §2). */
+static vl_status float_word_arg(parser *p, const cJSON *j, const char *sub, vl_arg *out) {
+  static const struct {
+    const char *word;
+    double value;
+  } words[] = {{"inf", INFINITY}, {"-inf", -INFINITY}, {"nan", NAN}};
+  const cJSON *v = j->child;
+  if (v != NULL && v->next == NULL && strcmp(v->string, "float") == 0 && cJSON_IsString(v)) {
+    for (size_t k = 0; k < sizeof words / sizeof *words; k++) {
+      if (strcmp(v->valuestring, words[k].word) == 0) {
+        out->kind = VL_ARG_FLOAT;
+        out->u.f = words[k].value;
+        return VL_OK;
+      }
+    }
+  }
+  return FAIL(p, sub,
+              "an object literal must be {\"float\": \"inf\"}, {\"float\": \"-inf\"} or "
+              "{\"float\": \"nan\"}");
+}
+
 /* Converts a JSON value into an argument. In args (kwarg == NULL) strings are references; in
  * kwargs only "out" holds a reference. */
 static vl_status parse_arg(parser *p, const cJSON *j, bool strings_are_refs, char *sub,
@@ -94,15 +141,8 @@ static vl_status parse_arg(parser *p, const cJSON *j, bool strings_are_refs, cha
     out->u.b = cJSON_IsTrue(j);
     return VL_OK;
   }
-  if (cJSON_IsNumber(j)) {
-    if (vl__json_int(j, INT64_MIN, INT64_MAX, &out->u.i)) {
-      out->kind = VL_ARG_INT;
-    } else {
-      out->kind = VL_ARG_FLOAT;
-      out->u.f = j->valuedouble;
-    }
-    return VL_OK;
-  }
+  if (cJSON_IsNumber(j)) return number_arg(p, j, sub, out);
+  if (cJSON_IsObject(j)) return float_word_arg(p, j, sub, out);
   if (cJSON_IsString(j)) {
     if (strings_are_refs) {
       out->kind = VL_ARG_REF;
@@ -114,7 +154,6 @@ static vl_status parse_arg(parser *p, const cJSON *j, bool strings_are_refs, cha
     out->u.s = strdup(j->valuestring);
     return out->u.s ? VL_OK : VL_ERR_NOMEM;
   }
-  if (!cJSON_IsArray(j)) return FAIL(p, sub, "objects are not allowed as arguments");
   uint32_t n = 0;
   for (const cJSON *c = j->child; c; c = c->next) n++;
   out->kind = VL_ARG_LIST;
@@ -553,6 +592,7 @@ static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, 
   case VL__JSON_TRAILING:
     return vl_error_set(err, VL_ERR_PARSE, "", "trailing data after the JSON document at byte %zu",
                         at);
+  case VL__JSON_NOMEM: return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   case VL__JSON_OK: break;
   }
   vl_status st = graph_from_json(root, lim, check, out, err);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_num.h"
 #include "base/json_util.h"
 #include "viewlower/layout.h"
 #include "viewlower/tensor_json.h"
@@ -283,8 +284,6 @@ static bool same_bits(const void *a, const void *b, size_t n) {
   return memcmp(a, b, n) == 0;
 }
 
-typedef bool (*reads_back_fn)(const char *text, const void *elem);
-
 static bool f16_reads_back(const char *text, const void *elem) {
   uint16_t h = vl_f16_from_double(strtod(text, NULL));
   return same_bits(&h, elem, sizeof h);
@@ -307,79 +306,13 @@ static bool f64_reads_back(const char *text, const void *elem) {
   return same_bits(&d, elem, sizeof d);
 }
 
-/* The shortest "%.*e" text of v (1 .. max_digits significant digits) that reads back to elem.
- * max_digits always reads back (17 digits identify any double; 9 any float). Rounding to more
- * digits never moves further from v, so reading back is monotone in the digit count and a
- * binary search finds the fewest digits in about four tries. */
-static void shortest_e(double v, int max_digits, reads_back_fn reads_back, const void *elem,
-                       char *text, size_t n) {
-  int lo = 1, hi = max_digits;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    snprintf(text, n, "%.*e", mid - 1, v);
-    if (reads_back(text, elem))
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  snprintf(text, n, "%.*e", hi - 1, v);
-}
-
-static void put_chars(char **o, char c, size_t count) {
-  for (size_t i = 0; i < count; i++) *(*o)++ = c;
-}
-
-static void put_text(char **o, const char *s, size_t len) {
-  memcpy(*o, s, len);
-  *o += len;
-}
-
-/* Rewrites "-d.ddde+x" (same decimal value) as Python's repr would: plain notation when
- * -4 <= x < 16 ("10", "0.0001", "16777216"), else "d.ddde+xx". out has NUM_TEXT_MAX bytes. */
-static void decimal_from_e(const char *e_text, char *out) {
-  char digits[NUM_TEXT_MAX];
-  size_t k = 0;
-  const char *p = e_text + (*e_text == '-');
-  for (; *p != 'e'; p++)
-    if (*p != '.') digits[k++] = *p;
-  while (k > 1 && digits[k - 1] == '0') k--;
-  int x = (int)strtol(p + 1, NULL, 10);
-  char *o = out;
-  if (*e_text == '-') *o++ = '-';
-  if (x >= 16 || x < -4) {
-    put_text(&o, digits, 1);
-    if (k > 1) {
-      put_chars(&o, '.', 1);
-      put_text(&o, digits + 1, k - 1);
-    }
-    snprintf(o, NUM_TEXT_MAX - (size_t)(o - out), "e%c%02d", x < 0 ? '-' : '+', abs(x));
-    return;
-  }
-  if (x < 0) {
-    put_text(&o, "0.", 2);
-    put_chars(&o, '0', (size_t)(-x - 1));
-    put_text(&o, digits, k);
-  } else if ((size_t)x + 1 >= k) {
-    put_text(&o, digits, k);
-    put_chars(&o, '0', (size_t)x + 1 - k);
-  } else {
-    put_text(&o, digits, (size_t)x + 1);
-    put_chars(&o, '.', 1);
-    put_text(&o, digits + x + 1, k - (size_t)x - 1);
-  }
-  *o = '\0';
-}
-
 /* A float as the shortest decimal that reads back to elem, or "nan"/"inf"/"-inf". */
-static cJSON *float_node(double v, int max_digits, reads_back_fn reads_back, const void *elem) {
-  char e_text[NUM_TEXT_MAX], text[NUM_TEXT_MAX];
+static cJSON *float_node(double v, int max_digits, vl__reads_back_fn reads_back,
+                         const void *elem) {
+  char text[VL__NUM_TEXT_MAX];
   if (isnan(v)) return cJSON_CreateString("nan");
   if (isinf(v)) return cJSON_CreateString(v < 0 ? "-inf" : "inf");
-  /* "-0" is a valid JSON number, but readers that take it for the integer 0 (Python's json)
-   * drop the sign; "-0.0" is read as a float everywhere. */
-  if (v == 0 && signbit(v)) return cJSON_CreateRaw("-0.0");
-  shortest_e(v, max_digits, reads_back, elem, e_text, sizeof e_text);
-  decimal_from_e(e_text, text);
+  vl__num_format_shortest(v, max_digits, reads_back, elem, text);
   return cJSON_CreateRaw(text);
 }
 
