@@ -216,10 +216,27 @@ static vl_status open_socket(const char *path, struct sockaddr_un *sa, int *fd, 
   return VL_OK;
 }
 
-/* connect on a non-blocking socket: a full listen backlog gives EAGAIN, then poll for it. */
+/* Sleeps ms, or less when the deadline is nearer; false when the deadline has passed. */
+static bool backoff(int64_t deadline, int ms) {
+  if (deadline >= 0) {
+    int64_t left = deadline - now_ms();
+    if (left <= 0) {
+      return false;
+    }
+    ms = left < ms ? (int)left : ms;
+  }
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+  return true;
+}
+
+/* connect on a non-blocking AF_UNIX socket. A full listen backlog gives EAGAIN, and the socket
+ * is then *not* connecting (unlike TCP's EINPROGRESS: polling it reports POLLOUT at once), so
+ * connect is tried again after a short, growing pause until the deadline passes. */
 static vl_status connect_socket(vl_client *c, const struct sockaddr_un *sa, const char *path,
                                 int timeout_ms, vl_error *err) {
   int64_t deadline = deadline_after(timeout_ms);
+  int pause_ms = 1;
   for (;;) {
     if (connect(c->fd, (const struct sockaddr *)sa, sizeof *sa) == 0 || errno == EISCONN) {
       return VL_OK;
@@ -227,7 +244,15 @@ static vl_status connect_socket(vl_client *c, const struct sockaddr_un *sa, cons
     if (errno == EINTR) {
       continue;
     }
-    if (errno != EAGAIN && errno != EINPROGRESS) {
+    if (errno == EAGAIN) {
+      if (!backoff(deadline, pause_ms)) {
+        return vl_error_set(err, VL_ERR_TIMEOUT, "",
+                            "timed out connecting to %s: its listen backlog stayed full", path);
+      }
+      pause_ms = pause_ms < 50 ? pause_ms * 2 : 50;
+      continue;
+    }
+    if (errno != EINPROGRESS) {
       return vl_error_set(err, VL_ERR_IO, "", "cannot connect to %s: %s", path, strerror(errno));
     }
     vl_status s = wait_ready(c, POLLOUT, deadline, err);

@@ -12,6 +12,7 @@
  * connection at once, which cancels its queued requests. An EOF alone is not enough: a peer
  * that only shut down its writing side is still reading and gets every response. */
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,7 @@ vl_conn *vl_conn_new(vl_server *srv) {
   c->pipe.data = c;
   c->idle.data = c;
   c->handles_open = 2;
+  srv->n_open++;
   c->next = srv->conns;
   if (srv->conns != NULL) {
     srv->conns->prev = c;
@@ -84,6 +86,7 @@ void vl_conn_unref(vl_conn *c) {
 static void on_handle_closed(uv_handle_t *h) {
   vl_conn *c = h->data;
   if (--c->handles_open == 0) {
+    c->srv->n_open--;
     /* The slot is free now: work still running holds c only to be freed, never answered. */
     if (c->counted) {
       c->counted = false;
@@ -326,12 +329,30 @@ void vl_conn_settle(vl_conn *c) {
   }
 }
 
+/* Does the socket hold bytes not yet read, or room for a response still queued? Timers run
+ * before I/O in each loop iteration, so after the daemon was stopped (SIGSTOP, a frozen cgroup,
+ * a paused VM) the idle timer fires before the requests that arrived meanwhile are read: idle
+ * means nothing to read and nothing writable, not merely no callback. */
+static bool peer_is_active(vl_conn *c) {
+  uv_os_fd_t fd;
+  int avail = 0;
+  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0) {
+    return false;
+  }
+  if (c->reading && ioctl(fd, FIONREAD, &avail) == 0 && avail > 0) {
+    return true;
+  }
+  struct pollfd p = {.fd = fd, .events = POLLOUT};
+  return c->writes > 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) != 0 &&
+         (p.revents & (POLLHUP | POLLERR)) == 0;
+}
+
 /* No bytes arrived and no response was queued or delivered for a whole idle period. With
  * requests in flight the client is waiting for us: look again a period later. With responses
  * still unsent, the client has stopped reading them. */
 static void on_idle(uv_timer_t *t) {
   vl_conn *c = t->data;
-  if (c->inflight > 0) {
+  if (c->inflight > 0 || peer_is_active(c)) {
     return;
   }
   const char *why = c->writes > 0                     ? " and not reading its responses"

@@ -178,7 +178,8 @@ static cJSON *stats_method(vl_server *srv) {
                      .n_methods = N_METHODS,
                      .conns_current = srv->n_conns,
                      .requests_in_flight = srv->inflight,
-                     .now_ns = uv_hrtime()};
+                     .now_ns = uv_hrtime(),
+                     .open_files_limit = srv->nofile};
   return vl_stats_to_json(&srv->stats, &v);
 }
 
@@ -274,8 +275,9 @@ static bool pool_full(const vl_server *srv) {
 
 /* Answers -32005 at once, on the loop, and frees w; the connection stays usable. */
 static void respond_overloaded(work *w) {
-  const vl_server *srv = w->conn->srv;
+  vl_server *srv = w->conn->srv;
   vl_error err;
+  srv->stats.shed[VLD_SHED_QUEUE]++;
   vl_error_set(&err, VL_ERR_OVERLOADED, "",
                "overloaded: %u requests are queued or running (--max-queued %u); retry later",
                srv->inflight, srv->cfg->max_queued);

@@ -85,3 +85,33 @@ void vl_log(vl_log_level level, const char *fmt, ...) {
   line[len + 1] = '\0';
   fputs(line, stderr);
 }
+
+static uint64_t monotonic_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u + 1u; /* never 0 */
+}
+
+void vld_log_limited(vld_log_limit *lim, vl_log_level level, const char *fmt, ...) {
+  if (!vl_log_enabled(level)) {
+    return;
+  }
+  uint64_t now = monotonic_ms();
+  if (lim->last_ms != 0 && now - lim->last_ms < VLD_LOG_LIMIT_MS) {
+    lim->held++;
+    return;
+  }
+  char text[LOG_LINE_MAX / 2];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  if (lim->held > 0) {
+    vl_log(level, "%s (%llu more like this in the last %llu s)", text,
+           (unsigned long long)lim->held, (unsigned long long)((now - lim->last_ms) / 1000u));
+  } else {
+    vl_log(level, "%s", text);
+  }
+  lim->last_ms = now;
+  lim->held = 0;
+}

@@ -4,6 +4,7 @@
 #define VIEWLOWERD_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef enum { VL_LOG_DEBUG, VL_LOG_INFO, VL_LOG_WARN, VL_LOG_ERROR } vl_log_level;
 
@@ -14,6 +15,16 @@ const char *vl_log_level_name(vl_log_level level);
 void vl_log_init(vl_log_level level);
 bool vl_log_enabled(vl_log_level level);
 void vl_log(vl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One condition's rate limit (loop thread only): its first record is written, then at most one
+ * per VLD_LOG_LIMIT_MS, carrying how many were held back since the last one written. */
+#define VLD_LOG_LIMIT_MS 10000
+typedef struct vld_log_limit {
+  uint64_t last_ms; /* when the last record was written; 0: never */
+  uint64_t held;    /* records held back since */
+} vld_log_limit;
+void vld_log_limited(vld_log_limit *lim, vl_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #define vl_log_debug(...) vl_log(VL_LOG_DEBUG, __VA_ARGS__)
 #define vl_log_info(...) vl_log(VL_LOG_INFO, __VA_ARGS__)

@@ -14,12 +14,16 @@
 #define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
 #include "server.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +33,10 @@
 #include "systemd.h"
 
 enum { LISTEN_BACKLOG = 511, PATH_BUF = 108, HUP_PROBE_MS = 100 };
+/* File descriptors kept free beyond the connections: the loop's own, the spare that drops a
+ * connection, logs and sd_notify. Connections are capped below the soft RLIMIT_NOFILE by this
+ * much, so accept never meets EMFILE (where libuv would drop connections without a word). */
+enum { FD_RESERVE = 32, FD_REFUSING = 64 /* room for refused peers being answered */ };
 
 /* ---- socket path ---------------------------------------------------------------------- */
 
@@ -113,24 +121,99 @@ static int clear_path(const char *path) {
   return 0;
 }
 
-/* Binds our own socket file; srv->socket_path is set only once the file is ours. */
-static int bind_path(vl_server *srv) {
-  char path[PATH_BUF];
-  if (resolve_path(srv->cfg, path, sizeof path) != 0 || clear_path(path) != 0) {
+/* The directory of path must exist: bind would report a missing one as "permission denied"
+ * (libuv maps the ENOENT of its connect-style checks to EACCES). */
+static int check_directory(const char *path) {
+  char dir[PATH_BUF];
+  const char *slash = strrchr(path, '/');
+  if (slash == NULL) {
+    return 0;
+  }
+  snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    vl_log_error("cannot listen on %s: the directory %s %s", path, dir,
+                 errno == ENOENT ? "does not exist" : strerror(errno));
     return -1;
   }
+  if (!S_ISDIR(st.st_mode)) {
+    vl_log_error("cannot listen on %s: %s is not a directory", path, dir);
+    return -1;
+  }
+  return 0;
+}
+
+/* Two daemons starting on one path take turns: each holds an exclusive flock on PATH.lock from
+ * the stale-socket probe until it listens, so the probe and bind of one never interleave with
+ * another's (one would otherwise take the other's fresh socket, bound but not yet listening,
+ * for stale and replace it). The second then finds the first listening and stops. The lock
+ * file stays: removing it would reopen the race. */
+static int lock_path(vl_server *srv, const char *path) {
+  char lock[PATH_BUF + 8];
+  snprintf(lock, sizeof lock, "%s.lock", path);
+  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    vl_log_error("cannot open the lock file %s: %s", lock, strerror(errno));
+    return -1;
+  }
+  while (flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      vl_log_error("cannot lock %s: %s", lock, strerror(errno));
+      close(fd);
+      return -1;
+    }
+  }
+  srv->lock_fd = fd;
+  return 0;
+}
+
+static void unlock_path(vl_server *srv) {
+  if (srv->lock_fd >= 0) {
+    close(srv->lock_fd);
+    srv->lock_fd = -1;
+  }
+}
+
+/* Binds our own socket file; srv->socket_path is set only once the file is ours, with the
+ * device and inode that tell it from a file another daemon bound there later. */
+static int bind_path(vl_server *srv) {
+  char path[PATH_BUF];
+  if (resolve_path(srv->cfg, path, sizeof path) != 0 || check_directory(path) != 0 ||
+      lock_path(srv, path) != 0 || clear_path(path) != 0) {
+    return -1;
+  }
+  /* Bound here, not by uv_pipe_bind: libuv unlinks the path it bound when the handle closes,
+   * whatever file is there by then, and reports a missing directory as EACCES. */
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   mode_t old = umask(0177); /* the socket is private until chmod gives it --socket-mode */
-  int rc = uv_pipe_bind(&srv->listener, path);
+  int rc = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? 0 : -errno;
   umask(old);
   if (rc != 0) {
-    vl_log_error("cannot bind %s: %s", path, uv_strerror(rc));
+    vl_log_error("cannot bind %s: %s", path, strerror(-rc));
+    if (fd >= 0) {
+      close(fd);
+    }
     return -1;
   }
   memcpy(srv->socket_path, path, sizeof path);
-  if (chmod(path, (mode_t)srv->cfg->socket_mode) != 0) {
+  rc = uv_pipe_open(&srv->listener, fd);
+  if (rc != 0) {
+    vl_log_error("cannot use the socket %s: %s", path, uv_strerror(rc));
+    close(fd);
+    return -1;
+  }
+  struct stat st;
+  if (chmod(path, (mode_t)srv->cfg->socket_mode) != 0 || lstat(path, &st) != 0) {
     vl_log_error("chmod %s: %s", path, strerror(errno));
     return -1;
   }
+  srv->socket_dev = st.st_dev;
+  srv->socket_ino = st.st_ino;
+  srv->socket_ctime = st.st_ctim;
   return 0;
 }
 
@@ -166,29 +249,39 @@ static bool permitted(const vl_server *srv, const vl_conn *c) {
          listed(cfg->allow_gid, cfg->n_allow_gid, c->gid);
 }
 
-static void refuse(vl_server *srv, vl_conn *c, vl_status code, const char *why) {
-  vl_error err;
-  vl_error_set(&err, code, "", "%s", why);
+/* Counts a refusal and warns about its condition, at most once per VLD_LOG_LIMIT_MS each (a
+ * flood of refused peers must not flood the log); every peer gets a debug line. */
+static void count_refusal(vl_server *srv, vld_refusal why, const char *text) {
   srv->stats.conns_rejected++;
-  vl_log_info("conn %llu (uid %u, gid %u, pid %d) refused: %s", (unsigned long long)c->serial,
-              (unsigned)c->uid, (unsigned)c->gid, (int)c->pid, why);
+  srv->stats.refused[why]++;
+  vld_log_limited(&srv->refusal_log[why], VL_LOG_WARN, "refusing connections (%s): %s",
+                  vld_refusal_names[why], text);
+}
+
+static void refuse(vl_server *srv, vl_conn *c, vld_refusal why, vl_status code, const char *text) {
+  vl_error err;
+  vl_error_set(&err, code, "", "%s", text);
+  count_refusal(srv, why, text);
+  vl_log_debug("conn %llu (uid %u, gid %u, pid %d) refused: %s", (unsigned long long)c->serial,
+               (unsigned)c->uid, (unsigned)c->gid, (int)c->pid, text);
   vl_conn_refuse(c, &err);
 }
 
 static void admit(vl_server *srv, vl_conn *c) {
   char why[128];
   if (!peer_credentials(c)) {
-    refuse(srv, c, VL_ERR_NOT_PERMITTED, "the peer's credentials cannot be read");
+    refuse(srv, c, VLD_REFUSE_NOT_PERMITTED, VL_ERR_NOT_PERMITTED,
+           "the peer's credentials cannot be read");
     return;
   }
   if (!permitted(srv, c)) {
     snprintf(why, sizeof why, "uid %u is not permitted to use this daemon", (unsigned)c->uid);
-    refuse(srv, c, VL_ERR_NOT_PERMITTED, why);
+    refuse(srv, c, VLD_REFUSE_NOT_PERMITTED, VL_ERR_NOT_PERMITTED, why);
     return;
   }
   if (srv->n_conns >= srv->cfg->max_connections) {
     snprintf(why, sizeof why, "too many connections (limit %u)", srv->cfg->max_connections);
-    refuse(srv, c, VL_ERR_OVERLOADED, why);
+    refuse(srv, c, VLD_REFUSE_CONNECTIONS, VL_ERR_OVERLOADED, why);
     return;
   }
   c->counted = true;
@@ -226,13 +319,24 @@ static void drop_connection(vl_server *srv) {
 
 static void on_connection(uv_stream_t *listener, int status) {
   vl_server *srv = listener->data;
+  char text[160];
   if (status < 0) {
-    vl_log_warn("accept: %s", uv_strerror(status));
+    snprintf(text, sizeof text, "accept: %s", uv_strerror(status));
+    count_refusal(srv, VLD_REFUSE_ACCEPT_ERROR, text);
+    return;
+  }
+  if (srv->n_open >= srv->fd_cap) {
+    snprintf(text, sizeof text,
+             "%u connections are open, as many as the file descriptor limit of %llu allows; "
+             "dropping new ones unanswered",
+             srv->n_open, (unsigned long long)srv->nofile);
+    count_refusal(srv, VLD_REFUSE_FD_LIMIT, text);
+    drop_connection(srv);
     return;
   }
   vl_conn *c = vl_conn_new(srv);
   if (c == NULL) {
-    vl_log_error("out of memory: dropping a new connection");
+    count_refusal(srv, VLD_REFUSE_NOMEM, "out of memory: dropping a new connection");
     drop_connection(srv);
     return;
   }
@@ -261,6 +365,9 @@ static void finish(vl_server *srv) {
   srv->finished = true;
   close_if_open((uv_handle_t *)&srv->sigterm);
   close_if_open((uv_handle_t *)&srv->sigint);
+  for (size_t i = 0; i < VLD_N_IGNORED_SIGNALS; i++) {
+    close_if_open((uv_handle_t *)&srv->ignored[i]);
+  }
   close_if_open((uv_handle_t *)&srv->drain);
   close_if_open((uv_handle_t *)&srv->watchdog);
   close_if_open((uv_handle_t *)&srv->hup_probe);
@@ -300,15 +407,47 @@ static void on_drain_timeout(uv_timer_t *t) {
   }
 }
 
+/* Is the file at our socket path still the socket we bound? Its device and inode must match,
+ * and (inode numbers are reused at once on ext4) whoever listens there must be this process:
+ * SO_PEERCRED of a connection tells the listener's pid. When nobody can be asked (the backlog
+ * is full), the change time recorded after bind decides. Called while still listening. */
+static bool path_is_ours(const vl_server *srv) {
+  struct stat st;
+  if (lstat(srv->socket_path, &st) != 0 || st.st_dev != srv->socket_dev ||
+      st.st_ino != srv->socket_ino) {
+    return false;
+  }
+  struct sockaddr_un sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  memcpy(sa.sun_path, srv->socket_path, strlen(srv->socket_path) + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  int asked = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+              getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+  if (fd >= 0) {
+    close(fd);
+  }
+  if (asked) {
+    return cred.pid == getpid();
+  }
+  return st.st_ctim.tv_sec == srv->socket_ctime.tv_sec &&
+         st.st_ctim.tv_nsec == srv->socket_ctime.tv_nsec;
+}
+
 static void stop_listening(vl_server *srv) {
   if (!srv->listening) {
     return;
   }
   srv->listening = false;
   uv_close((uv_handle_t *)&srv->listener, NULL);
-  if (srv->socket_path[0] != '\0') {
-    unlink(srv->socket_path); /* new clients fail fast instead of queueing */
+  /* New clients fail fast instead of queueing. Only the file we bound: another daemon may have
+   * bound a new socket at the path since ours was removed. */
+  if (srv->socket_path[0] != '\0' && path_is_ours(srv)) {
+    unlink(srv->socket_path);
   }
+  unlock_path(srv);
 }
 
 void vl_server_shutdown(vl_server *srv) {
@@ -335,6 +474,17 @@ void vl_server_shutdown(vl_server *srv) {
 static void on_signal(uv_signal_t *s, int signum) {
   vl_log_info("received %s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
   vl_server_shutdown(s->data);
+}
+
+/* SIGHUP, SIGUSR1 and SIGUSR2 would end the process (their default action) with requests in
+ * flight unanswered. There is nothing to reload or reopen (no configuration file; logs go to
+ * stderr), so they are logged and ignored. */
+static const int ignored_signals[VLD_N_IGNORED_SIGNALS] = {SIGHUP, SIGUSR1, SIGUSR2};
+
+static void on_ignored_signal(uv_signal_t *s, int signum) {
+  (void)s;
+  vl_log_info("received %s: ignored (nothing to reload; stop with SIGTERM)",
+              signum == SIGHUP ? "SIGHUP" : signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
 }
 
 /* The pool just went idle: hand the heap's free pages back to the system. Tensor buffers of a
@@ -394,6 +544,7 @@ static int start_listening(vl_server *srv) {
   if (rc == 0) {
     rc = uv_listen((uv_stream_t *)&srv->listener, LISTEN_BACKLOG, on_connection);
   }
+  unlock_path(srv); /* listening (or failed): the next daemon's probe sees which */
   if (rc != 0) {
     vl_log_error("cannot listen: %s", uv_strerror(rc));
     return -1;
@@ -404,6 +555,9 @@ static int start_listening(vl_server *srv) {
 static void start_handles(vl_server *srv) {
   uv_signal_init(srv->loop, &srv->sigterm);
   uv_signal_init(srv->loop, &srv->sigint);
+  for (size_t i = 0; i < VLD_N_IGNORED_SIGNALS; i++) {
+    uv_signal_init(srv->loop, &srv->ignored[i]);
+  }
   uv_timer_init(srv->loop, &srv->drain);
   uv_timer_init(srv->loop, &srv->watchdog);
   uv_timer_init(srv->loop, &srv->hup_probe);
@@ -420,15 +574,70 @@ static void start_handles(vl_server *srv) {
   }
 }
 
+/* File descriptors open now (the loop's, stdio, a socket passed by systemd). */
+static unsigned fds_open(void) {
+  DIR *d = opendir("/proc/self/fd");
+  unsigned n = 0;
+  if (d == NULL) {
+    return 16; /* a generous guess */
+  }
+  while (readdir(d) != NULL) {
+    n++;
+  }
+  closedir(d);
+  return n > 3 ? n - 3 : n; /* ".", ".." and the directory's own fd */
+}
+
+/* Raises the soft RLIMIT_NOFILE to what --max-connections needs (as far as the hard limit
+ * allows) and caps open connections below it, so accept never runs out of descriptors. */
+static void size_fd_limit(vl_server *srv) {
+  struct rlimit rl;
+  uint64_t base = (uint64_t)fds_open() + FD_RESERVE;
+  uint64_t need = base + FD_REFUSING + srv->cfg->max_connections;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    rl.rlim_cur = rl.rlim_max = 1024;
+  }
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+    struct rlimit want = rl;
+    want.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) {
+      rl = want;
+    }
+  }
+  srv->nofile = rl.rlim_cur == RLIM_INFINITY ? need : (uint64_t)rl.rlim_cur;
+  uint64_t cap = srv->nofile > base ? srv->nofile - base : 1;
+  srv->fd_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+  if (srv->nofile < need) {
+    vl_log_warn("the file descriptor limit is %llu (hard limit %llu): --max-connections %u needs "
+                "%llu; at most %u connections (refused ones included) will be open",
+                (unsigned long long)srv->nofile, (unsigned long long)rl.rlim_max,
+                srv->cfg->max_connections, (unsigned long long)need, srv->fd_cap);
+  }
+}
+
+static int start_signals(vl_server *srv) {
+  if (uv_signal_start(&srv->sigterm, on_signal, SIGTERM) != 0 ||
+      uv_signal_start(&srv->sigint, on_signal, SIGINT) != 0) {
+    return -1;
+  }
+  for (size_t i = 0; i < VLD_N_IGNORED_SIGNALS; i++) {
+    if (uv_signal_start(&srv->ignored[i], on_ignored_signal, ignored_signals[i]) != 0) {
+      return -1;
+    }
+  }
+  return 0;
+}
+
 int vl_server_start(vl_server *srv, uv_loop_t *loop, const vl_config *cfg) {
   memset(srv, 0, sizeof *srv);
   srv->loop = loop;
   srv->cfg = cfg;
+  srv->lock_fd = -1;
   srv->self_uid = geteuid();
   vl_stats_init(&srv->stats, uv_hrtime());
   start_handles(srv);
-  if (start_listening(srv) != 0 || uv_signal_start(&srv->sigterm, on_signal, SIGTERM) != 0 ||
-      uv_signal_start(&srv->sigint, on_signal, SIGINT) != 0) {
+  size_fd_limit(srv);
+  if (start_signals(srv) != 0 || start_listening(srv) != 0) {
     stop_listening(srv);
     srv->shutting_down = true;
     finish(srv);

@@ -20,11 +20,13 @@
 #include <uv.h>
 
 #include "config.h"
+#include "log.h"
 #include "stats.h"
 #include "viewlower/buf.h"
 #include "viewlower/frame.h"
 
 #define VL_READ_BUF_SIZE 65536
+#define VLD_N_IGNORED_SIGNALS 3
 
 typedef struct vl_server vl_server;
 struct vl_work; /* a request on the thread pool (dispatch.c) */
@@ -61,6 +63,7 @@ struct vl_server {
   uv_pipe_t spare; /* accepts and drops a connection when no memory is left for it */
   uv_signal_t sigterm;
   uv_signal_t sigint;
+  uv_signal_t ignored[VLD_N_IGNORED_SIGNALS]; /* SIGHUP, SIGUSR1, SIGUSR2: logged, ignored */
   uv_timer_t drain;
   uv_timer_t watchdog;
   bool listening;
@@ -69,6 +72,14 @@ struct vl_server {
   bool shutting_down;
   bool finished;
   char socket_path[108]; /* the socket file we bound, removed at shutdown ("" if none) */
+  dev_t socket_dev;      /* ... if it is still that file */
+  ino_t socket_ino;
+  struct timespec socket_ctime; /* after the chmod */
+  int lock_fd;           /* flock on <socket>.lock while starting to listen; else -1 */
+  uint64_t nofile;       /* the soft RLIMIT_NOFILE we run with */
+  uint32_t fd_cap;       /* open connection objects allowed (below nofile) */
+  uint32_t n_open;       /* connection objects whose socket is open, refused ones included */
+  vld_log_limit refusal_log[VLD_REFUSE_COUNT];
   vl_conn *conns;
   uint32_t n_conns; /* counted connections */
   uint64_t next_serial;

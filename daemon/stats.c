@@ -5,6 +5,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const vld_refusal_names[VLD_REFUSE_COUNT] = {
+    [VLD_REFUSE_NOT_PERMITTED] = "not_permitted",
+    [VLD_REFUSE_CONNECTIONS] = "max_connections",
+    [VLD_REFUSE_UID] = "max_connections_per_uid",
+    [VLD_REFUSE_FD_LIMIT] = "fd_limit",
+    [VLD_REFUSE_NOMEM] = "out_of_memory",
+    [VLD_REFUSE_ACCEPT_ERROR] = "accept_error",
+};
+
+const char *const vld_shed_names[VLD_SHED_COUNT] = {
+    [VLD_SHED_QUEUE] = "max_queued",
+    [VLD_SHED_UID] = "max_queued_per_uid",
+    [VLD_SHED_MEMORY] = "max_memory",
+};
+
+/* {names[i]: counts[i]...}; NULL on out-of-memory. */
+static cJSON *counters_json(const char *const *names, const uint64_t *counts, size_t n) {
+  cJSON *o = cJSON_CreateObject();
+  for (size_t i = 0; o != NULL && i < n; i++) {
+    if (cJSON_AddNumberToObject(o, names[i], (double)counts[i]) == NULL) {
+      cJSON_Delete(o);
+      o = NULL;
+    }
+  }
+  return o;
+}
+
 void vl_stats_init(vl_stats *s, uint64_t now_ns) {
   memset(s, 0, sizeof *s);
   s->start_ns = now_ns;
@@ -104,6 +131,7 @@ static cJSON *requests_json(const vl_stats *s, const vl_stats_view *v) {
       cJSON_AddNumberToObject(o, "total", (double)total.requests) == NULL ||
       cJSON_AddNumberToObject(o, "errors", (double)total.errors) == NULL ||
       cJSON_AddNumberToObject(o, "in_flight", (double)v->requests_in_flight) == NULL ||
+      !add(o, "overloaded", counters_json(vld_shed_names, s->shed, VLD_SHED_COUNT)) ||
       cJSON_AddNumberToObject(o, "cancelled", (double)s->cancelled) == NULL) {
     cJSON_Delete(o);
     return NULL;
@@ -115,7 +143,20 @@ static cJSON *connections_json(const vl_stats *s, const vl_stats_view *v) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL || cJSON_AddNumberToObject(o, "current", v->conns_current) == NULL ||
       cJSON_AddNumberToObject(o, "total", (double)s->conns_total) == NULL ||
-      cJSON_AddNumberToObject(o, "rejected", (double)s->conns_rejected) == NULL) {
+      cJSON_AddNumberToObject(o, "rejected", (double)s->conns_rejected) == NULL ||
+      cJSON_AddNumberToObject(o, "open_files_limit", (double)v->open_files_limit) == NULL ||
+      !add(o, "refused", counters_json(vld_refusal_names, s->refused, VLD_REFUSE_COUNT))) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  return o;
+}
+
+static cJSON *memory_json(const vl_stats_view *v) {
+  cJSON *o = cJSON_CreateObject();
+  if (o == NULL || cJSON_AddNumberToObject(o, "budget_bytes", (double)v->memory_budget) == NULL ||
+      cJSON_AddNumberToObject(o, "in_use_bytes", (double)v->memory_in_use) == NULL ||
+      cJSON_AddNumberToObject(o, "peak_bytes", (double)v->memory_peak) == NULL) {
     cJSON_Delete(o);
     return NULL;
   }
@@ -129,7 +170,7 @@ cJSON *vl_stats_to_json(const vl_stats *s, const vl_stats_view *v) {
       !add(o, "connections", connections_json(s, v)) || !add(o, "requests", requests_json(s, v)) ||
       cJSON_AddNumberToObject(o, "views_replaced", (double)s->views_replaced) == NULL ||
       cJSON_AddNumberToObject(o, "bytes_saved", (double)s->bytes_saved) == NULL ||
-      !add(o, "latency_us", latency_json(s))) {
+      !add(o, "latency_us", latency_json(s)) || !add(o, "memory", memory_json(v))) {
     cJSON_Delete(o);
     return NULL;
   }

@@ -16,10 +16,34 @@ typedef struct vl_method_counts {
   uint64_t errors;
 } vl_method_counts;
 
+/* Why a connection was refused or dropped; each has a counter and a rate-limited warning. */
+typedef enum {
+  VLD_REFUSE_NOT_PERMITTED, /* -32006: the peer's uid and gid are not let in */
+  VLD_REFUSE_CONNECTIONS,   /* -32005: --max-connections */
+  VLD_REFUSE_UID,           /* -32005: --max-connections-per-uid */
+  VLD_REFUSE_FD_LIMIT,      /* dropped unanswered: no file descriptor left to answer with */
+  VLD_REFUSE_NOMEM,         /* dropped unanswered: no memory for the connection */
+  VLD_REFUSE_ACCEPT_ERROR,  /* accept failed (EMFILE, ENFILE, ENOMEM...) */
+  VLD_REFUSE_COUNT
+} vld_refusal;
+
+/* Why a request was answered -32005 without running. */
+typedef enum {
+  VLD_SHED_QUEUE,  /* --max-queued */
+  VLD_SHED_UID,    /* --max-queued-per-uid */
+  VLD_SHED_MEMORY, /* --max-memory */
+  VLD_SHED_COUNT
+} vld_shed;
+
+extern const char *const vld_refusal_names[VLD_REFUSE_COUNT];
+extern const char *const vld_shed_names[VLD_SHED_COUNT];
+
 typedef struct vl_stats {
   uint64_t start_ns;
   uint64_t conns_total;    /* accepted and let in */
-  uint64_t conns_rejected; /* refused: not permitted or over the connection limit */
+  uint64_t conns_rejected; /* refused or dropped, any reason */
+  uint64_t refused[VLD_REFUSE_COUNT];
+  uint64_t shed[VLD_SHED_COUNT];
   vl_method_counts by_method[VL_STATS_MAX_METHODS];
   vl_method_counts invalid; /* requests that named no known method, or none at all */
   uint64_t cancelled;       /* dropped unstarted and unanswered: their connection closed */
@@ -41,6 +65,10 @@ typedef struct vl_stats_view {
   uint32_t conns_current;
   uint32_t requests_in_flight;
   uint64_t now_ns;
+  uint64_t memory_budget;
+  uint64_t memory_in_use;
+  uint64_t memory_peak;
+  uint64_t open_files_limit; /* the soft RLIMIT_NOFILE the daemon runs with */
 } vl_stats_view;
 
 /* The stats result object; NULL on out-of-memory. */

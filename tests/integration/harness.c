@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -121,6 +122,12 @@ static void exec_child(const daemon_proc *d, const char *const *argv, const char
   if (log >= 0) {
     dup2(log, 1);
     dup2(log, 2);
+  }
+  if (d->nofile_soft > 0) {
+    struct rlimit rl = {.rlim_cur = d->nofile_soft, .rlim_max = d->nofile_hard};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+      _exit(126);
+    }
   }
   if (listen_fd >= 0) {
     if (listen_fd != 3) {
@@ -311,6 +318,37 @@ bool daemon_log_contains(const daemon_proc *d, const char *text) {
   }
   fclose(f);
   return found;
+}
+
+int daemon_log_count(const daemon_proc *d, const char *text) {
+  FILE *f = fopen(d->log, "r");
+  if (f == NULL) {
+    return 0;
+  }
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    n += strstr(line, text) != NULL;
+  }
+  fclose(f);
+  return n;
+}
+
+long proc_status_kb(pid_t pid, const char *field) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  size_t n = strlen(field);
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, field, n) == 0 && line[n] == ':') {
+      v = strtol(line + n + 1, NULL, 10);
+    }
+  }
+  if (f != NULL) {
+    fclose(f);
+  }
+  return v;
 }
 
 vl_client *client_open(const daemon_proc *d) {

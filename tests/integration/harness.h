@@ -21,6 +21,7 @@ typedef struct daemon_proc {
   char dir[32];  /* temporary directory, removed by daemon_cleanup */
   char sock[64]; /* dir/viewlower.sock */
   char log[64];  /* dir/daemon.log: the daemon's stderr */
+  unsigned long nofile_soft, nofile_hard; /* RLIMIT_NOFILE of the daemon when non-zero */
 } daemon_proc;
 
 /* Makes the temporary directory and fills the paths; no process yet. */
@@ -52,6 +53,10 @@ int harness_result(int failed_tests);
 void daemon_dump_log(const daemon_proc *d);
 /* Does the daemon's log contain text? */
 bool daemon_log_contains(const daemon_proc *d, const char *text);
+/* How many lines of the daemon's log contain text. */
+int daemon_log_count(const daemon_proc *d, const char *text);
+/* A value from /proc/PID/status ("VmRSS", "VmHWM"), in kB; -1 when absent. */
+long proc_status_kb(pid_t pid, const char *field);
 
 /* A connected client or fails the test. */
 vl_client *client_open(const daemon_proc *d);
