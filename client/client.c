@@ -18,9 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "base/json_util.h"
-#include "base/json_write.h"
 #include "viewlower/frame.h"
+#include "wire/envelope.h"
 
 struct vl_client {
   int fd;
@@ -317,29 +316,10 @@ void vl_client_set_max_frame_bytes(vl_client *c, uint64_t max_frame_bytes) {
 }
 
 bool vl_client_is_transport_error(vl_status s) {
-  return s == VL_ERR_IO || s == VL_ERR_TIMEOUT || s == VL_ERR_PROTOCOL;
+  return vl__rpc_is_transport_status(s);
 }
 
 /* ---- requests ----------------------------------------------------------------------------- */
-
-/* {"jsonrpc":"2.0","id":id,"method":method,"params":params} as unformatted text. */
-static char *request_text(uint64_t id, const char *method, const cJSON *params) {
-  cJSON *req = cJSON_CreateObject();
-  char *text = NULL;
-  /* The id as exact integer text: cJSON prints numbers at 15 significant digits, which would
-   * send 9007199254740991 as 9.00719925474099e+15. */
-  char id_text[24];
-  snprintf(id_text, sizeof id_text, "%" PRIu64, id);
-  if (req != NULL && cJSON_AddStringToObject(req, "jsonrpc", "2.0") != NULL &&
-      cJSON_AddRawToObject(req, "id", id_text) != NULL &&
-      cJSON_AddStringToObject(req, "method", method) != NULL) {
-    bool ok = params != NULL ? cJSON_AddItemReferenceToObject(req, "params", (cJSON *)params)
-                             : cJSON_AddObjectToObject(req, "params") != NULL;
-    text = ok ? vl__json_print(req, NULL) : NULL; /* numbers keep their exact text */
-  }
-  cJSON_Delete(req);
-  return text;
-}
 
 static vl_status check_usable(const vl_client *c, vl_error *err) {
   if (c->broken) {
@@ -355,11 +335,11 @@ static vl_status send_request(vl_client *c, uint64_t id, const char *method, con
     return vl_error_set(err, VL_ERR_INVALID_PARAMS, "",
                         id > VL_CLIENT_MAX_ID ? "request id over 2^53" : "no method given");
   }
-  char *text = request_text(id, method, params);
+  size_t json_len = 0;
+  char *text = vl__rpc_request_text(id, method, params, &json_len);
   if (text == NULL) {
     return vl_error_set(err, VL_ERR_NOMEM, "", "cannot print the request");
   }
-  size_t json_len = strlen(text);
   vl_frame_header h = {.json_len = (uint32_t)json_len, .payload_len = payload_len};
   vl_status s = VL_OK;
   if (json_len > UINT32_MAX) {
@@ -391,82 +371,8 @@ vl_status vl_client_send(vl_client *c, uint64_t id, const char *method, const cJ
 
 /* ---- responses ---------------------------------------------------------------------------- */
 
-/* The status of an error response: data.kind when it names a server-side status, else the
- * first status with that JSON-RPC code. Transport statuses are never taken from the wire. */
-static vl_status status_from_rpc(int code, const char *kind) {
-  for (int i = 1; i < VL_STATUS_COUNT && kind != NULL; i++) {
-    vl_status s = (vl_status)i;
-    if (!vl_client_is_transport_error(s) && strcmp(vl_status_kind(s), kind) == 0) {
-      return s;
-    }
-  }
-  for (int i = 1; i < VL_STATUS_COUNT; i++) {
-    vl_status s = (vl_status)i;
-    if (!vl_client_is_transport_error(s) && vl_status_rpc_code(s) == code) {
-      return s;
-    }
-  }
-  return VL_ERR_INTERNAL;
-}
-
 static vl_status protocol_error(vl_client *c, vl_error *err, const char *what) {
   return transport_fail(c, err, VL_ERR_PROTOCOL, "malformed response from the daemon: ", what);
-}
-
-/* The id of a response: a whole number in 0..2^53, or null. */
-static bool read_id(const cJSON *id, uint64_t *out) {
-  if (cJSON_IsNull(id)) {
-    *out = VL_CLIENT_NO_ID;
-    return true;
-  }
-  if (!cJSON_IsNumber(id)) {
-    return false;
-  }
-  double v = id->valuedouble;
-  if (!(v >= 0 && v <= (double)VL_CLIENT_MAX_ID) || v != (double)(uint64_t)v) {
-    return false;
-  }
-  *out = (uint64_t)v;
-  return true;
-}
-
-/* Turns an "error" member into a vl_status with the server's message and data.path. */
-static vl_status server_error(vl_client *c, const cJSON *e, vl_error *err) {
-  const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
-  const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
-  if (!cJSON_IsNumber(code) || !cJSON_IsString(msg)) {
-    return protocol_error(c, err, "error without a numeric code and a message");
-  }
-  const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
-  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(data, "kind");
-  const cJSON *path = cJSON_GetObjectItemCaseSensitive(data, "path");
-  vl_status s = status_from_rpc((int)code->valuedouble, cJSON_GetStringValue(kind));
-  const char *p = cJSON_IsString(path) ? path->valuestring : "";
-  return vl_error_set(err, s, p, "%s", msg->valuestring);
-}
-
-/* Checks the JSON-RPC envelope and hands out the result or the error. */
-static vl_status read_response(vl_client *c, cJSON *doc, uint64_t *id, cJSON **result,
-                               vl_error *err) {
-  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(doc, "jsonrpc");
-  const cJSON *res = cJSON_GetObjectItemCaseSensitive(doc, "result");
-  const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
-  if (!cJSON_IsObject(doc) || !cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0) {
-    return protocol_error(c, err, "not a JSON-RPC 2.0 response");
-  }
-  if (!read_id(cJSON_GetObjectItemCaseSensitive(doc, "id"), id)) {
-    return protocol_error(c, err, "missing or invalid id");
-  }
-  if ((res == NULL) == (e == NULL)) {
-    return protocol_error(c, err, "a response needs exactly one of result and error");
-  }
-  if (e != NULL) {
-    return server_error(c, e, err);
-  }
-  if (result != NULL) {
-    *result = cJSON_DetachItemFromObjectCaseSensitive(doc, "result");
-  }
-  return VL_OK;
 }
 
 static vl_status recv_header(vl_client *c, vl_frame_header *h, int64_t deadline, vl_error *err) {
@@ -497,14 +403,21 @@ static vl_status recv_response(vl_client *c, uint64_t *id, cJSON **result, vl_bu
   if (s == VL_OK) {
     s = recv_payload(c, out_payload, (size_t)h.payload_len, deadline, err);
   }
-  cJSON *doc = NULL;
   if (s == VL_OK) {
-    size_t at = 0; /* numbers keep their exact text (a lowered graph's literals) */
-    if (vl__json_parse_one(json, h.json_len, false, &doc, &at) != VL__JSON_OK) doc = NULL;
-    s = doc != NULL ? read_response(c, doc, id, result, err)
-                    : protocol_error(c, err, "invalid JSON");
+    /* the envelope's strict reader; numbers keep their exact text (a lowered graph's literals) */
+    vl__rpc_response resp;
+    s = vl__rpc_response_parse(json, h.json_len, &resp, err);
+    if (s == VL_ERR_PROTOCOL || s == VL_ERR_NOMEM) {
+      c->broken = true;
+    } else {
+      *id = resp.id_null ? VL_CLIENT_NO_ID : resp.id;
+      s = resp.error;
+      if (s == VL_OK && result != NULL) {
+        *result = cJSON_DetachItemViaPointer(resp.doc, resp.result);
+      }
+    }
+    vl__rpc_response_free(&resp);
   }
-  cJSON_Delete(doc);
   free(json);
   return s;
 }

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "rpc.h"
+#include "wire/envelope.h"
 #include "server.h"
 
 typedef struct out_msg {
@@ -200,9 +200,9 @@ void vl_conn_send(vl_conn *c, char *json, size_t json_len, bool json_static, vl_
 
 void vl_conn_send_error(vl_conn *c, const vl_error *err) {
   size_t len = 0;
-  char *text = vl_rpc_error_text(NULL, err, &len);
+  char *text = vl__rpc_error_text(NULL, err, &len);
   if (text == NULL) {
-    vl_conn_send(c, (char *)vl_rpc_nomem_response, vl_rpc_nomem_response_len, true, NULL);
+    vl_conn_send(c, (char *)vl__rpc_nomem_response, vl__rpc_nomem_response_len, true, NULL);
     return;
   }
   vl_conn_send(c, text, len, false, NULL);

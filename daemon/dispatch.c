@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "rpc.h"
+#include "wire/envelope.h"
 #include "server.h"
 #include "viewlower/service.h"
 
@@ -54,7 +54,7 @@ typedef struct vl_work {
   const vl_config *cfg;
   vl_frame frame;
   uint64_t start_ns;
-  vl_rpc_request rpc;
+  vl__rpc_request rpc;
   int method;   /* index into methods, -1 until known */
   bool parsed;  /* rpc was parsed (and found valid) on the loop */
   bool expired; /* the drain timed out while it was on the pool (vl_dispatch_expire) */
@@ -90,7 +90,7 @@ static void unlink_work(work *w) {
 /* ---- any thread ------------------------------------------------------------------------ */
 
 static vl_status parse(work *w, vl_error *err) {
-  vl_status s = vl_rpc_request_parse(w->frame.json, w->frame.json_len, &w->rpc, err);
+  vl_status s = vl__rpc_request_parse(w->frame.json, w->frame.json_len, &w->rpc, err);
   if (s != VL_OK) {
     return s;
   }
@@ -107,10 +107,10 @@ static vl_status parse(work *w, vl_error *err) {
 static void respond_error(work *w, vl_error *err) {
   w->status = err->code;
   vl_buf_free(&w->payload);
-  w->json = vl_rpc_error_text(w->rpc.id, err, &w->json_len);
+  w->json = vl__rpc_error_text(w->rpc.id, err, &w->json_len);
   if (w->json == NULL) {
-    w->json = (char *)vl_rpc_nomem_response;
-    w->json_len = vl_rpc_nomem_response_len;
+    w->json = (char *)vl__rpc_nomem_response;
+    w->json_len = vl__rpc_nomem_response_len;
     w->json_static = true;
   }
 }
@@ -118,7 +118,7 @@ static void respond_error(work *w, vl_error *err) {
 /* Sets the response text of result (taken), or an error when it cannot be sent. */
 static void respond_result(work *w, cJSON *result) {
   vl_error err;
-  w->json = vl_rpc_result_text(w->rpc.id, result, &w->json_len);
+  w->json = vl__rpc_result_text(w->rpc.id, result, &w->json_len);
   if (w->json == NULL) {
     vl_error_set(&err, VL_ERR_NOMEM, "", "cannot print the result");
     respond_error(w, &err);
@@ -151,7 +151,7 @@ static void serve(work *w, vl_status s, vl_error *err) {
     cJSON_Delete(result);
     respond_error(w, err);
   }
-  vl_rpc_request_free(&w->rpc);
+  vl__rpc_request_free(&w->rpc);
 }
 
 /* Thread pool. A RUN_LOOP method is left unanswered here and answered in after_work. */
@@ -193,7 +193,7 @@ static void run_on_loop(work *w) {
     vl_error_set(&err, VL_ERR_NOMEM, "", "cannot build the %s result", methods[w->method].name);
     respond_error(w, &err);
   }
-  vl_rpc_request_free(&w->rpc);
+  vl__rpc_request_free(&w->rpc);
 }
 
 /* Counts the answered request, queues its response and frees w. */
@@ -217,7 +217,7 @@ static void complete(work *w) {
 static void drop_cancelled(work *w) {
   w->conn->srv->stats.cancelled++;
   vl_frame_free(&w->frame);
-  vl_rpc_request_free(&w->rpc);
+  vl__rpc_request_free(&w->rpc);
   free(w);
 }
 
@@ -228,10 +228,10 @@ static void respond_shutting_down(work *w) {
   vl_error err;
   vl_error_set(&err, VL_ERR_SHUTTING_DOWN, "",
                "shutting down: the drain timeout passed before this request started");
-  if (!w->parsed) w->rpc.id = vl_rpc_peek_id(w->frame.json, w->frame.json_len);
+  if (!w->parsed) w->rpc.id = vl__rpc_peek_id(w->frame.json, w->frame.json_len);
   vl_frame_free(&w->frame);
   respond_error(w, &err);
-  vl_rpc_request_free(&w->rpc);
+  vl__rpc_request_free(&w->rpc);
   complete(w);
 }
 
@@ -283,17 +283,17 @@ static void respond_overloaded(work *w) {
                srv->inflight, srv->cfg->max_queued);
   vl_frame_free(&w->frame);
   respond_error(w, &err);
-  vl_rpc_request_free(&w->rpc);
+  vl__rpc_request_free(&w->rpc);
   complete(w);
 }
 
 /* A large request while the pool is full: parsing it would cost the loop what the pool is
- * for, so only its top-level id is looked for (vl_rpc_peek_id). Bound: one pass over at most
+ * for, so only its top-level id is looked for (vl__rpc_peek_id). Bound: one pass over at most
  * the frame's JSON (<= --max-frame-bytes), stopping at the id's value, allocating nothing but
  * the id: strings are crossed with memchr and nested values eight bytes at a time, about 12 ms
  * (strings) to 70 ms (number arrays) per 256 MiB here: of the order of receiving those bytes. */
 static void refuse_unparsed(work *w) {
-  w->rpc.id = vl_rpc_peek_id(w->frame.json, w->frame.json_len);
+  w->rpc.id = vl__rpc_peek_id(w->frame.json, w->frame.json_len);
   respond_overloaded(w);
 }
 

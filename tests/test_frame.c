@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "viewlower/frame.h"
+#include "wire/envelope.h"
 
 /* Huge allocation requests must fail with NULL (tested) instead of aborting under ASan. The
  * sanitizer runtime looks the hook up dynamically, so it must be visible. */
@@ -337,9 +338,152 @@ static void decoder_free_releases_a_partial_frame(void **state) {
   free(b);
 }
 
+/* ---- the JSON-RPC envelope (src/wire/envelope.c), both ends ------------------------------ */
+
+static void expect_request(const char *json, vl_status code, const char *id_text) {
+  vl__rpc_request req;
+  vl_error err;
+  vl_error_clear(&err);
+  vl_status s = vl__rpc_request_parse(json, strlen(json), &req, &err);
+  if (s != code) fail_msg("%s: got %s (%s)", json, vl_status_kind(s), err.message);
+  if (id_text == NULL) {
+    assert_null(req.id);
+  } else {
+    assert_non_null(req.id);
+    char *t = cJSON_PrintUnformatted(req.id);
+    assert_string_equal(t, id_text);
+    free(t);
+  }
+  vl__rpc_request_free(&req);
+}
+
+static void request_members_given_twice_are_refused(void **state) {
+  (void)state;
+  expect_request("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", VL_OK, "1");
+  expect_request("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":1,\"method\":\"ping\"}",
+                 VL_ERR_INVALID_REQUEST, NULL);
+  expect_request("{\"id\":7,\"jsonrpc\":\"2.0\",\"method\":\"a\",\"method\":\"b\"}",
+                 VL_ERR_INVALID_REQUEST, "7");
+  expect_request("{\"id\":7,\"jsonrpc\":\"2.0\",\"jsonrpc\":\"1.0\",\"method\":\"a\"}",
+                 VL_ERR_INVALID_REQUEST, "7");
+  expect_request("{\"id\":7,\"jsonrpc\":\"2.0\",\"method\":\"a\",\"params\":{},\"params\":[]}",
+                 VL_ERR_INVALID_REQUEST, "7");
+  /* an escaped name is the same member */
+  expect_request("{\"id\":7,\"jsonrpc\":\"2.0\",\"method\":\"a\",\"\\u006dethod\":\"b\"}",
+                 VL_ERR_INVALID_REQUEST, "7");
+}
+
+static void ids_and_methods_must_be_utf8(void **state) {
+  (void)state;
+  expect_request("{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"method\":\"ping\"}",
+                 VL_ERR_INVALID_REQUEST, NULL);
+  expect_request("{\"jsonrpc\":\"2.0\",\"id\":\"\xed\xa0\x80\",\"method\":\"ping\"}",
+                 VL_ERR_INVALID_REQUEST, NULL); /* an encoded surrogate */
+  expect_request("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"\xe2\x82\"}",
+                 VL_ERR_INVALID_REQUEST, "2");
+  expect_request("{\"jsonrpc\":\"2.0\",\"id\":\"\xe2\x82\xac\",\"method\":\"ping\"}", VL_OK,
+                 "\"\xe2\x82\xac\"");
+  const char *big = "{\"id\":\"\xff\",\"jsonrpc\":\"2.0\",\"method\":\"ping\"}";
+  assert_null(vl__rpc_peek_id(big, strlen(big)));
+}
+
+static void request_text_has_exact_ids_and_numbers(void **state) {
+  (void)state;
+  size_t len = 0;
+  cJSON *params = cJSON_Parse("{\"a\":[1,2.5]}");
+  char *t = vl__rpc_request_text(9007199254740991u, "lower", params, &len);
+  assert_string_equal(t, "{\"jsonrpc\":\"2.0\",\"id\":9007199254740991,\"method\":\"lower\","
+                         "\"params\":{\"a\":[1,2.5]}}");
+  assert_int_equal(len, strlen(t));
+  free(t);
+  t = vl__rpc_request_text(3, "ping", NULL, NULL);
+  assert_string_equal(t, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{}}");
+  free(t);
+  cJSON_Delete(params);
+}
+
+/* Parses a response; returns the status and fills resp (freed by the caller). */
+static vl_status response(const char *json, vl__rpc_response *resp, vl_error *err) {
+  vl_error_clear(err);
+  return vl__rpc_response_parse(json, strlen(json), resp, err);
+}
+
+static void responses_are_read_strictly(void **state) {
+  (void)state;
+  static const char *const bad[] = {
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"extra\":0}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":{\"code\":1,\"message\":\"m\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1}",
+      "{\"jsonrpc\":\"1.0\",\"id\":1,\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":-1,\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":\"1\",\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}} x",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32600,\"code\":1,\"message\":\"m\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32600.5,\"message\":\"m\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32600,\"message\":\"m\",\"x\":1}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32600,\"message\":\"m\","
+      "\"data\":{\"kind\":\"a\",\"kind\":\"b\"}}}",
+      "[]",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    vl__rpc_response r;
+    vl_error err;
+    vl_status s = response(bad[i], &r, &err);
+    if (s != VL_ERR_PROTOCOL) fail_msg("%s: got %s", bad[i], vl_status_kind(s));
+    assert_non_null(strstr(err.message, "malformed response"));
+    vl__rpc_response_free(&r);
+  }
+  vl__rpc_response r;
+  vl_error err;
+  assert_int_equal(response("{\"jsonrpc\":\"2.0\",\"id\":9007199254740992,\"result\":{\"x\":1}}",
+                            &r, &err),
+                   VL_OK);
+  assert_int_equal(r.error, VL_OK);
+  assert_false(r.id_null);
+  assert_int_equal(r.id, 9007199254740992u);
+  assert_non_null(cJSON_GetObjectItem(r.result, "x"));
+  vl__rpc_response_free(&r);
+  assert_int_equal(response("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32001,"
+                            "\"message\":\"bad\",\"data\":{\"kind\":\"invalid_graph\","
+                            "\"path\":\"/graph/nodes/3\"}}}",
+                            &r, &err),
+                   VL_OK);
+  assert_true(r.id_null);
+  assert_int_equal(r.error, VL_ERR_INVALID_GRAPH);
+  assert_int_equal(err.code, VL_ERR_INVALID_GRAPH);
+  assert_string_equal(err.path, "/graph/nodes/3");
+  assert_string_equal(err.message, "bad");
+  vl__rpc_response_free(&r);
+}
+
+/* The one map: every status a server sends comes back as itself from its code and kind, from
+ * its code alone as the first status with that code; transport statuses never. */
+static void status_map_inverts_itself(void **state) {
+  (void)state;
+  for (int i = 1; i < VL_STATUS_COUNT; i++) {
+    vl_status s = (vl_status)i;
+    vl_status back = vl__rpc_status_of(vl_status_rpc_code(s), vl_status_kind(s));
+    if (vl__rpc_is_transport_status(s)) {
+      assert_int_not_equal(back, s);
+    } else {
+      assert_int_equal(back, s);
+    }
+  }
+  assert_int_equal(vl__rpc_status_of(-32005, NULL), VL_ERR_OVERLOADED);
+  assert_int_equal(vl__rpc_status_of(-32603, "io_error"), VL_ERR_INTERNAL);
+  assert_int_equal(vl__rpc_status_of(-1, "no_such_kind"), VL_ERR_INTERNAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(header_encode_writes_magic_and_big_endian_lengths),
+      cmocka_unit_test(request_members_given_twice_are_refused),
+      cmocka_unit_test(ids_and_methods_must_be_utf8),
+      cmocka_unit_test(request_text_has_exact_ids_and_numbers),
+      cmocka_unit_test(responses_are_read_strictly),
+      cmocka_unit_test(status_map_inverts_itself),
       cmocka_unit_test(header_decode_reads_back_the_encoded_lengths),
       cmocka_unit_test(header_decode_rejects_a_bad_magic),
       cmocka_unit_test(size_check_accepts_a_frame_exactly_at_the_limit),

@@ -5,7 +5,8 @@
  * ignored; shutdown removes only the socket file it bound, and two daemons starting together
  * on one path leave one running; the file descriptor limit is raised to what
  * --max-connections needs, connections past it are counted and warned about once, refused
- * peers do not flood the log; a missing socket directory is named as such. Nothing here waits
+ * peers do not flood the log; a missing socket directory is named as such; envelope members
+ * given twice and ids or methods that are not UTF-8 are refused. Nothing here waits
  * for a fixed time to pass before asserting: pauses only make sure a timer is overdue. */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -408,6 +409,56 @@ static void missing_socket_directory_is_named(void **state) {
   daemon_cleanup(&d);
 }
 
+/* Sends one raw request text and returns the response's JSON text (caller frees). */
+static char *raw_call_text(int fd, const char *json) {
+  raw_send_frame(fd, json, NULL, 0);
+  cJSON *doc = raw_recv_frame(fd, NULL);
+  char *text = cJSON_PrintUnformatted(doc);
+  cJSON_Delete(doc);
+  return text;
+}
+
+static void expect_refused(int fd, const char *json, const char *id, const char *message) {
+  char *got = raw_call_text(fd, json);
+  char want[512];
+  snprintf(want, sizeof want,
+           "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32600,\"message\":\"%s\","
+           "\"data\":{\"kind\":\"invalid_request\"}}}",
+           id, message);
+  if (strcmp(got, want) != 0) fail_msg("%s\n got  %s\n want %s", json, got, want);
+  free(got);
+}
+
+/* Point 8: a member given twice is refused (cJSON reads the first, a proxy may read the last:
+ * the two would see different requests); a string id or method that is not UTF-8 is refused
+ * (the id used to be echoed raw, making the response invalid JSON). The connection stays
+ * usable after each. */
+static void envelope_duplicates_and_bad_utf8_are_refused(void **state) {
+  (void)state;
+  daemon_proc *d = start(NULL);
+  int fd = raw_connect(d->sock);
+  expect_refused(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", "null",
+                 "request member \\\"id\\\" given twice");
+  expect_refused(fd, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"method\":\"stats\"}",
+                 "3", "request member \\\"method\\\" given twice");
+  expect_refused(fd, "{\"jsonrpc\":\"2.0\",\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}",
+                 "4", "request member \\\"jsonrpc\\\" given twice");
+  expect_refused(fd,
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{},\"params\":{}}",
+                 "5", "request member \\\"params\\\" given twice");
+  expect_refused(fd, "{\"jsonrpc\":\"2.0\",\"id\":\"a\xff\xfe\",\"method\":\"ping\"}", "null",
+                 "\\\"id\\\" is not valid UTF-8");
+  expect_refused(fd, "{\"jsonrpc\":\"2.0\",\"id\":\"\xc0\xaf\",\"method\":\"ping\"}", "null",
+                 "\\\"id\\\" is not valid UTF-8"); /* an overlong '/' */
+  expect_refused(fd, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"pi\xffng\"}", "6",
+                 "\\\"method\\\" is not valid UTF-8");
+  char *ok = raw_call_text(fd, "{\"jsonrpc\":\"2.0\",\"id\":\"\xc3\xa9t\xc3\xa9\",\"method\":\"ping\"}");
+  assert_string_equal(ok, "{\"jsonrpc\":\"2.0\",\"id\":\"\xc3\xa9t\xc3\xa9\",\"result\":{\"pong\":true}}");
+  free(ok);
+  close(fd);
+  stop(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(empty_tensor_with_huge_sizes_is_served),
@@ -420,6 +471,7 @@ int main(void) {
       cmocka_unit_test(connections_past_the_fd_limit_are_counted),
       cmocka_unit_test(refused_peers_do_not_flood_the_log),
       cmocka_unit_test(missing_socket_directory_is_named),
+      cmocka_unit_test(envelope_duplicates_and_bad_utf8_are_refused),
   };
   return harness_result(cmocka_run_group_tests(tests, NULL, NULL));
 }

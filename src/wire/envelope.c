@@ -1,4 +1,5 @@
-/* rpc.c - JSON-RPC request checking and response printing.
+/* envelope.c - the JSON-RPC 2.0 envelope of both ends: requests checked and responses printed
+ * (daemon), requests printed and responses checked (client), and the status map's inverse.
  *
  * A request's text is exactly one JSON value (vl__json_parse_one, shared with the graph parser
  * and viewlowerctl): no \u0000 escape (cJSON would cut the string there, so two different
@@ -9,8 +10,8 @@
  * Ids are echoed exactly (SPEC §6: responses carry the request's id). cJSON prints numbers
  * at 15 significant digits (9007199254740991 would come back as 9.00719925474099e+15), so a
  * numeric id is kept as its own text (a cJSON raw item), made once by id_echo; the loop's
- * id scanner (vl_rpc_peek_id) goes through the same function. */
-#include "rpc.h"
+ * id scanner (vl__rpc_peek_id) goes through the same function. */
+#include "wire/envelope.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -20,21 +21,51 @@
 #include <string.h>
 
 #include "base/json_util.h"
+#include "base/json_write.h"
 
-const char vl_rpc_nomem_response[] =
+const char vl__rpc_nomem_response[] =
     "{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32603,\"message\":\"out of memory\","
     "\"data\":{\"kind\":\"out_of_memory\"}}}";
-const size_t vl_rpc_nomem_response_len = sizeof vl_rpc_nomem_response - 1;
+const size_t vl__rpc_nomem_response_len = sizeof vl__rpc_nomem_response - 1;
 
-static const char *const request_members[] = {"jsonrpc", "id", "method", "params"};
+static const char *const request_members[] = {"jsonrpc", "id", "method", "params", NULL};
+static const char *const response_members[] = {"jsonrpc", "id", "result", "error", NULL};
+static const char *const error_members[] = {"code", "message", "data", NULL};
 
-static bool is_request_member(const char *key) {
-  for (size_t i = 0; i < sizeof request_members / sizeof request_members[0]; i++) {
-    if (strcmp(key, request_members[i]) == 0) {
-      return true;
+/* Index of key in names (NULL-terminated), or -1. */
+static int member_index(const char *const *names, const char *key) {
+  for (int i = 0; names[i] != NULL; i++) {
+    if (strcmp(key, names[i]) == 0) {
+      return i;
     }
   }
-  return false;
+  return -1;
+}
+
+/* How many members of obj are named key (cJSON keeps duplicates; lookups see the first). */
+static unsigned count_members(const cJSON *obj, const char *key) {
+  unsigned n = 0;
+  for (const cJSON *m = obj->child; m != NULL; m = m->next) {
+    n += strcmp(m->string, key) == 0;
+  }
+  return n;
+}
+
+/* Every member of obj is one of names, none twice; else code with what is wrong. */
+static vl_status check_member_set(const cJSON *obj, const char *const *names, const char *what,
+                                  vl_status code, vl_error *err) {
+  unsigned seen = 0;
+  for (const cJSON *m = obj->child; m != NULL; m = m->next) {
+    int i = member_index(names, m->string);
+    if (i < 0) {
+      return vl_error_set(err, code, "", "unknown %s member \"%.64s\"", what, m->string);
+    }
+    if (seen & (1u << i)) {
+      return vl_error_set(err, code, "", "%s member \"%s\" given twice", what, names[i]);
+    }
+    seen |= 1u << i;
+  }
+  return VL_OK;
 }
 
 /* JSON whitespace (RFC 8259): cJSON itself skips every byte up to 32, NUL included. */
@@ -49,7 +80,7 @@ static size_t skip_ws(const char *s, size_t n, size_t i) {
   return i;
 }
 
-static vl_status parse_json(const char *json, size_t len, vl_rpc_request *req, vl_error *err) {
+static vl_status parse_json(const char *json, size_t len, vl__rpc_request *req, vl_error *err) {
   size_t at = 0;
   switch (vl__json_parse_one(json, len, false, &req->doc, &at)) {
   case VL__JSON_NUL_ESCAPE:
@@ -103,6 +134,10 @@ static vl_status id_echo(const cJSON *v, cJSON **out, vl_error *err) {
     number_text(d, text);
     *out = cJSON_CreateRaw(text);
   } else {
+    /* echoed into the response, which must stay JSON text (UTF-8) */
+    if (!vl__utf8_valid(v->valuestring, strlen(v->valuestring))) {
+      return vl_error_set(err, VL_ERR_INVALID_REQUEST, "", "\"id\" is not valid UTF-8");
+    }
     *out = cJSON_CreateString(v->valuestring);
   }
   return *out != NULL ? VL_OK : vl_error_set(err, VL_ERR_NOMEM, "", "cannot copy the id");
@@ -112,11 +147,15 @@ static bool find_id_value(const char *s, size_t n, size_t *at, size_t *vlen);
 
 /* The id member: a number, string or null. Missing ids are refused: every request gets a
  * response (SPEC §6), so JSON-RPC notifications are not supported. */
-static vl_status read_id(vl_rpc_request *req, const char *json, size_t len, vl_error *err) {
+static vl_status read_id(vl__rpc_request *req, const char *json, size_t len, vl_error *err) {
   const cJSON *id = cJSON_GetObjectItemCaseSensitive(req->doc, "id");
   if (id == NULL) {
     return vl_error_set(err, VL_ERR_INVALID_REQUEST, "",
                         "missing \"id\" (notifications are not supported)");
+  }
+  if (count_members(req->doc, "id") > 1) {
+    /* which one would a reply name? neither: id null */
+    return vl_error_set(err, VL_ERR_INVALID_REQUEST, "", "request member \"id\" given twice");
   }
   if (!cJSON_IsNumber(id) && !cJSON_IsString(id) && !cJSON_IsNull(id)) {
     return vl_error_set(err, VL_ERR_INVALID_REQUEST, "",
@@ -124,7 +163,7 @@ static vl_status read_id(vl_rpc_request *req, const char *json, size_t len, vl_e
   }
   vl_status s = id_echo(id, &req->id, err);
   size_t at = 0, n = 0;
-  if (s == VL_ERR_INVALID_REQUEST && find_id_value(json, len, &at, &n)) {
+  if (s == VL_ERR_INVALID_REQUEST && cJSON_IsNumber(id) && find_id_value(json, len, &at, &n)) {
     vl_error_set(err, s, "", "\"id\" %.*s%s is not a finite number", n > 40 ? 40 : (int)n,
                  json + at, n > 40 ? "..." : "");
   }
@@ -136,19 +175,21 @@ static vl_status check_members(const cJSON *doc, vl_error *err) {
   if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0) {
     return vl_error_set(err, VL_ERR_INVALID_REQUEST, "", "\"jsonrpc\" must be \"2.0\"");
   }
-  for (const cJSON *m = doc->child; m != NULL; m = m->next) {
-    if (!is_request_member(m->string)) {
-      return vl_error_set(err, VL_ERR_INVALID_REQUEST, "", "unknown request member \"%.64s\"",
-                          m->string);
-    }
+  vl_status s = check_member_set(doc, request_members, "request", VL_ERR_INVALID_REQUEST, err);
+  if (s != VL_OK) {
+    return s;
   }
-  if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(doc, "method"))) {
+  const cJSON *method = cJSON_GetObjectItemCaseSensitive(doc, "method");
+  if (!cJSON_IsString(method)) {
     return vl_error_set(err, VL_ERR_INVALID_REQUEST, "", "\"method\" must be a string");
+  }
+  if (!vl__utf8_valid(method->valuestring, strlen(method->valuestring))) {
+    return vl_error_set(err, VL_ERR_INVALID_REQUEST, "", "\"method\" is not valid UTF-8");
   }
   return VL_OK;
 }
 
-static vl_status read_params(vl_rpc_request *req, vl_error *err) {
+static vl_status read_params(vl__rpc_request *req, vl_error *err) {
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(req->doc, "params");
   if (p == NULL || cJSON_IsNull(p)) {
     return VL_OK;
@@ -164,7 +205,7 @@ static vl_status read_params(vl_rpc_request *req, vl_error *err) {
   return VL_OK;
 }
 
-vl_status vl_rpc_request_parse(const char *json, size_t len, vl_rpc_request *req, vl_error *err) {
+vl_status vl__rpc_request_parse(const char *json, size_t len, vl__rpc_request *req, vl_error *err) {
   memset(req, 0, sizeof *req);
   vl_status s = parse_json(json, len, req, err);
   if (s != VL_OK) {
@@ -187,7 +228,7 @@ vl_status vl_rpc_request_parse(const char *json, size_t len, vl_rpc_request *req
   return s;
 }
 
-void vl_rpc_request_free(vl_rpc_request *req) {
+void vl__rpc_request_free(vl__rpc_request *req) {
   cJSON_Delete(req->doc);
   cJSON_Delete(req->id);
   memset(req, 0, sizeof *req);
@@ -216,7 +257,7 @@ static char *print_and_delete(cJSON *o, size_t *len) {
   return text;
 }
 
-char *vl_rpc_result_text(const cJSON *id, cJSON *result, size_t *len) {
+char *vl__rpc_result_text(const cJSON *id, cJSON *result, size_t *len) {
   cJSON *o = envelope(id);
   if (o == NULL || !cJSON_AddItemToObject(o, "result", result)) {
     cJSON_Delete(result);
@@ -243,7 +284,7 @@ static cJSON *error_object(const vl_error *err) {
   return e;
 }
 
-char *vl_rpc_error_text(const cJSON *id, const vl_error *err, size_t *len) {
+char *vl__rpc_error_text(const cJSON *id, const vl_error *err, size_t *len) {
   cJSON *o = envelope(id);
   cJSON *e = error_object(err);
   if (o == NULL || e == NULL || !cJSON_AddItemToObject(o, "error", e)) {
@@ -411,7 +452,7 @@ static bool find_id_value(const char *s, size_t n, size_t *at, size_t *vlen) {
   }
 }
 
-cJSON *vl_rpc_peek_id(const char *json, size_t len) {
+cJSON *vl__rpc_peek_id(const char *json, size_t len) {
   size_t at = 0, n = 0;
   if (!find_id_value(json, len, &at, &n) || vl__json_find_nul_escape(json + at, n) < n) {
     return NULL;
@@ -429,4 +470,145 @@ cJSON *vl_rpc_peek_id(const char *json, size_t len) {
   }
   cJSON_Delete(v);
   return id;
+}
+
+/* ---- the client side ------------------------------------------------------------------------ */
+
+char *vl__rpc_request_text(uint64_t id, const char *method, const cJSON *params, size_t *len) {
+  vl_buf buf = {0};
+  vl__jw w = {&buf, false};
+  VL__JW_LIT(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
+  /* exact digits: cJSON prints numbers at 15 significant digits (9007199254740991 would go
+   * out as 9.00719925474099e+15) */
+  vl__jw_int(&w, (int64_t)id);
+  VL__JW_LIT(&w, ",\"method\":");
+  vl__jw_str(&w, method);
+  VL__JW_LIT(&w, ",\"params\":");
+  if (params != NULL) {
+    vl__jw_cjson(&w, params); /* numbers parsed from text keep their digits */
+  } else {
+    VL__JW_LIT(&w, "{}");
+  }
+  vl__jw_char(&w, '}');
+  return vl__jw_finish(&w, len);
+}
+
+bool vl__rpc_is_transport_status(vl_status s) {
+  return s == VL_ERR_IO || s == VL_ERR_TIMEOUT || s == VL_ERR_PROTOCOL;
+}
+
+vl_status vl__rpc_status_of(int code, const char *kind) {
+  for (int i = 1; i < VL_STATUS_COUNT && kind != NULL; i++) {
+    vl_status s = (vl_status)i;
+    if (!vl__rpc_is_transport_status(s) && strcmp(vl_status_kind(s), kind) == 0) {
+      return s;
+    }
+  }
+  for (int i = 1; i < VL_STATUS_COUNT; i++) {
+    vl_status s = (vl_status)i;
+    if (!vl__rpc_is_transport_status(s) && vl_status_rpc_code(s) == code) {
+      return s;
+    }
+  }
+  return VL_ERR_INTERNAL;
+}
+
+static vl_status malformed(vl_error *err, const char *what) {
+  return vl_error_set(err, VL_ERR_PROTOCOL, "", "malformed response from the daemon: %s", what);
+}
+
+/* The id of a response: null, or a whole number in 0..2^53 (the client sends no other). */
+static bool response_id(const cJSON *id, vl__rpc_response *resp) {
+  if (cJSON_IsNull(id)) {
+    resp->id_null = true;
+    return true;
+  }
+  if (!cJSON_IsNumber(id)) {
+    return false;
+  }
+  double v = id->valuedouble;
+  if (!(v >= 0 && v <= VL__JSON_INT_MAX) || v != (double)(uint64_t)v) {
+    return false;
+  }
+  resp->id = (uint64_t)v;
+  return true;
+}
+
+/* The "error" member: sets resp->error and err (the server's message and path). */
+static vl_status response_error(const cJSON *e, vl__rpc_response *resp, vl_error *err) {
+  if (!cJSON_IsObject(e)) {
+    return malformed(err, "error is not an object");
+  }
+  if (check_member_set(e, error_members, "error", VL_ERR_PROTOCOL, err) != VL_OK) {
+    char why[VL_ERROR_MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s", err->message);
+    return malformed(err, why);
+  }
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(e, "code");
+  const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+  const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
+  if (!cJSON_IsNumber(code) || !(fabs(code->valuedouble) <= 2147483647.0) ||
+      code->valuedouble != (double)(int)code->valuedouble || !cJSON_IsString(msg)) {
+    return malformed(err, "error without an integer code and a message");
+  }
+  const char *kind = NULL, *path = "";
+  if (data != NULL && !cJSON_IsNull(data)) {
+    if (!cJSON_IsObject(data)) {
+      return malformed(err, "error data is not an object");
+    }
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(data, "kind");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(data, "path");
+    if (count_members(data, "kind") > 1 || count_members(data, "path") > 1 ||
+        (k != NULL && !cJSON_IsString(k)) || (p != NULL && !cJSON_IsString(p))) {
+      return malformed(err, "error data with a kind or path that is not one string");
+    }
+    kind = k != NULL ? k->valuestring : NULL;
+    path = p != NULL ? p->valuestring : "";
+  }
+  resp->error = vl__rpc_status_of((int)code->valuedouble, kind);
+  vl_error_set(err, resp->error, path, "%s", msg->valuestring);
+  return VL_OK;
+}
+
+vl_status vl__rpc_response_parse(const char *json, size_t len, vl__rpc_response *resp,
+                                 vl_error *err) {
+  memset(resp, 0, sizeof *resp);
+  size_t at = 0;
+  switch (vl__json_parse_one(json, len, false, &resp->doc, &at)) {
+  case VL__JSON_OK: break;
+  case VL__JSON_NOMEM: return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  default: return malformed(err, "invalid JSON");
+  }
+  const cJSON *doc = resp->doc;
+  if (!cJSON_IsObject(doc)) {
+    return malformed(err, "not a JSON object");
+  }
+  if (check_member_set(doc, response_members, "response", VL_ERR_PROTOCOL, err) != VL_OK) {
+    char why[VL_ERROR_MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s", err->message);
+    return malformed(err, why);
+  }
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(doc, "jsonrpc");
+  if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0") != 0) {
+    return malformed(err, "not a JSON-RPC 2.0 response");
+  }
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "id");
+  if (id == NULL || !response_id(id, resp)) {
+    return malformed(err, "missing or invalid id");
+  }
+  cJSON *res = cJSON_GetObjectItemCaseSensitive(doc, "result");
+  const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
+  if ((res == NULL) == (e == NULL)) {
+    return malformed(err, "a response needs exactly one of result and error");
+  }
+  if (e != NULL) {
+    return response_error(e, resp, err);
+  }
+  resp->result = res;
+  return VL_OK;
+}
+
+void vl__rpc_response_free(vl__rpc_response *resp) {
+  cJSON_Delete(resp->doc);
+  memset(resp, 0, sizeof *resp);
 }

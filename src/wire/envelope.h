@@ -1,0 +1,98 @@
+/* envelope.h - the JSON-RPC 2.0 envelope of SPEC §6 for both ends (internal): the daemon reads
+ * requests and prints responses, the client prints requests and reads responses, each held to
+ * the same strict rules; one status <-> wire code map. Pure functions, safe on any thread.
+ *
+ * Strict both ways: one JSON value (vl__json_parse_one: RFC 8259, no \u0000 escape, nothing
+ * after the value), an object, no member twice (cJSON keeps duplicates and reads the first; a
+ * proxy that reads the last would see another message), no member outside the envelope, string
+ * ids and methods valid UTF-8 (an id is echoed into the response, which must stay JSON). */
+#ifndef VIEWLOWER_WIRE_ENVELOPE_H
+#define VIEWLOWER_WIRE_ENVELOPE_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "viewlower/status.h"
+
+/* ---- requests (daemon side) ---------------------------------------------------------------- */
+
+/* A checked request. doc owns the tree, id is the request's id as responses print it (owned:
+ * a copied string, or a raw item holding a number's exact text); id is NULL for id null and
+ * when the id could not be read (then responses carry id null). params is NULL when absent or
+ * null. */
+typedef struct vl__rpc_request {
+  cJSON *doc;
+  cJSON *id;
+  const char *method;
+  const cJSON *params;
+} vl__rpc_request;
+
+/* Parses json[0..len) and checks the envelope: one JSON value, an object (an array is a refused
+ * batch) with "jsonrpc":"2.0", an "id" that is a string of valid UTF-8, null or a number finite
+ * as a double, a string "method" of valid UTF-8, and "params" an object when present; each at
+ * most once, nothing else. VL_ERR_PARSE for bad JSON, VL_ERR_INVALID_REQUEST for a bad envelope,
+ * VL_ERR_INVALID_PARAMS for non-object params. A numeric id is echoed as an integer when it is
+ * whole and within +-2^53, else as the shortest of %.15g/%.16g/%.17g that reads back to the
+ * same double. A duplicated or unreadable id leaves req->id NULL (the answer carries id null).
+ * req->doc and req->id are set as far as they could be read, also on failure; release with
+ * vl__rpc_request_free. */
+vl_status vl__rpc_request_parse(const char *json, size_t len, vl__rpc_request *req, vl_error *err);
+void vl__rpc_request_free(vl__rpc_request *req);
+
+/* The top-level "id" of a request text as vl__rpc_request_parse would echo it, found without
+ * parsing the rest: lets the loop refuse a large request (overloaded) with its id. One pass
+ * over at most len bytes that allocates nothing and stops at the id's value; only that value
+ * is parsed. NULL when the text is not an object, has no top-level id before it ends or turns
+ * malformed, or the id is not a valid one (or is null); free with cJSON_Delete. */
+cJSON *vl__rpc_peek_id(const char *json, size_t len);
+
+/* ---- responses (daemon side) --------------------------------------------------------------- */
+
+/* {"jsonrpc":"2.0","id":id,"result":result}; takes result (even on failure). NULL id prints
+ * null. Returns malloc'd text (*len its length) or NULL on out-of-memory. */
+char *vl__rpc_result_text(const cJSON *id, cJSON *result, size_t *len);
+/* {"jsonrpc":"2.0","id":id,"error":{"code","message","data":{"kind","path"?}}}; the message
+ * is err->message (or the status text when empty), data.path is present when err->path is
+ * non-empty. Returns malloc'd text or NULL on out-of-memory. */
+char *vl__rpc_error_text(const cJSON *id, const vl_error *err, size_t *len);
+
+/* The response sent when not even an error response can be allocated (id null). */
+extern const char vl__rpc_nomem_response[];
+extern const size_t vl__rpc_nomem_response_len;
+
+/* ---- the client side ------------------------------------------------------------------------ */
+
+/* {"jsonrpc":"2.0","id":id,"method":method,"params":params or {}} as unformatted text, the id
+ * as exact integer digits and params' numbers as their own text; NULL on out-of-memory. */
+char *vl__rpc_request_text(uint64_t id, const char *method, const cJSON *params, size_t *len);
+
+/* A response read by vl__rpc_response_parse. */
+typedef struct vl__rpc_response {
+  cJSON *doc;      /* the whole response (owned) */
+  bool id_null;    /* the id was null */
+  uint64_t id;     /* else a whole number in 0..2^53 */
+  cJSON *result;   /* inside doc; NULL for an error response */
+  vl_status error; /* VL_OK, or the status of an error response (see vl__rpc_status_of) */
+} vl__rpc_response;
+
+/* Parses and checks a response: one JSON value, an object with "jsonrpc":"2.0", an "id" that is
+ * null or a whole number in 0..2^53, exactly one of "result" and "error", each once and nothing
+ * else; an error is {"code": integer, "message": string, "data"?: {"kind": string, "path"?:
+ * string, ...}} with no member twice. An error response sets resp->error and fills err with the
+ * server's message and path (returns VL_OK: the envelope was fine). VL_ERR_PROTOCOL, with err
+ * saying what is wrong, for anything malformed; VL_ERR_NOMEM. Free with vl__rpc_response_free. */
+vl_status vl__rpc_response_parse(const char *json, size_t len, vl__rpc_response *resp,
+                                 vl_error *err);
+void vl__rpc_response_free(vl__rpc_response *resp);
+
+/* The status an error response stands for: its data.kind when that names a status the server
+ * sends, else the first such status with its code (VL_ERR_INTERNAL when none has it). The one
+ * inverse of vl_status_rpc_code / vl_status_kind; transport statuses (io, timeout, protocol)
+ * are never taken from the wire. */
+vl_status vl__rpc_status_of(int code, const char *kind);
+/* Statuses of the client's own transport: never read from a response. */
+bool vl__rpc_is_transport_status(vl_status s);
+
+#endif
