@@ -1,6 +1,13 @@
 /* test_copy.c - the copy engine and the view_copy kernel: worked examples, layouts, edge cases,
- * every error, and a seeded randomized comparison against a per-element reference copy. */
+ * every error, and a seeded randomized comparison against a per-element reference copy.
+ *
+ * The engine's tests run with the kernels of one dispatch level: the machine's own, or the one
+ * named by the environment variable VL_COPY_LEVEL (portable, sse2, ssse3, avx2, avx512; read
+ * here and passed to the vl_copy_*_at entry points, the core reads no environment). ctest runs
+ * the program once per level; a level this CPU cannot run exits 77 (skipped), and so does the
+ * CPU's own level, which the plain run covers (unless VL_COPY_LEVEL_RUN_NATIVE is set). */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +20,9 @@
 #include "viewlower/layout.h"
 #include "viewlower/copy.h"
 #include "viewlower/tensor.h"
+
+/* The level every engine call in this file uses (set once in main). */
+static vl_copy_level test_level;
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -251,10 +261,10 @@ static void large_layout_changes_cross_tiles_for_every_element_size(void **state
     vl_tensor *x = new_tensor(&a), *y = new_tensor(&b), *want = new_tensor(&b);
     vl_error err;
     fill_random_bytes(&rs, x->data, x->nbytes);
-    assert_int_equal(vl_copy_logical(&y->spec, y->data, &x->spec, x->data, &err), VL_OK);
+    assert_int_equal(vl_copy_logical_at(test_level, &y->spec, y->data, &x->spec, x->data, &err), VL_OK);
     reference_logical(&want->spec, want->data, &x->spec, x->data);
     assert_memory_equal(y->data, want->data, (size_t)y->nbytes);
-    assert_int_equal(vl_copy_logical(&x->spec, x->data, &y->spec, y->data, &err), VL_OK);
+    assert_int_equal(vl_copy_logical_at(test_level, &x->spec, x->data, &y->spec, y->data, &err), VL_OK);
     reference_logical(&x->spec, want->data, &y->spec, y->data);
     assert_memory_equal(x->data, want->data, (size_t)x->nbytes);
     vl_tensor_free(x);
@@ -266,7 +276,7 @@ static void large_layout_changes_cross_tiles_for_every_element_size(void **state
 static void reference_strided(size_t es, uint8_t rank, const int64_t *shape, char *d,
                               const int64_t *dst, const char *s, const int64_t *src, int64_t n);
 
-/* Channels-last to contiguous copies beyond 8 MiB write whole destination lines with
+/* Channels-last to contiguous copies of 2 MiB and more write whole destination lines with
  * non-temporal stores. Here the destination starts one element past a line boundary and rows
  * are a whole number of lines apart, so each row has a partial head line, whole lines and a
  * one-element tail; C = 37 leaves a ragged last group of rows. Every element size. */
@@ -285,7 +295,7 @@ static void copies_larger_than_the_caches_stream_whole_lines_exactly(void **stat
     fill_random_bytes(&rs, src, (int64_t)n);
     memset(dst, 0x5a, n + 64);
     memset(want, 0x5a, n + 64);
-    vl_copy_strided(es, 3, shape, dst + es, dst_st, src, src_st);
+    vl_copy_strided_at(test_level, es, 3, shape, dst + es, dst_st, src, src_st);
     reference_strided(es, 3, shape, want + es, dst_st, src, src_st, 2 * c * hw);
     if (memcmp(dst, want, n + 64) != 0) fail_msg("element size %zu: streamed copy differs", es);
     free(src);
@@ -307,10 +317,10 @@ static void narrow_channel_counts_deinterleave_and_interleave_exactly(void **sta
       vl_tensor *x = new_tensor(&a), *y = new_tensor(&b), *want = new_tensor(&b);
       vl_error err;
       fill_random_bytes(&rs, x->data, x->nbytes);
-      assert_int_equal(vl_copy_logical(&y->spec, y->data, &x->spec, x->data, &err), VL_OK);
+      assert_int_equal(vl_copy_logical_at(test_level, &y->spec, y->data, &x->spec, x->data, &err), VL_OK);
       reference_logical(&want->spec, want->data, &x->spec, x->data);
       assert_memory_equal(y->data, want->data, (size_t)y->nbytes);
-      assert_int_equal(vl_copy_logical(&x->spec, x->data, &y->spec, y->data, &err), VL_OK);
+      assert_int_equal(vl_copy_logical_at(test_level, &x->spec, x->data, &y->spec, y->data, &err), VL_OK);
       reference_logical(&x->spec, want->data, &y->spec, y->data);
       assert_memory_equal(x->data, want->data, (size_t)x->nbytes);
       vl_tensor_free(x);
@@ -528,7 +538,7 @@ static void check_one_logical_case(uint64_t *rs, int iter) {
   memset(d, 0xA5, nb);
   memset(want, 0xA5, nb);
   vl_error err;
-  assert_int_equal(vl_copy_logical(&dst, d, &src, s, &err), VL_OK);
+  assert_int_equal(vl_copy_logical_at(test_level, &dst, d, &src, s, &err), VL_OK);
   reference_logical(&dst, want, &src, s);
   if (memcmp(d, want, nb) != 0) fail_msg("logical copy case %d differs from the reference", iter);
   free(s);
@@ -574,7 +584,7 @@ static void check_one_reshape_case(uint64_t *rs, int iter) {
   memset(d, 0x5A, nb);
   memset(want, 0x5A, nb);
   vl_error err;
-  assert_int_equal(vl_copy_logical(&dst, d, &src, s, &err), VL_OK);
+  assert_int_equal(vl_copy_logical_at(test_level, &dst, d, &src, s, &err), VL_OK);
   reference_logical(&dst, want, &src, s);
   if (memcmp(d, want, nb) != 0) fail_msg("reshape case %d differs from the reference", iter);
   free(s);
@@ -628,7 +638,7 @@ static void check_one_strided_case(uint64_t *rs, int iter) {
   fill_random_bytes(rs, s, (int64_t)ns);
   memset(d, 0x33, nd);
   memset(want, 0x33, nd);
-  vl_copy_strided(es, rank, shape, d, ds, s, ss);
+  vl_copy_strided_at(test_level, es, rank, shape, d, ds, s, ss);
   reference_strided(es, rank, shape, want, ds, s, ss, numel);
   if (memcmp(d, want, nd) != 0) fail_msg("strided copy case %d differs from the reference", iter);
   free(s);
@@ -663,7 +673,7 @@ static void permute_matches_reference_on_random_layouts(void **state) {
     memset(d, 0, nb);
     memset(want, 0, nb);
     vl_error err;
-    assert_int_equal(vl_copy_permute(&dst, d, &src, s, perm, &err), VL_OK);
+    assert_int_equal(vl_copy_permute_at(test_level, &dst, d, &src, s, perm, &err), VL_OK);
     /* reference: permuted strides of src, iterated over dst's shape */
     int64_t sst[VL_MAX_RANK], pst[VL_MAX_RANK], dst_st[VL_MAX_RANK];
     vl_layout_strides(&src, sst);
@@ -677,7 +687,121 @@ static void permute_matches_reference_on_random_layouts(void **state) {
   }
 }
 
+
+/* Random 2-D planes, destination-contiguous along y and source-contiguous along x, for every
+ * element size with a transpose kernel: sizes cross the blocks of every level (16 x 16 bytes,
+ * 8 x 8 and 16 x 16 words) with ragged edges; rows are padded and the buffers start at odd
+ * offsets, so no kernel may rely on alignment. Some planes repeat over an outer dim. */
+static void transposes_match_reference_for_every_element_size(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 2, 4, 8};
+  uint64_t rs = 0x5EED0005u;
+  for (int iter = 0; iter < 2500; iter++) {
+    size_t es = sizes[rnd_below(&rs, 4)];
+    int64_t nx = 1 + rnd_below(&rs, iter % 10 == 0 ? 300 : 70);
+    int64_t ny = 1 + rnd_below(&rs, iter % 10 == 1 ? 300 : 70);
+    int64_t outer = 1 + rnd_below(&rs, 3);
+    int64_t dpad = rnd_below(&rs, 3), spad = rnd_below(&rs, 3);
+    const int64_t shape[] = {outer, nx, ny};
+    const int64_t dst_st[] = {nx * (ny + dpad), ny + dpad, 1};
+    const int64_t src_st[] = {ny * (nx + spad), 1, nx + spad};
+    size_t dofs = (size_t)rnd_below(&rs, 16), sofs = (size_t)rnd_below(&rs, 16);
+    size_t nd = (size_t)(outer * dst_st[0]) * es + dofs, ns = (size_t)(outer * src_st[0]) * es + sofs;
+    char *s = malloc(ns), *d = malloc(nd), *want = malloc(nd);
+    assert_true(s && d && want);
+    fill_random_bytes(&rs, s, (int64_t)ns);
+    memset(d, 0x6b, nd);
+    memset(want, 0x6b, nd);
+    vl_copy_strided_at(test_level, es, 3, shape, d + dofs, dst_st, s + sofs, src_st);
+    reference_strided(es, 3, shape, want + dofs, dst_st, s + sofs, src_st, outer * nx * ny);
+    if (memcmp(d, want, nd) != 0)
+      fail_msg("level %s: transpose %zu-byte %lldx%lldx%lld differs", vl_copy_level_name(test_level),
+               es, (long long)outer, (long long)nx, (long long)ny);
+    free(s);
+    free(d);
+    free(want);
+  }
+}
+
+/* Images: 2..5 channels of every element size, deinterleaved (NHWC -> NCHW) and interleaved
+ * (NCHW -> NHWC), pixel counts around every group size of the shuffle kernels (16 and 32 bytes
+ * per channel and step) and their tails, planes padded, buffers at odd offsets. */
+static void narrow_planes_match_reference_in_both_directions(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 2, 4, 8};
+  uint64_t rs = 0x5EED0006u;
+  for (int iter = 0; iter < 3000; iter++) {
+    size_t es = sizes[rnd_below(&rs, 4)];
+    int64_t c = 2 + rnd_below(&rs, 4), n = rnd_below(&rs, iter % 8 == 0 ? 2000 : 200);
+    int64_t outer = 1 + rnd_below(&rs, 2), pad = rnd_below(&rs, 40);
+    bool split = rnd_below(&rs, 2) == 0;
+    /* interleaved side: outer x n x c dense; planar side: outer x c x (n + pad) */
+    const int64_t shape[] = {outer, c, n};
+    const int64_t inter[] = {n * c, 1, c}, planar[] = {c * (n + pad), n + pad, 1};
+    const int64_t *dst_st = split ? planar : inter, *src_st = split ? inter : planar;
+    size_t dofs = (size_t)rnd_below(&rs, 16), sofs = (size_t)rnd_below(&rs, 16);
+    size_t nd = (size_t)(outer * dst_st[0]) * es + dofs, ns = (size_t)(outer * src_st[0]) * es + sofs;
+    char *s = malloc(ns + 1), *d = malloc(nd + 1), *want = malloc(nd + 1);
+    assert_true(s && d && want);
+    fill_random_bytes(&rs, s, (int64_t)ns + 1);
+    memset(d, 0x3c, nd + 1);
+    memset(want, 0x3c, nd + 1);
+    vl_copy_strided_at(test_level, es, 3, shape, d + dofs, dst_st, s + sofs, src_st);
+    reference_strided(es, 3, shape, want + dofs, dst_st, s + sofs, src_st, outer * c * n);
+    if (memcmp(d, want, nd + 1) != 0)
+      fail_msg("level %s: %s of %lld channels, %zu-byte, %lld pixels differs",
+               vl_copy_level_name(test_level), split ? "deinterleave" : "interleave",
+               (long long)c, es, (long long)n);
+    free(s);
+    free(d);
+    free(want);
+  }
+}
+
+static void dispatch_levels_have_names_and_unrunnable_levels_fall_back(void **state) {
+  (void)state;
+  vl_copy_level l;
+  for (int i = 0; i < VL_COPY_LEVEL_COUNT; i++) {
+    assert_true(vl_copy_level_from_name(vl_copy_level_name((vl_copy_level)i), &l));
+    assert_int_equal(l, i);
+  }
+  assert_string_equal(vl_copy_level_name(VL_COPY_AVX2), "avx2");
+  assert_null(vl_copy_level_name(VL_COPY_LEVEL_COUNT));
+  assert_false(vl_copy_level_from_name("AVX2", &l));
+  assert_false(vl_copy_level_from_name(NULL, &l));
+  assert_true(vl_copy_level_supported(VL_COPY_PORTABLE));
+  assert_true(vl_copy_level_supported(vl_copy_level_native()));
+  assert_false(vl_copy_level_supported(VL_COPY_LEVEL_COUNT));
+#if defined(__x86_64__)
+  assert_true(vl_copy_level_native() >= VL_COPY_SSE2);
+#endif
+  /* an out-of-range level runs the native kernels */
+  const int64_t shape[] = {3, 17}, dst_st[] = {17, 1}, src_st[] = {1, 3};
+  uint8_t src[51], dst[51], want[51];
+  for (int i = 0; i < 51; i++) src[i] = (uint8_t)(i * 7 + 1);
+  vl_copy_strided_at(VL_COPY_LEVEL_COUNT, 1, 2, shape, dst, dst_st, src, src_st);
+  reference_strided(1, 2, shape, (char *)want, dst_st, (const char *)src, src_st, 51);
+  assert_memory_equal(dst, want, sizeof want);
+}
+
 int main(void) {
+  const char *forced = getenv("VL_COPY_LEVEL");
+  test_level = vl_copy_level_native();
+  if (forced != NULL && forced[0] != '\0') {
+    if (!vl_copy_level_from_name(forced, &test_level)) {
+      fprintf(stderr, "test_copy: VL_COPY_LEVEL=%s names no level\n", forced);
+      return 2;
+    }
+    if (!vl_copy_level_supported(test_level)) {
+      printf("test_copy: this CPU cannot run level %s: skipped\n", forced);
+      return 77;
+    }
+    if (test_level == vl_copy_level_native() && getenv("VL_COPY_LEVEL_RUN_NATIVE") == NULL) {
+      printf("test_copy: %s is this CPU's own level, which test_copy runs: skipped\n", forced);
+      return 77;
+    }
+  }
+  printf("test_copy: copy kernels of level %s\n", vl_copy_level_name(test_level));
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(channels_last_buffer_flattens_to_logical_order),
       cmocka_unit_test(reading_the_buffer_as_an_alias_gives_buffer_order),
@@ -710,6 +834,9 @@ int main(void) {
       cmocka_unit_test(reshaping_copy_matches_reference_on_random_layouts),
       cmocka_unit_test(strided_copy_matches_reference_on_random_gapped_strides),
       cmocka_unit_test(permute_matches_reference_on_random_layouts),
+      cmocka_unit_test(transposes_match_reference_for_every_element_size),
+      cmocka_unit_test(narrow_planes_match_reference_in_both_directions),
+      cmocka_unit_test(dispatch_levels_have_names_and_unrunnable_levels_fall_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,179 @@
+/* copy_avx2.c - the AVX2 level of the copy engine (built with -mavx2 on x86-64).
+ *
+ * Transposes: K x K blocks in 256-bit registers where each register is loaded as two 128-bit
+ * halves from rows i and i + K/2, so the in-lane unpacks of AVX2 do the whole transpose and
+ * at most one cross-lane permute per register is left: 16x16 bytes (8 registers, 32 shuffles),
+ * 8x8 of 2 bytes (4 registers, 12), 8x8 of 4 bytes (8 registers, 16), 4x4 of 8 bytes (4
+ * registers, 4). Ragged edges move element by element.
+ * Narrow planes: the SSSE3 byte shuffles of copy_ssse3.c on two groups at once, one per 128-bit
+ * lane (vpshufb shuffles within lanes, so the masks are the same). */
+#include "exec/copy_kernels.h"
+
+#if defined(__x86_64__) && defined(__AVX2__)
+#include <immintrin.h>
+#include <string.h>
+
+#include "exec/copy_shuffle.h"
+
+#define LOAD16(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define LOAD32(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define STORE16(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
+#define STORE32(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+/* A register of two 16-byte halves: lane 0 from p, lane 1 from q. */
+#define LOAD2(p, q) _mm256_inserti128_si256(_mm256_castsi128_si256(LOAD16(p)), LOAD16(q), 1)
+#define LOAD2PS(p, q)                                                                              \
+  _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((const float *)(const void *)(p))),    \
+                       _mm_loadu_ps((const float *)(const void *)(q)), 1)
+#define LOAD2PD(p, q)                                                                              \
+  _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd((const double *)(const void *)(p))),   \
+                       _mm_loadu_pd((const double *)(const void *)(q)), 1)
+#define STOREPS(p, v) _mm256_storeu_ps((float *)(void *)(p), (v))
+#define STOREPD(p, v) _mm256_storeu_pd((double *)(void *)(p), (v))
+/* Stores lane 0 of v at p and lane 1 at q. */
+#define STORE2(p, q, v)                                                                            \
+  do {                                                                                             \
+    STORE16(p, _mm256_castsi256_si128(v));                                                         \
+    STORE16(q, _mm256_extracti128_si256(v, 1));                                                    \
+  } while (0)
+
+/* ---- transposes ------------------------------------------------------------------------------ */
+
+static void block_u8(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
+  __m256i t[8], a[8], b[8];
+  for (int i = 0; i < 8; i++) t[i] = LOAD2(s + i * sy, s + (i + 8) * sy);
+  for (int i = 0; i < 4; i++) {
+    a[2 * i] = _mm256_unpacklo_epi8(t[2 * i], t[2 * i + 1]);
+    a[2 * i + 1] = _mm256_unpackhi_epi8(t[2 * i], t[2 * i + 1]);
+  }
+  /* a[0..7]: rows (0,1) cols 0-7, (0,1) 8-15, (2,3) 0-7, (2,3) 8-15, (4,5) ..., (6,7) ... */
+  for (int h = 0; h < 2; h++)
+    for (int i = 0; i < 2; i++) {
+      b[4 * h + 2 * i] = _mm256_unpacklo_epi16(a[4 * h + i], a[4 * h + i + 2]);
+      b[4 * h + 2 * i + 1] = _mm256_unpackhi_epi16(a[4 * h + i], a[4 * h + i + 2]);
+    }
+  /* b[0..3]: rows 0-3 of cols 0-3, 4-7, 8-11, 12-15; b[4..7]: rows 4-7 of the same */
+  for (int i = 0; i < 4; i++) {
+    __m256i lo = _mm256_unpacklo_epi32(b[i], b[i + 4]), hi = _mm256_unpackhi_epi32(b[i], b[i + 4]);
+    /* lo: cols 4i, 4i+1 (8 rows each, lane 0 rows 0-7, lane 1 rows 8-15); hi: 4i+2, 4i+3 */
+    lo = _mm256_permute4x64_epi64(lo, 0xD8);
+    hi = _mm256_permute4x64_epi64(hi, 0xD8);
+    STORE2(d + (4 * i) * dx, d + (4 * i + 1) * dx, lo);
+    STORE2(d + (4 * i + 2) * dx, d + (4 * i + 3) * dx, hi);
+  }
+}
+
+static void block_u16(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
+  __m256i t[4], a[4];
+  for (int i = 0; i < 4; i++) t[i] = LOAD2(s + i * sy, s + (i + 4) * sy);
+  a[0] = _mm256_unpacklo_epi16(t[0], t[1]);
+  a[1] = _mm256_unpackhi_epi16(t[0], t[1]);
+  a[2] = _mm256_unpacklo_epi16(t[2], t[3]);
+  a[3] = _mm256_unpackhi_epi16(t[2], t[3]);
+  for (int i = 0; i < 2; i++) {
+    __m256i lo = _mm256_unpacklo_epi32(a[i], a[i + 2]), hi = _mm256_unpackhi_epi32(a[i], a[i + 2]);
+    lo = _mm256_permute4x64_epi64(lo, 0xD8);
+    hi = _mm256_permute4x64_epi64(hi, 0xD8);
+    STORE2(d + (4 * i) * dx, d + (4 * i + 1) * dx, lo);
+    STORE2(d + (4 * i + 2) * dx, d + (4 * i + 3) * dx, hi);
+  }
+}
+
+static void block_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
+  for (int h = 0; h < 2; h++) { /* columns 4h .. 4h + 3 */
+    const char *c = s + 16 * h;
+    __m256 t0 = LOAD2PS(c, c + 4 * sy), t1 = LOAD2PS(c + sy, c + 5 * sy);
+    __m256 t2 = LOAD2PS(c + 2 * sy, c + 6 * sy), t3 = LOAD2PS(c + 3 * sy, c + 7 * sy);
+    __m256 a0 = _mm256_unpacklo_ps(t0, t1), a1 = _mm256_unpackhi_ps(t0, t1);
+    __m256 a2 = _mm256_unpacklo_ps(t2, t3), a3 = _mm256_unpackhi_ps(t2, t3);
+    char *o = d + 4 * h * dx;
+    STOREPS(o, _mm256_shuffle_ps(a0, a2, 0x44));
+    STOREPS(o + dx, _mm256_shuffle_ps(a0, a2, 0xEE));
+    STOREPS(o + 2 * dx, _mm256_shuffle_ps(a1, a3, 0x44));
+    STOREPS(o + 3 * dx, _mm256_shuffle_ps(a1, a3, 0xEE));
+  }
+}
+
+static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
+  for (int h = 0; h < 2; h++) { /* columns 2h, 2h + 1 */
+    const char *c = s + 16 * h;
+    __m256d t0 = LOAD2PD(c, c + 2 * sy), t1 = LOAD2PD(c + sy, c + 3 * sy);
+    STOREPD(d + 2 * h * dx, _mm256_unpacklo_pd(t0, t1));
+    STOREPD(d + (2 * h + 1) * dx, _mm256_unpackhi_pd(t0, t1));
+  }
+}
+
+/* Whole K x K blocks along x first (each source line is used up at once), then the edges. */
+#define VL__AVX2_TILE(sfx, K, E, ROW)                                                                  \
+  static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,             \
+                         ptrdiff_t sy) {                                                           \
+    VL__TILE_BODY(K, E, block_##sfx, vl__copy_tiles_portable[ROW], d, s, nx, ny, dx, sy);          \
+  }
+
+VL__AVX2_TILE(u8, 16, 1, 0)
+VL__AVX2_TILE(u16, 8, 2, 1)
+VL__AVX2_TILE(u32, 8, 4, 2)
+VL__AVX2_TILE(u64, 4, 8, 3)
+
+/* ---- narrow planes --------------------------------------------------------------------------- */
+
+#define MASK(F, C, E, k, v) _mm256_broadcastsi128_si256(_mm_setr_epi8(VL__MASK16(F, C, E, k, v)))
+#define MASKS(F, C, E)                                                                             \
+  {                                                                                                \
+    {MASK(F, C, E, 0, 0), MASK(F, C, E, 0, 1), MASK(F, C, E, 0, 2), MASK(F, C, E, 0, 3)},          \
+        {MASK(F, C, E, 1, 0), MASK(F, C, E, 1, 1), MASK(F, C, E, 1, 2), MASK(F, C, E, 1, 3)},      \
+        {MASK(F, C, E, 2, 0), MASK(F, C, E, 2, 1), MASK(F, C, E, 2, 2), MASK(F, C, E, 2, 3)},      \
+    {                                                                                              \
+      MASK(F, C, E, 3, 0), MASK(F, C, E, 3, 1), MASK(F, C, E, 3, 2), MASK(F, C, E, 3, 3)           \
+    }                                                                                              \
+  }
+
+/* Per step: two groups of 16 * C bytes, group 0 in lane 0, group 1 in lane 1. */
+#define VL__AVX2_NARROW(C, E, sfx)                                                                 \
+  static void split##C##_##sfx(char *d, const char *s, int64_t n, ptrdiff_t dx) {                  \
+    const __m256i m[4][4] = MASKS(VL__SPLIT_AT, C, E);                                             \
+    enum { P = 32 / E };                                                                           \
+    int64_t y = 0;                                                                                 \
+    for (; y + P <= n; y += P, s += 32 * C) {                                                      \
+      __m256i in[C];                                                                               \
+      for (int v = 0; v < C; v++) in[v] = LOAD2(s + 16 * v, s + 16 * C + 16 * v);                 \
+      for (int k = 0; k < C; k++) {                                                                \
+        __m256i o = _mm256_shuffle_epi8(in[0], m[k][0]);                                           \
+        for (int v = 1; v < C; v++) o = _mm256_or_si256(o, _mm256_shuffle_epi8(in[v], m[k][v]));  \
+        STORE32(d + k * dx + y * E, o);                                                            \
+      }                                                                                            \
+    }                                                                                              \
+    for (; y < n; y++, s += C * E)                                                                 \
+      for (int k = 0; k < C; k++) memcpy(d + k * dx + y * E, s + k * E, E);                        \
+  }                                                                                                \
+  static void merge##C##_##sfx(char *d, const char *s, int64_t n, ptrdiff_t sy) {                  \
+    const __m256i m[4][4] = MASKS(VL__MERGE_AT, C, E);                                             \
+    enum { P = 32 / E };                                                                           \
+    int64_t x = 0;                                                                                 \
+    for (; x + P <= n; x += P, d += 32 * C) {                                                      \
+      __m256i in[C];                                                                               \
+      for (int k = 0; k < C; k++) in[k] = LOAD32(s + k * sy + x * E);                              \
+      for (int v = 0; v < C; v++) {                                                                \
+        __m256i o = _mm256_shuffle_epi8(in[0], m[0][v]);                                           \
+        for (int k = 1; k < C; k++) o = _mm256_or_si256(o, _mm256_shuffle_epi8(in[k], m[k][v]));  \
+        STORE2(d + 16 * v, d + 16 * C + 16 * v, o);                                                \
+      }                                                                                            \
+    }                                                                                              \
+    for (; x < n; x++, d += C * E)                                                                 \
+      for (int k = 0; k < C; k++) memcpy(d + k * E, s + k * sy + x * E, E);                        \
+  }
+
+VL__AVX2_NARROW(3, 1, u8)
+VL__AVX2_NARROW(4, 1, u8)
+VL__AVX2_NARROW(3, 2, u16)
+VL__AVX2_NARROW(4, 2, u16)
+
+const vl__copy_kernels vl__copy_kernels_avx2 = {
+    .tile = {tile_u8, tile_u16, tile_u32, tile_u64},
+    .split = {{NULL, split3_u8, split4_u8}, {NULL, split3_u16, split4_u16}},
+    .merge = {{NULL, merge3_u8, merge4_u8}, {NULL, merge3_u16, merge4_u16}},
+};
+#elif defined(__x86_64__)
+const vl__copy_kernels vl__copy_kernels_avx2 = {.tile = {NULL}};
+#else
+typedef int vl__copy_avx2_unused; /* not x86-64: the file is empty */
+#endif

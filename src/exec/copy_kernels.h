@@ -1,0 +1,60 @@
+/* copy_kernels.h - the inner kernels of the copy engine (src/exec/copy.c), one constant table
+ * per level of the machine's vector units (vl_copy_level in viewlower/copy.h).
+ *
+ * Each x86 table lives in its own file, compiled with that level's instruction-set flags
+ * (copy_ssse3.c: -mssse3, copy_avx2.c: -mavx2, copy_avx512.c: -mavx512f -mavx512bw -mavx512vl;
+ * see src/CMakeLists.txt); the engine calls them only when vl_copy_level_native() says the CPU
+ * runs that level. A NULL entry means "the next lower level's kernel". The tables are constant:
+ * the dispatch keeps no state. */
+#ifndef VL_EXEC_COPY_KERNELS_H
+#define VL_EXEC_COPY_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* nx x ny elements: element (x, y) sits at d + x*dx + y*size and at s + x*size + y*sy (the
+ * destination is contiguous along y, the source along x). */
+typedef void (*vl__tile_fn)(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
+                            ptrdiff_t sy);
+/* Narrow planes of NX = 2..4 rows. split: n dense source rows of NX elements become NX
+ * destination rows stride bytes apart (deinterleave); merge: NX source rows stride bytes apart
+ * become n dense destination rows of NX elements (interleave). */
+typedef void (*vl__narrow_fn)(char *d, const char *s, int64_t n, ptrdiff_t stride);
+
+#define VL__NARROW_MAX 4
+
+typedef struct vl__copy_kernels {
+  vl__tile_fn tile[4]; /* element sizes 1, 2, 4, 8 */
+  vl__narrow_fn split[4][VL__NARROW_MAX - 1], merge[4][VL__NARROW_MAX - 1]; /* [size][NX - 2] */
+} vl__copy_kernels;
+
+/* The portable tiles (copy.c), for planes thinner than a wider level's blocks. */
+extern const vl__tile_fn vl__copy_tiles_portable[4];
+
+/* The body of a tile kernel: whole K x K blocks along x first (each source line is used up at
+ * once), the last block of each row and column moved back to end at the plane's edge, so it
+ * rewrites a few elements with the values they already got (source and destination never
+ * overlap). A plane thinner than K goes to small. */
+#define VL__TILE_BODY(K, E, block, small, d, s, nx, ny, dx, sy)                                    \
+  do {                                                                                             \
+    if ((nx) < (K) || (ny) < (K)) {                                                                \
+      small(d, s, nx, ny, dx, sy);                                                                 \
+      break;                                                                                       \
+    }                                                                                              \
+    for (int64_t y_ = 0;; y_ += (K)) {                                                             \
+      if (y_ > (ny) - (K)) y_ = (ny) - (K);                                                        \
+      for (int64_t x_ = 0;; x_ += (K)) {                                                           \
+        if (x_ > (nx) - (K)) x_ = (nx) - (K);                                                      \
+        block((d) + x_ * (dx) + y_ * (E), (s) + x_ * (E) + y_ * (sy), dx, sy);                     \
+        if (x_ == (nx) - (K)) break;                                                               \
+      }                                                                                            \
+      if (y_ == (ny) - (K)) break;                                                                 \
+    }                                                                                              \
+  } while (0)
+
+/* Defined only on x86-64 (each is all NULL where its file was built without its flags). */
+extern const vl__copy_kernels vl__copy_kernels_ssse3;
+extern const vl__copy_kernels vl__copy_kernels_avx2;
+extern const vl__copy_kernels vl__copy_kernels_avx512;
+
+#endif
