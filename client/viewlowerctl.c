@@ -42,7 +42,7 @@ typedef struct {
   const char *positional[MAX_POSITIONAL];
   size_t n_positional;
   const char *out, *inputs, *seed, *size, *out_dim_order, *policy, *encoding;
-  bool keep_view_copy;
+  bool keep_view_copy, no_fold;
   /* flag values, checked before any file is read */
   uint64_t seed_value;
   int64_t size_v[MAX_LIST], order_v[MAX_LIST];
@@ -53,9 +53,9 @@ typedef struct {
 static void usage(FILE *f) {
   fputs("usage: viewlowerctl [--socket PATH | --local] [--timeout-ms N] COMMAND ...\n"
         "  validate GRAPH\n"
-        "  lower GRAPH... [-o OUT] [--keep-view-copy] [--policy safe|legacy]\n"
-        "  explain GRAPH [--keep-view-copy] [--policy safe|legacy]\n"
-        "  verify GRAPH [--inputs FILE] [--seed N] [--keep-view-copy] [--policy safe|legacy]\n"
+        "  lower GRAPH... [-o OUT] [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
+        "  explain GRAPH [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
+        "  verify GRAPH [--inputs FILE] [--seed N] [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
         "  run GRAPH --inputs FILE [-o OUT] [--encoding values|base64]\n"
         "  view-copy TENSOR --size 1,2,-1 [--out-dim-order 0,1,2] [-o OUT] [--encoding "
         "values|base64]\n"
@@ -313,6 +313,7 @@ static cJSON *options_json(const ctl *c) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL) return NULL;
   if (c->keep_view_copy) cJSON_AddFalseToObject(o, "remove_view_copy");
+  if (c->no_fold) cJSON_AddFalseToObject(o, "fold");
   if (c->policy) cJSON_AddStringToObject(o, "policy", c->policy);
   return o;
 }
@@ -354,30 +355,38 @@ static int cmd_validate(ctl *c) {
   return simple_graph_command(c, "validate", false, "graph");
 }
 
+static int report_int(const cJSON *report, const char *key) {
+  const cJSON *v = cJSON_GetObjectItem(report, key);
+  return v ? v->valueint : 0;
+}
+
+/* One row per decision: the operator (the middle part of its target), the base it aliases or
+ * copies from and at which element offset, and why. */
 static void print_explain(const cJSON *report) {
   const cJSON *d;
-  printf("%-20s %-20s %-9s %-28s %s\n", "NODE", "BASE", "DECISION", "REASONS", "MESSAGE");
+  printf("%-20s %-18s %-20s %-7s %-9s %-28s %s\n", "NODE", "OP", "BASE", "OFFSET", "DECISION",
+         "REASONS", "MESSAGE");
   cJSON_ArrayForEach(d, cJSON_GetObjectItem(report, "decisions")) {
-    char reasons[256] = "-";
+    char reasons[256] = "-", op[64];
     size_t len = 0;
-    const cJSON *r;
+    const cJSON *r, *target = cJSON_GetObjectItem(d, "target"), *off = cJSON_GetObjectItem(d, "offset");
     cJSON_ArrayForEach(r, cJSON_GetObjectItem(d, "reasons")) {
       int n = snprintf(reasons + len, sizeof reasons - len, "%s%s", len ? "," : "", r->valuestring);
       if (n > 0) len = len + (size_t)n < sizeof reasons ? len + (size_t)n : sizeof reasons - 1;
     }
-    printf("%-20s %-20s %-9s %-28s %s\n", cJSON_GetObjectItem(d, "node")->valuestring,
-           cJSON_GetObjectItem(d, "base")->valuestring,
+    vl_target_operator(cJSON_IsString(target) ? target->valuestring : "?", op, sizeof op);
+    printf("%-20s %-18s %-20s %-7.0f %-9s %-28s %s\n", cJSON_GetObjectItem(d, "node")->valuestring,
+           op, cJSON_GetObjectItem(d, "base")->valuestring, off ? off->valuedouble : 0.0,
            cJSON_GetObjectItem(d, "decision")->valuestring, reasons,
            cJSON_GetObjectItem(d, "message")->valuestring);
   }
-  printf("\n%d view_copy nodes: %d replaced, %d kept, %d removed as dead; %d bases normalized; "
-         "%.0f bytes saved\n",
-         cJSON_GetObjectItem(report, "view_copy_nodes")->valueint,
-         cJSON_GetObjectItem(report, "replaced")->valueint,
-         cJSON_GetObjectItem(report, "kept")->valueint,
-         cJSON_GetObjectItem(report, "removed_dead")->valueint,
-         cJSON_GetObjectItem(report, "normalized")->valueint,
-         cJSON_GetObjectItem(report, "bytes_saved")->valuedouble);
+  printf("\n%d layout-only nodes (%d view_copy): %d replaced, %d kept, %d merged, %d removed as "
+         "dead; %d bases normalized; %.0f bytes saved, %.0f bytes still copied\n",
+         report_int(report, "layout_copy_nodes"), report_int(report, "view_copy_nodes"),
+         report_int(report, "replaced"), report_int(report, "kept"), report_int(report, "merged"),
+         report_int(report, "removed_dead"), report_int(report, "normalized"),
+         cJSON_GetObjectItem(report, "bytes_saved")->valuedouble,
+         cJSON_GetObjectItem(report, "bytes_copied")->valuedouble);
 }
 
 static int cmd_explain(ctl *c) {
@@ -675,7 +684,8 @@ enum {
   OPT_SEED = 1 << 4,
   OPT_ENCODING = 1 << 5,
   OPT_SIZE = 1 << 6,
-  OPT_ORDER = 1 << 7
+  OPT_ORDER = 1 << 7,
+  OPT_NOFOLD = 1 << 8
 };
 
 static const struct command {
@@ -685,9 +695,9 @@ static const struct command {
   unsigned options, required;
 } commands[] = {
     {"validate", cmd_validate, 1, 1, 0, 0},
-    {"lower", cmd_lower, 1, MAX_POSITIONAL, OPT_OUT | OPT_KEEP | OPT_POLICY, 0},
-    {"explain", cmd_explain, 1, 1, OPT_KEEP | OPT_POLICY, 0},
-    {"verify", cmd_verify, 1, 1, OPT_INPUTS | OPT_SEED | OPT_KEEP | OPT_POLICY, 0},
+    {"lower", cmd_lower, 1, MAX_POSITIONAL, OPT_OUT | OPT_KEEP | OPT_NOFOLD | OPT_POLICY, 0},
+    {"explain", cmd_explain, 1, 1, OPT_KEEP | OPT_NOFOLD | OPT_POLICY, 0},
+    {"verify", cmd_verify, 1, 1, OPT_INPUTS | OPT_SEED | OPT_KEEP | OPT_NOFOLD | OPT_POLICY, 0},
     {"run", cmd_run, 1, 1, OPT_INPUTS | OPT_OUT | OPT_ENCODING, OPT_INPUTS},
     {"view-copy", cmd_view_copy, 1, 1, OPT_SIZE | OPT_ORDER | OPT_OUT | OPT_ENCODING, OPT_SIZE},
     {"ping", cmd_ping, 0, 0, 0, 0},
@@ -752,6 +762,7 @@ static const struct option_row {
     {"--out-dim-order", OPT_ORDER, offsetof(ctl, out_dim_order), check_order,
      "not a comma list of integers"},
     {"--keep-view-copy", OPT_KEEP, 0, NULL, NULL},
+    {"--no-fold", OPT_NOFOLD, 0, NULL, NULL},
 };
 
 static const struct option_row *find_option(const struct command *cmd, const char *flag) {
@@ -773,6 +784,10 @@ static int parse_command_args(ctl *c, const struct command *cmd, int argc, char 
     const struct option_row *row = find_option(cmd, a);
     if (row == NULL) return usage_error("unknown option %s for this command", a);
     seen |= row->bit;
+    if (row->bit == OPT_NOFOLD) {
+      c->no_fold = true;
+      continue;
+    }
     if (row->bit == OPT_KEEP) {
       c->keep_view_copy = true;
       continue;

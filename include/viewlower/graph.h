@@ -83,6 +83,7 @@ typedef struct vl_node {
   uint32_t n_mutates;
   uint32_t out;      /* node named by kwargs.out, or VL_NO_NODE */
   uint32_t alias_of; /* memory.view: the storage owner, or VL_NO_NODE */
+  int64_t offset;    /* memory.view: element offset into args[0]'s buffer (SPEC §3a), else 0 */
   /* Derived: nodes that reference this one (args at any depth, kwargs.out, mutates, output),
    * each user once, in graph order. */
   uint32_t *users;

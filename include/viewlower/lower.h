@@ -1,4 +1,5 @@
-/* lower.h - the view_copy -> memory.view lowering (SPEC §3) and its report. */
+/* lower.h - the view_copy -> memory.view lowering (SPEC §3), the layout algebra that folds
+ * chains of every layout-only op (SPEC §3a, option fold), and the report. */
 #ifndef VIEWLOWER_LOWER_H
 #define VIEWLOWER_LOWER_H
 
@@ -19,6 +20,7 @@ typedef enum { VL_POLICY_SAFE, VL_POLICY_LEGACY } vl_policy;
 typedef struct vl_lower_options {
   bool remove_view_copy; /* default true */
   vl_policy policy;      /* default VL_POLICY_SAFE */
+  bool fold;             /* default true: SPEC §3a (safe policy only); false is exactly §3 */
 } vl_lower_options;
 
 /* Reason codes in SPEC order. X(enum, name) */
@@ -27,6 +29,7 @@ typedef struct vl_lower_options {
   X(VL_REASON_FEEDS_OUTPUT, "feeds_output")                                                        \
   X(VL_REASON_BASE_LAYOUT, "base_layout")                                                          \
   X(VL_REASON_VIEW_LAYOUT, "view_layout")                                                          \
+  X(VL_REASON_REORDERS, "reorders")                                                                \
   X(VL_REASON_VIEW_MUTATED, "view_mutated")                                                        \
   X(VL_REASON_BASE_MUTATED, "base_mutated")                                                        \
   X(VL_REASON_BASE_MUTABLE_INPUT, "base_mutable_input")                                            \
@@ -43,9 +46,12 @@ typedef enum {
 VL_API const char *vl_reason_name(vl_reason r);
 
 typedef struct vl_decision {
-  char *node; /* node name */
-  char *base; /* base name after normalization */
+  char *node;   /* node name */
+  char *target; /* the node's target in the input graph */
+  char *base;   /* base name after normalization; with fold, the root the node was judged on */
   bool replaced;
+  bool merged;    /* fold: rewritten to aten.as_strided_copy.default of base */
+  int64_t offset; /* replaced or merged: element offset into base's buffer */
   uint32_t reasons; /* bit (1u << vl_reason) per failed condition */
   char *message;    /* one line for people */
 } vl_decision;
@@ -57,12 +63,16 @@ typedef struct vl_report {
   uint32_t normalized;
   uint32_t removed_dead;
   int64_t bytes_saved;
+  uint32_t layout_copy_nodes; /* layout-only nodes of the input (view_copy_nodes without fold) */
+  uint32_t merged;
+  int64_t bytes_copied; /* nbytes of the layout-only nodes that still copy */
   vl_decision *decisions;
   uint32_t n_decisions;
 } vl_report;
 
 VL_API void vl_lower_options_default(vl_lower_options *o);
-/* Options from JSON {"remove_view_copy": bool, "policy": "safe"|"legacy"}; opts may be NULL. */
+/* Options from JSON {"remove_view_copy": bool, "policy": "safe"|"legacy", "fold": bool}; opts may
+ * be NULL. */
 VL_API vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out,
                                             vl_error *err);
 

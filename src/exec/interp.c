@@ -4,9 +4,13 @@
  * which the node reads it. A call allocates a fresh storage in its declared layout (node->val);
  * memory.view takes its base's storage with its own declared spec, so a lowering that aliases
  * the wrong layout really reads wrong values; in-place ops (add_, relu_, copy_) and kwargs.out
- * write into the written argument's storage and their node shares that slot. Ops come from one
- * table: adding an op is adding a row. Every byte allocated counts against
- * lim->max_total_bytes; all storages live until the run ends. */
+ * write into the written argument's storage and their node shares that slot. A memory.view
+ * may alias a sub-range: its slot starts `offset` elements into the base's (SPEC §3a). The
+ * layout-only ops of §3a run as one strided copy through their descriptor map (lower/fold_ops.h),
+ * as_strided_copy reads its input's buffer at the given strides, and a split's outputs get one
+ * storage each, read by their getitems. Ops come from one table: adding an op is adding a row.
+ * Every byte allocated counts against lim->max_total_bytes; all storages live until the run
+ * ends. */
 #include "viewlower/layout.h"
 #include "viewlower/interp.h"
 
@@ -16,6 +20,7 @@
 
 #include "exec/elementwise.h"
 #include "exec/kernel_internal.h"
+#include "lower/fold_ops.h"
 #include "viewlower/copy.h"
 
 #define NO_STORE UINT32_MAX
@@ -28,6 +33,7 @@ typedef struct storage {
 typedef struct slot {
   uint32_t store; /* index into run.stores, NO_STORE before the node ran */
   vl_spec spec;
+  int64_t offset; /* element offset into the store where the node's elements start */
 } slot;
 
 typedef struct run {
@@ -42,9 +48,10 @@ typedef struct run {
 
 /* A tensor as an op sees it: bytes plus the spec they are read through. */
 typedef struct tview {
-  void *data;
+  void *data; /* the store's bytes from the slot's offset on */
   vl_spec spec;
   uint32_t store;
+  int64_t avail; /* bytes of the store from data on */
 } tview;
 
 /* ---- memory ------------------------------------------------------------------------------ */
@@ -90,14 +97,17 @@ static vl_status slot_alloc(run *r, uint32_t i, const vl_spec *spec, tview *v) {
   vl_status st = buffer_new(r, nbytes, &data);
   if (st != VL_OK) return st;
   r->stores[r->n_stores] = (storage){.data = data, .nbytes = nbytes};
-  r->slots[i] = (slot){.store = r->n_stores++, .spec = *spec};
-  *v = (tview){.data = data, .spec = *spec, .store = r->slots[i].store};
+  r->slots[i] = (slot){.store = r->n_stores++, .spec = *spec, .offset = 0};
+  *v = (tview){.data = data, .spec = *spec, .store = r->slots[i].store, .avail = nbytes};
   return VL_OK;
 }
 
 static tview slot_view(const run *r, uint32_t i) {
   const slot *s = &r->slots[i];
-  return (tview){.data = r->stores[s->store].data, .spec = s->spec, .store = s->store};
+  const storage *st = &r->stores[s->store];
+  int64_t skip = s->offset * (int64_t)vl_dtype_size(s->spec.dtype);
+  return (tview){.data = (char *)st->data + skip, .spec = s->spec, .store = s->store,
+                 .avail = st->nbytes - skip};
 }
 
 static void run_free(run *r) {
@@ -426,19 +436,109 @@ static vl_status op_relu(run *r, uint32_t i, const tview *dst, bool fresh) {
   return st;
 }
 
-/* memory.view: no buffer of its own; the base's storage read through this node's spec. */
+/* The bytes d reads from its start: 0 when it has no element, else up to its last element. */
+static bool desc_bytes(const vl_desc *d, vl_dtype dt, int64_t *bytes) {
+  int64_t last;
+  bool empty;
+  if (!vl_desc_extent(d, &last, &empty)) return false;
+  *bytes = 0;
+  return empty || !__builtin_mul_overflow(last + 1, (int64_t)vl_dtype_size(dt), bytes);
+}
+
+/* memory.view: no buffer of its own; the base's storage, from the base's own start plus the
+ * node's offset, read through this node's spec. */
 static vl_status op_memory_view(run *r, uint32_t i) {
   const vl_node *n = &r->g->nodes[i];
   tview base;
   int64_t need;
+  vl_desc d;
   vl_status st = arg_tensor(r, n, 0, &base);
   if (st != VL_OK) return st;
-  if (n->val.dtype != base.spec.dtype || !vl_spec_nbytes(&n->val, &need) ||
-      need > r->stores[base.store].nbytes)
+  vl_desc_of_spec(&n->val, n->offset, &d);
+  if (n->val.dtype != base.spec.dtype || !desc_bytes(&d, n->val.dtype, &need) ||
+      need > base.avail)
     return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val",
-                        "memory.view of %s cannot alias the %lld bytes of its base",
-                        vl_dtype_name(n->val.dtype), (long long)r->stores[base.store].nbytes);
-  r->slots[i] = (slot){.store = base.store, .spec = n->val};
+                        "memory.view of %s at offset %lld cannot alias the %lld bytes of its base",
+                        vl_dtype_name(n->val.dtype), (long long)n->offset, (long long)base.avail);
+  r->slots[i] = (slot){.store = base.store, .spec = n->val,
+                       .offset = r->slots[n->args[0].u.ref].offset + n->offset};
+  return VL_OK;
+}
+
+/* Copies the elements descriptor d (relative to src's start) names into dst, in logical order. */
+static void copy_desc(const tview *dst, const tview *src, const vl_desc *d) {
+  int64_t numel = 0, ds[VL_MAX_RANK];
+  vl_spec_numel(&dst->spec, &numel);
+  if (numel == 0) return;
+  size_t esz = vl_dtype_size(dst->spec.dtype);
+  vl_layout_strides(&dst->spec, ds);
+  vl_copy_strided(esz, d->rank, d->shape, dst->data, ds,
+                  (const char *)src->data + d->offset * (int64_t)esz, d->strides);
+}
+
+static vl_status bad_args(run *r, const vl_node *n) {
+  return vl_error_set(r->err, VL_ERR_KERNEL, "/args",
+                      "%s: the arguments are out of range for the input, or give another shape "
+                      "than val",
+                      n->target);
+}
+
+/* A layout-only op of SPEC §3a other than view_copy and the conversions: one strided copy
+ * through the op's descriptor map (as_strided: its input's buffer, bounds checked). */
+static vl_status op_strided(run *r, uint32_t i, const tview *dst, bool fresh) {
+  const vl_node *n = &r->g->nodes[i];
+  tview self;
+  vl_desc in, d;
+  int64_t need;
+  (void)fresh;
+  vl_status st = arg_tensor(r, n, 0, &self);
+  if (st != VL_OK) return st;
+  if (self.spec.dtype != dst->spec.dtype)
+    return vl_error_set(r->err, VL_ERR_KERNEL, "/val/dtype", "%s: dtype %s differs from %s",
+                        n->target, vl_dtype_name(dst->spec.dtype), vl_dtype_name(self.spec.dtype));
+  vl_desc_of_spec(&self.spec, 0, &in);
+  if (!vl__fold_map(r->g, i, &in, &d)) {
+    if (strcmp(n->target, "aten._reshape_alias_copy.default") != 0) return bad_args(r, n);
+    /* A reshape without a strided alias copies in logical order, as view_copy does. */
+    return op_view_copy(r, i, dst, fresh);
+  }
+  if (!desc_bytes(&d, self.spec.dtype, &need) || need > self.avail)
+    return vl_error_set(r->err, VL_ERR_KERNEL, "/args",
+                        "%s reads past the %lld bytes of its input's buffer", n->target,
+                        (long long)self.avail);
+  copy_desc(dst, &self, &d);
+  return VL_OK;
+}
+
+/* A split (split_copy, split_with_sizes_copy, unbind_copy): one storage per output, each the
+ * slice (or select) of the input that output is; slot i names the first. */
+static vl_status exec_split(run *r, uint32_t i) {
+  const vl_node *n = &r->g->nodes[i];
+  tview self, dst;
+  vl_desc in, d;
+  vl_status st = arg_tensor(r, n, 0, &self);
+  if (st != VL_OK) return st;
+  vl_desc_of_spec(&self.spec, 0, &in);
+  uint32_t first = r->n_stores;
+  for (uint32_t k = 0; k < n->n_vals; k++) {
+    const vl_spec *v = &n->vals[k];
+    if (v->dtype != self.spec.dtype || !vl__fold_split_output(n, k, &in, &d) ||
+        d.rank != v->rank || memcmp(d.shape, v->shape, d.rank * sizeof d.shape[0]) != 0)
+      return bad_args(r, n);
+    st = slot_alloc(r, i, v, &dst);
+    if (st != VL_OK) return st;
+    copy_desc(&dst, &self, &d);
+  }
+  r->slots[i] = (slot){.store = first, .spec = self.spec, .offset = 0};
+  return VL_OK;
+}
+
+/* operator.getitem of a split: output index of the producer, its own storage. */
+static vl_status exec_getitem(run *r, uint32_t i, uint32_t producer, uint32_t index) {
+  if (r->slots[producer].store == NO_STORE)
+    return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/args/0", "the producer has not run");
+  r->slots[i] = (slot){.store = r->slots[producer].store + index,
+                       .spec = r->g->nodes[producer].vals[index], .offset = 0};
   return VL_OK;
 }
 
@@ -465,6 +565,16 @@ static const op_row op_table[] = {
     {"aten.relu.default", OP_NEW, op_relu},
     {"aten.relu_.default", OP_INPLACE, op_relu},
     {"aten.copy_.default", OP_INPLACE, op_copy_},
+    {"aten._reshape_alias_copy.default", OP_NEW, op_strided},
+    {"aten.t_copy.default", OP_NEW, op_strided},
+    {"aten.squeeze_copy.default", OP_NEW, op_strided},
+    {"aten.squeeze_copy.dim", OP_NEW, op_strided},
+    {"aten.squeeze_copy.dims", OP_NEW, op_strided},
+    {"aten.unsqueeze_copy.default", OP_NEW, op_strided},
+    {"aten.alias_copy.default", OP_NEW, op_strided},
+    {"aten.slice_copy.Tensor", OP_NEW, op_strided},
+    {"aten.select_copy.int", OP_NEW, op_strided},
+    {"aten.as_strided_copy.default", OP_NEW, op_strided},
 };
 
 static const op_row *op_find(const char *target) {
@@ -479,6 +589,10 @@ static vl_status exec_call(run *r, uint32_t i) {
   const op_row *op = op_find(n->target);
   tview dst;
   bool fresh;
+  uint32_t producer, index;
+  if (vl__fold_is_split(n)) return exec_split(r, i);
+  if (vl_node_getitem(n, &producer, &index) && vl__fold_is_split(&r->g->nodes[producer]))
+    return exec_getitem(r, i, producer, index);
   if (op == NULL || n->n_vals > 0) /* several outputs (vals): as an unknown target, SPEC §2 */
     return vl_error_set(r->err, VL_ERR_UNSUPPORTED, "/target",
                         "target %s is not supported by the interpreter%s", n->target,
@@ -535,7 +649,9 @@ static vl_status run_init(run *r, const vl_graph *g, const vl_limits *lim, vl_er
   r->g = g;
   r->lim = lim;
   r->err = err;
-  r->stores = calloc(g->n_nodes > 0 ? g->n_nodes : 1, sizeof *r->stores);
+  size_t stores = g->n_nodes + 1;
+  for (uint32_t i = 0; i < g->n_nodes; i++) stores += g->nodes[i].n_vals;
+  r->stores = calloc(stores, sizeof *r->stores);
   r->slots = calloc(g->n_nodes > 0 ? g->n_nodes : 1, sizeof *r->slots);
   if (r->stores == NULL || r->slots == NULL)
     return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory for %u nodes", g->n_nodes);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "viewlower/layout.h"
 
 static vl_status node_error(vl_error *err, uint32_t i, const char *sub, const char *msg) {
   char path[VL_ERROR_PATH_MAX];
@@ -35,6 +36,25 @@ static vl_status check_spelling(const vl_graph *g, uint32_t i, vl_error *err) {
                     "with kwargs.dim_order when skip_dim_order is false");
 }
 
+/* SPEC §2/§3a: a memory.view may alias a sub-range, but every element it reads (from its
+ * offset, through its declared layout) lies inside its base's buffer of base_numel elements. */
+static vl_status check_alias_range(const vl_node *n, const vl_node *base, int64_t base_numel,
+                                   vl_error *err, uint32_t i) {
+  char msg[VL_ERROR_MESSAGE_MAX];
+  vl_desc d;
+  int64_t last;
+  bool empty;
+  vl_desc_of_spec(&n->val, n->offset, &d);
+  if (!vl_desc_extent(&d, &last, &empty) || (!empty && last >= base_numel) ||
+      (empty && n->offset > base_numel)) {
+    snprintf(msg, sizeof msg,
+             "reads elements up to %lld from offset %lld, past the %lld elements of base %.64s",
+             (long long)last, (long long)n->offset, (long long)base_numel, base->name);
+    return node_error(err, i, n->offset > 0 ? "/offset" : "/val/shape", msg);
+  }
+  return VL_OK;
+}
+
 static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
   const vl_node *n = &g->nodes[i];
   char msg[VL_ERROR_MESSAGE_MAX];
@@ -64,13 +84,17 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
   int64_t base_numel = 0, numel = 0, shape[VL_MAX_RANK];
   vl_spec_numel(&base->val, &base_numel);
   vl_spec_numel(&n->val, &numel);
-  if (numel != base_numel) {
+  bool alias = vl__is_memory_view(n);
+  if (alias) {
+    vl_status st = check_alias_range(n, base, base_numel, err, i);
+    if (st != VL_OK) return st;
+  } else if (numel != base_numel) {
     snprintf(msg, sizeof msg, "%lld elements but the base %.64s has %lld", (long long)numel,
              base->name, (long long)base_numel);
     return node_error(err, i, "/val/shape", msg);
   }
   vl_error e;
-  if (vl_view_size_infer(base_numel, sizes, size->u.list.count, shape, &e) != VL_OK)
+  if (vl_view_size_infer(alias ? numel : base_numel, sizes, size->u.list.count, shape, &e) != VL_OK)
     return node_error(err, i, "/args/1", e.message);
   bool same = size->u.list.count == n->val.rank;
   for (uint32_t k = 0; same && k < n->val.rank; k++) same = shape[k] == n->val.shape[k];

@@ -34,7 +34,7 @@ typedef struct {
 static const char *const graph_keys[] = {"format",         "version", "name",
                                          "skip_dim_order", "nodes",   NULL};
 static const char *const node_keys[] = {"name", "op",     "target",  "kind",     "mutated", "val",
-                                        "args", "kwargs", "mutates", "alias_of", "vals", NULL};
+                                        "args", "kwargs", "mutates", "alias_of", "vals", "offset", NULL};
 
 static uint64_t hash_name(const char *s) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -342,7 +342,7 @@ static vl_status parse_placeholder(parser *p, vl_node *n, const cJSON *j) {
   const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
   const cJSON *mut = cJSON_GetObjectItemCaseSensitive(j, "mutated");
   static const char *const forbidden[] = {"target", "args",     "kwargs",
-                                          "mutates", "alias_of", "vals"};
+                                          "mutates", "alias_of", "vals", "offset"};
   for (size_t i = 0; i < sizeof forbidden / sizeof *forbidden; i++) {
     if (cJSON_GetObjectItemCaseSensitive(j, forbidden[i]) != NULL) {
       char sub[64];
@@ -405,6 +405,12 @@ static vl_status parse_call(parser *p, vl_node *n, const cJSON *j) {
       return FAIL(p, "/alias_of", "only memory.view nodes carry alias_of");
     if (!cJSON_IsString(alias)) return FAIL(p, "/alias_of", "must be a node name");
     st = resolve(p, alias->valuestring, "/alias_of", &n->alias_of);
+  }
+  const cJSON *offset = cJSON_GetObjectItemCaseSensitive(j, "offset");
+  if (st == VL_OK && offset != NULL) {
+    if (!vl__is_memory_view(n)) return FAIL(p, "/offset", "only memory.view nodes carry offset");
+    if (!vl__json_int(offset, 0, INT64_MAX, &n->offset))
+      return FAIL(p, "/offset", "must be a whole number of elements >= 0");
   }
   return st;
 }

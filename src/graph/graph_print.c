@@ -103,6 +103,10 @@ static void put_call_fields(vl__jw *w, const vl_graph *g, const vl_node *n) {
     VL__JW_LIT(w, ",\"alias_of\":");
     vl__jw_str(w, g->nodes[n->alias_of].name);
   }
+  if (n->offset != 0) {
+    VL__JW_LIT(w, ",\"offset\":");
+    vl__jw_int(w, n->offset);
+  }
 }
 
 static void put_node(vl__jw *w, const vl_graph *g, const vl_node *n) {

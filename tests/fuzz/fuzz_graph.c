@@ -22,9 +22,10 @@ static uint32_t hash_bytes(const uint8_t *data, size_t size) {
 
 static void options_from_hash(uint32_t h, vl_lower_options *o) {
   vl_lower_options_default(o);
-  switch (h % 4) {
+  switch (h % 5) {
   case 2: o->policy = VL_POLICY_LEGACY; break;
   case 3: o->remove_view_copy = false; break;
+  case 4: o->fold = false; break;
   default: break;
   }
 }
@@ -112,8 +113,10 @@ static void check_print_round_trip(const vl_graph *g, const vl_limits *lim) {
 }
 
 static void check_report(const vl_graph *g, const vl_report *r) {
-  FUZZ_CHECK(r->replaced + r->kept + r->removed_dead == r->view_copy_nodes);
-  FUZZ_CHECK(r->n_decisions == r->replaced + r->kept);
+  /* SPEC §3a: every layout-only node (every view_copy without fold) is accounted for once. */
+  FUZZ_CHECK(r->replaced + r->kept + r->merged + r->removed_dead == r->layout_copy_nodes);
+  FUZZ_CHECK(r->n_decisions == r->replaced + r->kept + r->merged);
+  FUZZ_CHECK(r->layout_copy_nodes >= r->view_copy_nodes && r->bytes_copied >= 0);
   FUZZ_CHECK(r->normalized <= r->view_copy_nodes);
   FUZZ_CHECK(r->bytes_saved >= 0);
   uint32_t replaced = 0;

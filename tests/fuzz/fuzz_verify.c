@@ -34,8 +34,9 @@ static void check_result(const cJSON *params, const cJSON *res) {
     free(text);
   }
   FUZZ_CHECK(asks_legacy(params) || cJSON_IsTrue(equal));
-  FUZZ_CHECK(number_at(rep, "replaced") + number_at(rep, "kept") + number_at(rep, "removed_dead") ==
-             number_at(rep, "view_copy_nodes"));
+  FUZZ_CHECK(number_at(rep, "replaced") + number_at(rep, "kept") + number_at(rep, "merged") +
+                 number_at(rep, "removed_dead") ==
+             number_at(rep, "layout_copy_nodes"));
   char *text = cJSON_PrintUnformatted(res);
   FUZZ_CHECK(text != NULL);
   cJSON *back = cJSON_Parse(text);

@@ -1,0 +1,257 @@
+/* fold_ops.c - the table of layout-only ops (SPEC §3a): target -> logical map, each map reading
+ * the node's arguments as PyTorch's schema gives them (positional, or by name in kwargs, with the
+ * schema's defaults) and calling the descriptor map of viewlower/layout.h. */
+#include "lower/fold_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+bool vl__fold_int(const vl_arg *a, int64_t *v) {
+  if (a->kind == VL_ARG_INT) {
+    *v = a->u.i;
+    return true;
+  }
+  if (a->kind != VL_ARG_FLOAT || !(a->u.f == a->u.f) || floor(a->u.f) != a->u.f) return false;
+  if (a->u.f >= 9223372036854775807.0) *v = INT64_MAX;
+  else if (a->u.f <= -9223372036854775807.0) *v = INT64_MIN;
+  else *v = (int64_t)a->u.f;
+  return true;
+}
+
+/* Argument pos of n, else kwargs[name], else NULL (absent: the schema default applies). */
+static const vl_arg *arg_at(const vl_node *n, uint32_t pos, const char *name) {
+  if (pos < n->n_args) return &n->args[pos];
+  return name ? vl_node_kwarg(n, name) : NULL;
+}
+
+/* An integer argument with a default; false when present but not an integer. */
+static bool int_arg(const vl_node *n, uint32_t pos, const char *name, int64_t dflt, int64_t *v) {
+  const vl_arg *a = arg_at(n, pos, name);
+  if (a == NULL || a->kind == VL_ARG_NULL) {
+    *v = dflt;
+    return true;
+  }
+  return vl__fold_int(a, v);
+}
+
+/* An optional integer (None allowed): *has false for None or absent. */
+static bool opt_int_arg(const vl_node *n, uint32_t pos, const char *name, int64_t *v, bool *has) {
+  const vl_arg *a = arg_at(n, pos, name);
+  *has = a != NULL && a->kind != VL_ARG_NULL;
+  return !*has || vl__fold_int(a, v);
+}
+
+static bool int_list(const vl_arg *a, int64_t *v, size_t *n) {
+  if (a == NULL || a->kind != VL_ARG_LIST || a->u.list.count > VL_MAX_RANK) return false;
+  for (uint32_t k = 0; k < a->u.list.count; k++)
+    if (!vl__fold_int(&a->u.list.items[k], &v[k])) return false;
+  *n = a->u.list.count;
+  return true;
+}
+
+typedef bool (*map_fn)(const vl_node *n, const vl_desc *in, vl_desc *out);
+
+/* view_copy and _reshape_alias_copy: a logical reshape to the size argument (its -1 inferred). */
+static bool map_reshape(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  int64_t size[VL_MAX_RANK], shape[VL_MAX_RANK], numel = 1;
+  size_t rank;
+  vl_error e;
+  if (!int_list(arg_at(n, 1, "size"), size, &rank)) return false;
+  for (uint8_t d = 0; d < in->rank; d++)
+    if (__builtin_mul_overflow(numel, in->shape[d], &numel)) return false;
+  if (vl_view_size_infer(numel, size, rank, shape, &e) != VL_OK) return false;
+  return vl_desc_reshape(in, (uint8_t)rank, shape, out);
+}
+
+static bool map_permute(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  int64_t dims[VL_MAX_RANK];
+  size_t count;
+  return int_list(arg_at(n, 1, "dims"), dims, &count) && vl_desc_permute(in, dims, count, out);
+}
+
+static bool map_transpose(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  int64_t a, b;
+  const vl_arg *x = arg_at(n, 1, "dim0"), *y = arg_at(n, 2, "dim1");
+  return x && y && vl__fold_int(x, &a) && vl__fold_int(y, &b) && vl_desc_transpose(in, a, b, out);
+}
+
+static bool map_t(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  (void)n;
+  return vl_desc_t(in, out);
+}
+
+static bool map_squeeze_all(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  (void)n;
+  return vl_desc_squeeze(in, NULL, 0, out);
+}
+
+static bool map_squeeze_dim(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  const vl_arg *a = arg_at(n, 1, "dim");
+  int64_t d;
+  return a && vl__fold_int(a, &d) && vl_desc_squeeze(in, &d, 1, out);
+}
+
+static bool map_squeeze_dims(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  int64_t dims[VL_MAX_RANK];
+  size_t count;
+  return int_list(arg_at(n, 1, "dim"), dims, &count) && vl_desc_squeeze(in, dims, count, out);
+}
+
+static bool map_unsqueeze(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  const vl_arg *a = arg_at(n, 1, "dim");
+  int64_t d;
+  return a && vl__fold_int(a, &d) && vl_desc_unsqueeze(in, d, out);
+}
+
+static bool map_identity(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  (void)n;
+  return vl_desc_identity(in, out);
+}
+
+static bool map_slice(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  int64_t dim, start, end, step;
+  bool has_start, has_end;
+  return int_arg(n, 1, "dim", 0, &dim) && opt_int_arg(n, 2, "start", &start, &has_start) &&
+         opt_int_arg(n, 3, "end", &end, &has_end) && int_arg(n, 4, "step", 1, &step) &&
+         vl_desc_slice(in, dim, has_start ? &start : NULL, has_end ? &end : NULL, step, out);
+}
+
+static bool map_select(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  const vl_arg *a = arg_at(n, 1, "dim"), *b = arg_at(n, 2, "index");
+  int64_t d, idx;
+  return a && b && vl__fold_int(a, &d) && vl__fold_int(b, &idx) &&
+         vl_desc_select(in, d, idx, out);
+}
+
+static bool map_as_strided(const vl_node *n, const vl_desc *in, vl_desc *out) {
+  int64_t size[VL_MAX_RANK], stride[VL_MAX_RANK], so;
+  size_t rank, srank;
+  return int_list(arg_at(n, 1, "size"), size, &rank) &&
+         int_list(arg_at(n, 2, "stride"), stride, &srank) && srank == rank &&
+         int_arg(n, 3, "storage_offset", 0, &so) &&
+         vl_desc_as_strided(in, (uint8_t)rank, size, stride, so, out);
+}
+
+typedef struct fold_row {
+  const char *target;
+  vl_fold_kind kind;
+  map_fn map;
+  bool conversion; /* a layout conversion: layout-only only without a dtype change */
+} fold_row;
+
+static const fold_row fold_table[] = {
+    {"aten.view_copy.default", VL_FOLD_VIEW_COPY, map_reshape, false},
+    {"aten._reshape_alias_copy.default", VL_FOLD_OP, map_reshape, false},
+    {"aten.permute_copy.default", VL_FOLD_OP, map_permute, false},
+    {"aten.transpose_copy.int", VL_FOLD_OP, map_transpose, false},
+    {"aten.t_copy.default", VL_FOLD_OP, map_t, false},
+    {"aten.squeeze_copy.default", VL_FOLD_OP, map_squeeze_all, false},
+    {"aten.squeeze_copy.dim", VL_FOLD_OP, map_squeeze_dim, false},
+    {"aten.squeeze_copy.dims", VL_FOLD_OP, map_squeeze_dims, false},
+    {"aten.unsqueeze_copy.default", VL_FOLD_OP, map_unsqueeze, false},
+    {"aten.alias_copy.default", VL_FOLD_OP, map_identity, false},
+    {"aten.slice_copy.Tensor", VL_FOLD_OP, map_slice, false},
+    {"aten.select_copy.int", VL_FOLD_OP, map_select, false},
+    {"dim_order_ops._to_dim_order_copy.default", VL_FOLD_OP, map_identity, true},
+    {"dim_order_ops._clone_dim_order.default", VL_FOLD_OP, map_identity, true},
+    {"aten._to_copy.default", VL_FOLD_OP, map_identity, true},
+    {"aten.clone.default", VL_FOLD_OP, map_identity, true},
+    {"aten.as_strided_copy.default", VL_FOLD_AS_STRIDED, map_as_strided, false},
+};
+
+static const char *const split_targets[] = {"aten.split_copy.Tensor",
+                                            "aten.split_with_sizes_copy.default",
+                                            "aten.unbind_copy.int"};
+
+static const fold_row *row_of(const vl_node *n) {
+  if (n->op != VL_NODE_CALL || n->target == NULL) return NULL;
+  for (size_t k = 0; k < sizeof fold_table / sizeof *fold_table; k++)
+    if (strcmp(fold_table[k].target, n->target) == 0) return &fold_table[k];
+  return NULL;
+}
+
+bool vl__fold_is_split(const vl_node *n) {
+  if (n->op != VL_NODE_CALL || n->target == NULL || n->n_vals == 0) return false;
+  for (size_t k = 0; k < sizeof split_targets / sizeof *split_targets; k++)
+    if (strcmp(split_targets[k], n->target) == 0) return true;
+  return false;
+}
+
+static bool reads_tensor(const vl_graph *g, const vl_node *n, uint32_t *input) {
+  if (n->n_args == 0 || n->args[0].kind != VL_ARG_REF || !g->nodes[n->args[0].u.ref].has_val)
+    return false;
+  *input = n->args[0].u.ref;
+  return true;
+}
+
+vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input) {
+  const vl_node *n = &g->nodes[i];
+  uint32_t producer, index, in;
+  if (!n->has_val || n->out != VL_NO_NODE || n->n_mutates > 0) return VL_FOLD_NONE;
+  vl_fold_kind kind = VL_FOLD_NONE;
+  if (vl_node_getitem(n, &producer, &index)) {
+    const vl_node *p = &g->nodes[producer];
+    if (!vl__fold_is_split(p) || p->out != VL_NO_NODE || p->n_mutates > 0 ||
+        !reads_tensor(g, p, &in))
+      return VL_FOLD_NONE;
+    kind = VL_FOLD_GETITEM;
+  } else {
+    const fold_row *row = row_of(n);
+    if (row == NULL || !reads_tensor(g, n, &in)) return VL_FOLD_NONE;
+    kind = row->kind;
+  }
+  if (g->nodes[in].val.dtype != n->val.dtype) return VL_FOLD_NONE;
+  if (input != NULL) *input = in;
+  return kind;
+}
+
+/* Where output index of a split with sizes starts, and its length (sizes may exceed 16). */
+static bool split_sizes_at(const vl_arg *a, uint32_t index, int64_t *start, int64_t *len) {
+  if (a == NULL || a->kind != VL_ARG_LIST || index >= a->u.list.count) return false;
+  *start = 0;
+  for (uint32_t k = 0; k <= index; k++) {
+    int64_t v;
+    if (!vl__fold_int(&a->u.list.items[k], &v) || v < 0) return false;
+    if (k == index) *len = v;
+    else if (__builtin_add_overflow(*start, v, start)) return false;
+  }
+  return true;
+}
+
+bool vl__fold_split_output(const vl_node *n, uint32_t index, const vl_desc *in, vl_desc *out) {
+  int64_t dim, d, start = 0, len = 0, end;
+  if (strcmp(n->target, "aten.unbind_copy.int") == 0)
+    return int_arg(n, 1, "dim", 0, &dim) && vl_desc_select(in, dim, index, out);
+  if (!int_arg(n, 2, "dim", 0, &dim) || in->rank == 0) return false;
+  d = dim < 0 ? dim + in->rank : dim;
+  if (d < 0 || d >= in->rank) return false;
+  if (strcmp(n->target, "aten.split_copy.Tensor") == 0) {
+    const vl_arg *a = arg_at(n, 1, "split_size");
+    if (a == NULL || !vl__fold_int(a, &len) || len < 0) return false;
+    if (len == 0 ? index != 0 : __builtin_mul_overflow((int64_t)index, len, &start)) return false;
+  } else if (!split_sizes_at(arg_at(n, 1, "split_sizes"), index, &start, &len)) {
+    return false;
+  }
+  if (start > in->shape[d] || __builtin_add_overflow(start, len, &end)) return false;
+  return vl_desc_slice(in, d, &start, &end, 1, out);
+}
+
+bool vl__fold_map(const vl_graph *g, uint32_t i, const vl_desc *in, vl_desc *out) {
+  const vl_node *n = &g->nodes[i];
+  uint32_t producer, index;
+  vl_desc r;
+  bool ok;
+  if (vl_node_getitem(n, &producer, &index))
+    ok = vl__fold_split_output(&g->nodes[producer], index, in, &r);
+  else {
+    const fold_row *row = row_of(n);
+    ok = row != NULL && row->map(n, in, &r);
+  }
+  if (!ok || r.rank != n->val.rank ||
+      memcmp(r.shape, n->val.shape, r.rank * sizeof r.shape[0]) != 0)
+    return false;
+  *out = r;
+  return true;
+}

@@ -1,0 +1,33 @@
+/* fold_ops.h - the layout-only ops of SPEC §3a (internal): which nodes are layout-only, the
+ * input each reads, and each op's logical map as a descriptor map (viewlower/layout.h). One
+ * table row per target; the lowering folds with it and the interpreter executes with it. */
+#ifndef VIEWLOWER_FOLD_OPS_H
+#define VIEWLOWER_FOLD_OPS_H
+
+#include "viewlower/graph.h"
+#include "viewlower/layout.h"
+
+typedef enum {
+  VL_FOLD_NONE,       /* not layout-only */
+  VL_FOLD_VIEW_COPY,  /* aten.view_copy.default */
+  VL_FOLD_OP,         /* any other row of the table */
+  VL_FOLD_AS_STRIDED, /* aten.as_strided_copy.default: reads its input's buffer */
+  VL_FOLD_GETITEM     /* operator.getitem of a split / unbind */
+} vl_fold_kind;
+
+/* The kind of node i, and (when layout-only) the node whose elements it reads: args[0], or for
+ * a split's getitem its producer's input. Layout-only needs a static call with a val, an input
+ * with a val of the same dtype, and no writes of its own (no kwargs.out, no mutates). */
+vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input);
+/* Is node i a split / unbind producer (aten.split_copy.Tensor, split_with_sizes_copy, unbind)? */
+bool vl__fold_is_split(const vl_node *n);
+/* Node i's map applied to in (the descriptor of its input's elements): false when the map fails
+ * (no strided alias, a bad argument) or gives another shape than node i's val. */
+bool vl__fold_map(const vl_graph *g, uint32_t i, const vl_desc *in, vl_desc *out);
+/* Output index of a split producer n over an input of shape in as a descriptor map. */
+bool vl__fold_split_output(const vl_node *n, uint32_t index, const vl_desc *in, vl_desc *out);
+/* An integer literal (a float token of 2^63 or more - INT64_MAX read through a double - is
+ * INT64_MAX, and of -2^63 or less INT64_MIN); false for anything else. */
+bool vl__fold_int(const vl_arg *a, int64_t *v);
+
+#endif
