@@ -23,6 +23,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== fuzz (libFuzzer + ASan + UBSan, ${VL_FUZZ_SECONDS:-60} s per harness; a crash fails the run)"
 scripts/fuzz.sh "${VL_FUZZ_SECONDS:-60}" | tee -a "$log"
+scripts/bazel-test.sh | tee -a "$log"  # Bazel rules + worker, examples/bazel offline
 
 # One closing line over all three stages: ctest runs (normal, sanitizers) and fuzz harnesses.
 passed=0
