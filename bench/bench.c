@@ -1,14 +1,20 @@
 /* bench.c - viewlower-bench: prints one JSON object (SPEC §9) with figures measured side by side
- * in one run, each the median of repeats.
+ * in one run.
  *
- * "copy": the view_copy kernel (vl_view_copy_out into a preallocated output) against memcpy of
- * the same bytes and against a naive per-element loop over logical indices that computes both
- * offsets by division and modulus. "lower": synthetic graphs of 1k..1M nodes mixing view chains,
- * layout changes and in-place ops; io_ms is parse + print alone (vl_graph_parse_unvalidated),
- * lower_ms parse + validate + lower + print,
- * pass_ms vl_lower alone (extra key), lowered_nodes what lower_ms printed (dead views removed).
- * Usage: viewlower-bench [--quick]  (--quick: fewer repeats, graphs up to 10k nodes). */
+ * "copy": the view_copy kernel (vl_view_copy_out into a preallocated output; with --level, the
+ * engine at that dispatch level) against memcpy of the same bytes and a naive per-element loop
+ * over logical indices that computes both offsets by division and modulus. Methods are sampled
+ * in interleaved rounds on the same warm buffers (each sample a batch moving >= 4 MiB, one
+ * untimed call of each first), so a change of load or clock hits all alike; *_gbps are
+ * medians, *_best_gbps from the fastest sample. Image cases carry "direction".
+ * "split_copy": one 64 MiB memcpy on one thread against the same copy split over two.
+ * "lower": synthetic graphs of 1k..1M nodes mixing view chains, layout changes and in-place
+ * ops; io_ms is parse + print alone (vl_graph_parse_unvalidated), lower_ms parse + validate +
+ * lower + print, pass_ms vl_lower alone (extra key), lowered_nodes what lower_ms printed (dead
+ * views removed). "daemon" (--daemon SOCKET): bench/daemon.c.
+ * scripts/bench.sh adds the PyTorch and NumPy columns and the socket rate (bench/compare.py). */
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_daemon.h"
 #include "viewlower/layout.h"
 #include "viewlower/copy.h"
 #include "viewlower/graph.h"
@@ -55,38 +62,71 @@ typedef struct copy_case {
   vl_dtype dtype;
   uint8_t rank;
   int64_t shape[5];
-  bool channels_last;
+  bool channels_last;     /* self is channels-last (else contiguous) */
+  bool out_channels_last; /* out is channels-last with self's shape (size = shape) */
   uint8_t size_rank;
-  int64_t size[3];
+  int64_t size[5];
+  const char *direction; /* image cases: "nhwc_to_nchw" / "nchw_to_nhwc", else NULL */
 } copy_case;
 
+#define CL(name, dt, n, c, h, w)                                                                   \
+  {name, dt, 4, {n, c, h, w}, true, false, 3, {n, c, -1}, NULL}
+#define IMG_IN(name, dt, c, h, w)                                                                  \
+  {name, dt, 4, {1, c, h, w}, true, false, 4, {1, c, h, w}, "nhwc_to_nchw"}
+#define IMG_OUT(name, dt, c, h, w)                                                                 \
+  {name, dt, 4, {1, c, h, w}, false, true, 4, {1, c, h, w}, "nchw_to_nhwc"}
+
+/* The first seven are SPEC §9's historical cases (names kept: tools compare runs by name). */
 static const copy_case copy_cases[] = {
-    {"channels_last_f32_1x64x112x112",
-     VL_DTYPE_FLOAT32,
-     4,
-     {1, 64, 112, 112},
-     true,
-     3,
-     {1, 64, -1}},
-    {"channels_last_f32_8x64x112x112",
-     VL_DTYPE_FLOAT32,
-     4,
-     {8, 64, 112, 112},
-     true,
-     3,
-     {8, 64, -1}},
-    {"channels_last_f32_1x768x14x14", VL_DTYPE_FLOAT32, 4, {1, 768, 14, 14}, true, 3, {1, 768, -1}},
-    {"channels_last_u8_1x3x224x224", VL_DTYPE_UINT8, 4, {1, 3, 224, 224}, true, 3, {1, 3, -1}},
+    CL("channels_last_f32_1x64x112x112", VL_DTYPE_FLOAT32, 1, 64, 112, 112),
+    CL("channels_last_f32_8x64x112x112", VL_DTYPE_FLOAT32, 8, 64, 112, 112),
+    CL("channels_last_f32_1x768x14x14", VL_DTYPE_FLOAT32, 1, 768, 14, 14),
+    CL("channels_last_u8_1x3x224x224", VL_DTYPE_UINT8, 1, 3, 224, 224),
     {"channels_last_3d_f16_1x16x8x56x56",
      VL_DTYPE_FLOAT16,
      5,
      {1, 16, 8, 56, 56},
      true,
+     false,
      3,
-     {1, 16, -1}},
-    {"contiguous_f32_1x64x112x112", VL_DTYPE_FLOAT32, 4, {1, 64, 112, 112}, false, 3, {1, 64, -1}},
-    {"contiguous_f32_8x64x112x112", VL_DTYPE_FLOAT32, 4, {8, 64, 112, 112}, false, 3, {8, 64, -1}},
+     {1, 16, -1},
+     NULL},
+    {"contiguous_f32_1x64x112x112",
+     VL_DTYPE_FLOAT32,
+     4,
+     {1, 64, 112, 112},
+     false,
+     false,
+     3,
+     {1, 64, -1},
+     NULL},
+    {"contiguous_f32_8x64x112x112",
+     VL_DTYPE_FLOAT32,
+     4,
+     {8, 64, 112, 112},
+     false,
+     false,
+     3,
+     {8, 64, -1},
+     NULL},
+    /* every element size: large (>= 3 MB) and cache-resident transposes */
+    CL("channels_last_u8_8x64x112x112", VL_DTYPE_UINT8, 8, 64, 112, 112),
+    CL("channels_last_f16_4x64x112x112", VL_DTYPE_FLOAT16, 4, 64, 112, 112),
+    CL("channels_last_f64_4x64x112x112", VL_DTYPE_FLOAT64, 4, 64, 112, 112),
+    CL("channels_last_u8_1x768x14x14", VL_DTYPE_UINT8, 1, 768, 14, 14),
+    CL("channels_last_f16_1x768x14x14", VL_DTYPE_FLOAT16, 1, 768, 14, 14),
+    CL("channels_last_f64_1x384x14x14", VL_DTYPE_FLOAT64, 1, 384, 14, 14),
+    /* images, both directions: 3-channel uint8 at 224^2 and 1080p, RGBA and 16-bit at 1080p */
+    IMG_IN("image_u8_1x3x224x224_nhwc_to_nchw", VL_DTYPE_UINT8, 3, 224, 224),
+    IMG_OUT("image_u8_1x3x224x224_nchw_to_nhwc", VL_DTYPE_UINT8, 3, 224, 224),
+    IMG_IN("image_u8_1x3x1080x1920_nhwc_to_nchw", VL_DTYPE_UINT8, 3, 1080, 1920),
+    IMG_OUT("image_u8_1x3x1080x1920_nchw_to_nhwc", VL_DTYPE_UINT8, 3, 1080, 1920),
+    IMG_IN("image_u8_1x4x1080x1920_nhwc_to_nchw", VL_DTYPE_UINT8, 4, 1080, 1920),
+    IMG_OUT("image_u8_1x4x1080x1920_nchw_to_nhwc", VL_DTYPE_UINT8, 4, 1080, 1920),
+    IMG_IN("image_i16_1x3x1080x1920_nhwc_to_nchw", VL_DTYPE_INT16, 3, 1080, 1920),
+    IMG_OUT("image_i16_1x3x1080x1920_nchw_to_nhwc", VL_DTYPE_INT16, 3, 1080, 1920),
 };
+#define N_COPY_CASES (sizeof copy_cases / sizeof copy_cases[0])
 
 /* The baseline: for each logical index, both offsets by div/mod over the shapes. */
 #define VL__NAIVE(T, name)                                                                         \
@@ -139,54 +179,83 @@ static void make_tensors(const copy_case *c, vl_tensor **in, vl_tensor **out) {
   vl_spec_numel(&s, &numel);
   vl_view_size_infer(numel, c->size, c->size_rank, shape, &err);
   vl_spec_init(&o, c->dtype, c->size_rank, shape);
+  if (c->out_channels_last) vl_dim_order_channels_last(o.dim_order, c->size_rank);
   *in = tensor_or_die(&s);
   *out = tensor_or_die(&o);
   for (int64_t i = 0; i < (*in)->nbytes; i++) ((uint8_t *)(*in)->data)[i] = (uint8_t)(i * 131 + 7);
   memset((*out)->data, 1, (size_t)(*out)->nbytes); /* fault the pages in before timing */
 }
 
-typedef struct copy_times {
-  double ours, memcpy_, naive;
-} copy_times;
+enum { M_OURS, M_MEMCPY, M_NAIVE, N_METHODS };
 
-static void run_ours(const copy_case *c, vl_tensor *in, vl_tensor *out) {
+typedef struct copy_run {
+  const copy_case *c;
+  vl_tensor *in, *out;
+  vl_copy_level level;
+} copy_run;
+
+static void run_method(int m, const copy_run *r) {
   vl_error err;
-  if (vl_view_copy_out(in, c->size, c->size_rank, out, &err) != VL_OK) {
-    fprintf(stderr, "viewlower-bench: %s: %s\n", c->name, err.message);
-    exit(1);
+  if (m == M_OURS) {
+    /* view_copy_out's checks, then the engine at the chosen level (what vl_view_copy_out runs) */
+    if (r->level == vl_copy_level_native()) {
+      if (vl_view_copy_out(r->in, r->c->size, r->c->size_rank, r->out, &err) != VL_OK) {
+        fprintf(stderr, "viewlower-bench: %s: %s\n", r->c->name, err.message);
+        exit(1);
+      }
+    } else if (vl_copy_logical_at(r->level, &r->out->spec, r->out->data, &r->in->spec,
+                                  r->in->data, &err) != VL_OK) {
+      fprintf(stderr, "viewlower-bench: %s: %s\n", r->c->name, err.message);
+      exit(1);
+    }
+  } else if (m == M_MEMCPY) {
+    memcpy(r->out->data, r->in->data, (size_t)r->in->nbytes);
+  } else {
+    naive_copy(r->out, r->in);
   }
 }
 
-static void run_method(int m, const copy_case *c, vl_tensor *in, vl_tensor *out) {
-  if (m == 0)
-    run_ours(c, in, out);
-  else if (m == 1)
-    memcpy(out->data, in->data, (size_t)in->nbytes);
-  else
-    naive_copy(out, in);
-}
-
-/* Seconds per call of method m in a warm steady state: one untimed call, then a timed batch
- * that moves at least 32 MiB (the naive loop: one call). */
-static double time_method(int m, const copy_case *c, vl_tensor *in, vl_tensor *out) {
-  int64_t batch = m == 2 ? 1 : ((int64_t)32 << 20) / (in->nbytes > 0 ? in->nbytes : 1);
+/* One sample: seconds per call over a batch of calls moving at least 4 MiB (one call for the
+ * naive loop, and for copies that large). */
+static double sample(int m, const copy_run *r) {
+  int64_t batch = m == M_NAIVE ? 1 : ((int64_t)4 << 20) / (r->in->nbytes > 0 ? r->in->nbytes : 1);
   if (batch < 1) batch = 1;
-  run_method(m, c, in, out);
   double t0 = now_s();
-  for (int64_t i = 0; i < batch; i++) run_method(m, c, in, out);
+  for (int64_t i = 0; i < batch; i++) run_method(m, r);
   return (now_s() - t0) / (double)batch;
 }
 
-/* Rounds of the three methods on the same buffers, the order rotated each round so that none
- * always follows the slow naive loop. */
-static copy_times copy_measure(const copy_case *c, vl_tensor *in, vl_tensor *out, int repeats) {
-  double t[3][64];
-  for (int r = 0; r < repeats; r++)
-    for (int j = 0; j < 3; j++) {
-      int m = (j + r) % 3;
-      t[m][r] = time_method(m, c, in, out);
+typedef struct copy_times {
+  double med[N_METHODS], min[N_METHODS];
+  int samples[N_METHODS];
+} copy_times;
+
+static double min_of(const double *v, int n) {
+  double m = v[0];
+  for (int i = 1; i < n; i++) m = v[i] < m ? v[i] : m;
+  return m;
+}
+
+/* Rounds of samples, the methods interleaved (order rotated each round) on the same warm
+ * buffers, so a change of load or clock hits every method alike. Each method runs once untimed
+ * first. The naive loop, hundreds of times slower, is sampled in the first rounds only. */
+#define MAX_ROUNDS 64
+static copy_times copy_measure(const copy_run *r, int rounds, int naive_rounds) {
+  double t[N_METHODS][MAX_ROUNDS];
+  copy_times out;
+  for (int m = 0; m < N_METHODS; m++) run_method(m, r);
+  for (int m = 0; m < N_METHODS; m++) out.samples[m] = 0;
+  for (int i = 0; i < rounds; i++)
+    for (int j = 0; j < N_METHODS; j++) {
+      int m = (j + i) % N_METHODS;
+      if (m == M_NAIVE && i >= naive_rounds) continue;
+      t[m][out.samples[m]++] = sample(m, r);
     }
-  return (copy_times){median(t[0], repeats), median(t[1], repeats), median(t[2], repeats)};
+  for (int m = 0; m < N_METHODS; m++) {
+    out.min[m] = min_of(t[m], out.samples[m]);
+    out.med[m] = median(t[m], out.samples[m]);
+  }
+  return out;
 }
 
 static cJSON *int_array(const int64_t *v, size_t n) {
@@ -196,39 +265,100 @@ static cJSON *int_array(const int64_t *v, size_t n) {
   return a;
 }
 
-static cJSON *copy_case_json(const copy_case *c, const vl_tensor *in, copy_times t, int repeats) {
-  cJSON *o = cJSON_CreateObject();
+static cJSON *order_array(const vl_spec *s) {
   int64_t order[VL_MAX_RANK];
-  double bytes = (double)in->nbytes;
-  for (int d = 0; d < c->rank; d++) order[d] = in->spec.dim_order[d];
+  for (int d = 0; d < s->rank; d++) order[d] = s->dim_order[d];
+  return int_array(order, s->rank);
+}
+
+static cJSON *copy_case_json(const copy_run *r, copy_times t) {
+  const copy_case *c = r->c;
+  cJSON *o = cJSON_CreateObject();
+  double bytes = (double)r->in->nbytes;
   cJSON_AddStringToObject(o, "name", c->name);
   cJSON_AddStringToObject(o, "dtype", vl_dtype_name(c->dtype));
   cJSON_AddItemToObject(o, "shape", int_array(c->shape, c->rank));
-  cJSON_AddItemToObject(o, "in_dim_order", int_array(order, c->rank));
+  cJSON_AddItemToObject(o, "in_dim_order", order_array(&r->in->spec));
   cJSON_AddItemToObject(o, "size", int_array(c->size, c->size_rank));
+  cJSON_AddItemToObject(o, "out_shape", int_array(r->out->spec.shape, r->out->spec.rank));
+  cJSON_AddItemToObject(o, "out_dim_order", order_array(&r->out->spec));
+  if (c->direction != NULL) cJSON_AddStringToObject(o, "direction", c->direction);
   cJSON_AddNumberToObject(o, "bytes", bytes);
-  cJSON_AddNumberToObject(o, "ours_gbps", bytes / t.ours / 1e9);
-  cJSON_AddNumberToObject(o, "memcpy_gbps", bytes / t.memcpy_ / 1e9);
-  cJSON_AddNumberToObject(o, "naive_gbps", bytes / t.naive / 1e9);
-  cJSON_AddNumberToObject(o, "ours_vs_memcpy", t.memcpy_ / t.ours);
-  cJSON_AddNumberToObject(o, "ours_vs_naive", t.naive / t.ours);
-  cJSON_AddNumberToObject(o, "repeats", repeats);
+  cJSON_AddStringToObject(o, "level", vl_copy_level_name(r->level));
+  cJSON_AddNumberToObject(o, "ours_gbps", bytes / t.med[M_OURS] / 1e9);
+  cJSON_AddNumberToObject(o, "memcpy_gbps", bytes / t.med[M_MEMCPY] / 1e9);
+  cJSON_AddNumberToObject(o, "naive_gbps", bytes / t.med[M_NAIVE] / 1e9);
+  cJSON_AddNumberToObject(o, "ours_vs_memcpy", t.med[M_MEMCPY] / t.med[M_OURS]);
+  cJSON_AddNumberToObject(o, "ours_vs_naive", t.med[M_NAIVE] / t.med[M_OURS]);
+  cJSON_AddNumberToObject(o, "ours_best_gbps", bytes / t.min[M_OURS] / 1e9);
+  cJSON_AddNumberToObject(o, "memcpy_best_gbps", bytes / t.min[M_MEMCPY] / 1e9);
+  cJSON_AddNumberToObject(o, "ours_vs_memcpy_best", t.min[M_MEMCPY] / t.min[M_OURS]);
+  cJSON_AddNumberToObject(o, "repeats", t.samples[M_OURS]);
   return o;
 }
 
-static cJSON *bench_copy(bool quick) {
+static cJSON *bench_copy(bool quick, const char *only, vl_copy_level level) {
   cJSON *list = cJSON_CreateArray();
-  for (size_t i = 0; i < sizeof copy_cases / sizeof copy_cases[0]; i++) {
-    vl_tensor *in, *out;
-    make_tensors(&copy_cases[i], &in, &out);
-    int repeats = in->nbytes > (8 << 20) ? 15 : 31;
-    if (quick) repeats = 6;
-    copy_times t = copy_measure(&copy_cases[i], in, out, repeats);
-    cJSON_AddItemToArray(list, copy_case_json(&copy_cases[i], in, t, repeats));
-    vl_tensor_free(in);
-    vl_tensor_free(out);
+  for (size_t i = 0; i < N_COPY_CASES; i++) {
+    if (only != NULL && strcmp(only, copy_cases[i].name) != 0) continue;
+    copy_run r = {.c = &copy_cases[i], .level = level};
+    make_tensors(&copy_cases[i], &r.in, &r.out);
+    int rounds = r.in->nbytes > (8 << 20) ? 21 : 41, naive_rounds = r.in->nbytes > (1 << 20) ? 3 : 7;
+    if (quick) rounds = 7, naive_rounds = 2;
+    cJSON_AddItemToArray(list, copy_case_json(&r, copy_measure(&r, rounds, naive_rounds)));
+    vl_tensor_free(r.in);
+    vl_tensor_free(r.out);
   }
   return list;
+}
+
+/* ---- one large copy on two threads ------------------------------------------------------------- */
+
+typedef struct half_copy {
+  char *d;
+  const char *s;
+  size_t n;
+} half_copy;
+
+static void *half_copy_main(void *arg) {
+  half_copy *h = arg;
+  memcpy(h->d, h->s, h->n);
+  return NULL;
+}
+
+/* A 64 MiB memcpy on one thread against the same copy split in two halves, the second half on
+ * a thread started for it (what a worker pool would add at best, minus the start-up), in
+ * interleaved rounds; medians. Decides whether large copies should be split (docs/kernels.md). */
+static cJSON *bench_split_copy(bool quick) {
+  const size_t n = (size_t)64 << 20;
+  char *s = xmalloc(n), *d = xmalloc(n);
+  memset(s, 3, n);
+  memset(d, 1, n);
+  int rounds = quick ? 5 : 15;
+  double one[64], two[64];
+  for (int i = 0; i < rounds; i++) {
+    double t0 = now_s();
+    memcpy(d, s, n);
+    one[i] = now_s() - t0;
+    t0 = now_s();
+    half_copy h = {d + n / 2, s + n / 2, n - n / 2};
+    pthread_t th;
+    bool started = pthread_create(&th, NULL, half_copy_main, &h) == 0;
+    memcpy(d, s, n / 2);
+    if (started)
+      pthread_join(th, NULL);
+    else
+      half_copy_main(&h);
+    two[i] = now_s() - t0;
+  }
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "bytes", (double)n);
+  cJSON_AddNumberToObject(o, "one_thread_gbps", (double)n / median(one, rounds) / 1e9);
+  cJSON_AddNumberToObject(o, "two_threads_gbps", (double)n / median(two, rounds) / 1e9);
+  cJSON_AddNumberToObject(o, "repeats", rounds);
+  free(s);
+  free(d);
+  return o;
 }
 
 /* ---- lower ---------------------------------------------------------------------------------- */
@@ -410,15 +540,58 @@ static cJSON *bench_lower(bool quick) {
   return list;
 }
 
+static const char usage[] =
+    "usage: viewlower-bench [--quick] [--level L] [--copy-case NAME] [--no-copy] [--no-lower]\n"
+    "                       [--split-copy] [--list-copy-cases] [--daemon SOCKET]\n"
+    "  --level L        copy kernels of level L (portable, sse2, ssse3, avx2, avx512); default:\n"
+    "                   the machine's own (VL_COPY_LEVEL in the environment names one too)\n"
+    "  --copy-case NAME only this copy case (and no lowering figures)\n"
+    "  --no-copy        no copy figures; --no-lower: no lowering figures\n"
+    "  --split-copy     the 64 MiB one-thread / two-thread figure even with --no-copy\n"
+    "  --daemon SOCKET  also the \"daemon\" figures against the viewlowerd on SOCKET\n";
+
 int main(int argc, char **argv) {
-  bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-  if (argc > 1 && !quick) {
-    fprintf(stderr, "usage: viewlower-bench [--quick]\n");
-    return 64;
+  bool quick = false, lower = true, copy = true, split = false;
+  const char *only = NULL, *level_name = getenv("VL_COPY_LEVEL"), *daemon = NULL;
+  vl_copy_level level = vl_copy_level_native();
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (strcmp(argv[i], "--no-lower") == 0) {
+      lower = false;
+    } else if (strcmp(argv[i], "--no-copy") == 0) {
+      copy = false;
+    } else if (strcmp(argv[i], "--split-copy") == 0) {
+      split = true;
+    } else if (strcmp(argv[i], "--daemon") == 0 && i + 1 < argc) {
+      daemon = argv[++i];
+    } else if (strcmp(argv[i], "--level") == 0 && i + 1 < argc) {
+      level_name = argv[++i];
+    } else if (strcmp(argv[i], "--copy-case") == 0 && i + 1 < argc) {
+      only = argv[++i];
+      lower = false;
+    } else if (strcmp(argv[i], "--list-copy-cases") == 0) {
+      for (size_t c = 0; c < N_COPY_CASES; c++) puts(copy_cases[c].name);
+      return 0;
+    } else {
+      fprintf(stderr, "%s", usage);
+      return 64;
+    }
+  }
+  if (level_name != NULL && level_name[0] != '\0') {
+    if (!vl_copy_level_from_name(level_name, &level) || !vl_copy_level_supported(level)) {
+      fprintf(stderr, "viewlower-bench: copy level \"%s\" is unknown or not run by this CPU\n",
+              level_name);
+      return 64;
+    }
   }
   cJSON *root = cJSON_CreateObject();
-  cJSON_AddItemToObject(root, "copy", bench_copy(quick));
-  cJSON_AddItemToObject(root, "lower", bench_lower(quick));
+  cJSON_AddStringToObject(root, "copy_level", vl_copy_level_name(level));
+  if (copy) cJSON_AddItemToObject(root, "copy", bench_copy(quick, only, level));
+  if ((copy && only == NULL) || split)
+    cJSON_AddItemToObject(root, "split_copy", bench_split_copy(quick));
+  if (lower) cJSON_AddItemToObject(root, "lower", bench_lower(quick));
+  if (daemon != NULL) cJSON_AddItemToObject(root, "daemon", vl_bench_daemon(daemon, quick));
   char *s = cJSON_Print(root);
   if (s == NULL) return 1;
   puts(s);

@@ -1,0 +1,260 @@
+/* daemon.c - viewlower-bench --daemon SOCKET: the figures of the daemon against in-process and
+ * plain-socket baselines, measured in one run on the same cores.
+ *
+ * lower_small_rps_inprocess: the 5-node graph of viewlower-load's "lower" kind, parsed, lowered
+ *   and printed (graph and report) in a loop on one thread per online CPU; requests per second
+ *   over all threads. (The socket figure, from viewlower-load with its clients on the same
+ *   cores, is added by scripts/bench.sh.)
+ * blob_64mib_roundtrip_gbps: a 64 MiB float32 view_copy with the input as a blob and
+ *   "encoding": "blob", through the real client library: bytes / round-trip seconds (median).
+ * socket_echo_gbps: the same client process sends the same 64 MiB through a Unix stream
+ *   socket pair to a thread that reads all of it and writes it back (store and forward, as the
+ *   daemon must), and reads it back: bytes / round-trip seconds (median). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_daemon.h"
+#include "viewlower/client.h"
+#include "viewlower/graph.h"
+#include "viewlower/lower.h"
+
+/* The same graph as tools/load.c's PE_GRAPH (the "lower" request kind). */
+static const char small_graph[] =
+    "{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"patch_embed\",\"nodes\":["
+    "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"
+    "{\"name\":\"x_cl\",\"op\":\"call_function\",\"target\":"
+    "\"dim_order_ops._to_dim_order_copy.default\",\"args\":[\"x\"],\"kwargs\":{\"dim_order\":"
+    "[0,2,3,1]},\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1]}},"
+    "{\"name\":\"flat\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+    "\"args\":[\"x_cl\",[1,2,-1]],\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,6]}},"
+    "{\"name\":\"tokens\",\"op\":\"call_function\",\"target\":\"aten.permute_copy.default\","
+    "\"args\":[\"flat\",[0,2,1]],\"val\":{\"dtype\":\"float32\",\"shape\":[1,6,2]}},"
+    "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"tokens\"]}]}";
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- in-process lowering ------------------------------------------------------------------- */
+
+typedef struct lower_worker {
+  double seconds;
+  uint64_t done;
+  bool failed;
+} lower_worker;
+
+static void *lower_main(void *arg) {
+  lower_worker *w = arg;
+  vl_limits lim;
+  vl_lower_options o;
+  vl_limits_default(&lim);
+  vl_lower_options_default(&o);
+  double end = now_s() + w->seconds;
+  while (now_s() < end) {
+    for (int i = 0; i < 64; i++) {
+      vl_graph *g = NULL;
+      vl_report r;
+      vl_error err;
+      if (vl_graph_parse(small_graph, sizeof small_graph - 1, &lim, &g, &err) != VL_OK ||
+          vl_lower(g, &o, &r, &err) != VL_OK) {
+        vl_graph_free(g);
+        w->failed = true;
+        return NULL;
+      }
+      char *text = vl_graph_print(g);
+      cJSON *rep = vl_report_to_json(&r);
+      char *rtext = rep != NULL ? cJSON_PrintUnformatted(rep) : NULL;
+      w->failed |= text == NULL || rtext == NULL;
+      free(text);
+      free(rtext);
+      cJSON_Delete(rep);
+      vl_report_clear(&r);
+      vl_graph_free(g);
+      w->done++;
+    }
+  }
+  return NULL;
+}
+
+static double lower_inprocess_rps(unsigned threads, double seconds) {
+  pthread_t th[64];
+  lower_worker w[64];
+  unsigned started = 0;
+  if (threads > 64) threads = 64;
+  double t0 = now_s();
+  for (unsigned i = 0; i < threads; i++) {
+    w[i] = (lower_worker){.seconds = seconds};
+    if (pthread_create(&th[i], NULL, lower_main, &w[i]) == 0) started++;
+  }
+  uint64_t done = 0;
+  bool failed = false;
+  for (unsigned i = 0; i < started; i++) {
+    pthread_join(th[i], NULL);
+    done += w[i].done;
+    failed |= w[i].failed;
+  }
+  double t = now_s() - t0;
+  return failed || started == 0 ? -1.0 : (double)done / t;
+}
+
+/* ---- 64 MiB blob round trip ----------------------------------------------------------------- */
+
+#define BLOB_BYTES ((size_t)64 << 20)
+
+/* One round trip; the response payload lands in out, reused from call to call (as the echo's
+ * receive buffer is), so neither side pays for first-touch page faults on the client. */
+static double blob_roundtrip_s(vl_client *c, const uint8_t *payload, cJSON *params, vl_buf *out) {
+  cJSON *result = NULL;
+  vl_error err;
+  out->len = 0;
+  double t0 = now_s();
+  vl_status st = vl_client_view_copy(c, params, payload, BLOB_BYTES, &result, out, &err);
+  double t = now_s() - t0;
+  bool ok = st == VL_OK && out->len == BLOB_BYTES && memcmp(out->data, payload, BLOB_BYTES) == 0;
+  if (st != VL_OK) fprintf(stderr, "viewlower-bench: view_copy over the socket: %s\n", err.message);
+  cJSON_Delete(result);
+  return ok ? t : -1.0;
+}
+
+/* ---- plain socket echo ------------------------------------------------------------------------ */
+
+static bool write_all(int fd, const uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= (size_t)k;
+  }
+  return true;
+}
+
+static bool read_all(int fd, uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t k = read(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= (size_t)k;
+  }
+  return true;
+}
+
+typedef struct echo {
+  int fd;
+  int rounds;
+  uint8_t *buf;
+} echo;
+
+static void *echo_main(void *arg) {
+  echo *e = arg;
+  for (int i = 0; i < e->rounds; i++)
+    if (!read_all(e->fd, e->buf, BLOB_BYTES) || !write_all(e->fd, e->buf, BLOB_BYTES)) break;
+  return NULL;
+}
+
+/* Median round-trip seconds of rounds echoes, or -1. */
+static double echo_roundtrip_s(const uint8_t *payload, uint8_t *back, int rounds) {
+  int sv[2];
+  double t[64];
+  if (rounds > 64) rounds = 64;
+  if (rounds < 1) return -1.0;
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return -1.0;
+  echo e = {sv[1], rounds, malloc(BLOB_BYTES)};
+  pthread_t th;
+  if (e.buf == NULL || pthread_create(&th, NULL, echo_main, &e) != 0) {
+    free(e.buf);
+    close(sv[0]);
+    close(sv[1]);
+    return -1.0;
+  }
+  int done = 0;
+  for (; done < rounds; done++) {
+    double t0 = now_s();
+    if (!write_all(sv[0], payload, BLOB_BYTES) || !read_all(sv[0], back, BLOB_BYTES)) break;
+    t[done] = now_s() - t0;
+  }
+  close(sv[0]);
+  pthread_join(th, NULL);
+  close(sv[1]);
+  free(e.buf);
+  return done == rounds ? median_of(t, rounds) : -1.0;
+}
+
+static cJSON *view_copy_params(void) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "{\"input\":{\"dtype\":\"float32\",\"shape\":[%zu],\"blob\":{\"offset\":0,\"nbytes\":%zu}},"
+           "\"size\":[%zu],\"encoding\":\"blob\"}",
+           BLOB_BYTES / 4, BLOB_BYTES, BLOB_BYTES / 4);
+  return cJSON_Parse(text);
+}
+
+cJSON *vl_bench_daemon(const char *socket_path, bool quick) {
+  cJSON *o = cJSON_CreateObject();
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  unsigned threads = cpus > 0 ? (unsigned)cpus : 1;
+  double rps = lower_inprocess_rps(threads, quick ? 1.0 : 3.0);
+  cJSON_AddNumberToObject(o, "lower_small_rps_inprocess", rps);
+  cJSON_AddNumberToObject(o, "inprocess_threads", threads);
+
+  uint8_t *payload = malloc(BLOB_BYTES), *back = malloc(BLOB_BYTES);
+  cJSON *params = view_copy_params();
+  vl_client *c = NULL;
+  vl_error err;
+  int rounds = quick ? 3 : 9, ok = 0, eok = 0;
+  double blob[64], echoes[64];
+  if (payload != NULL && back != NULL && params != NULL) {
+    for (size_t i = 0; i < BLOB_BYTES; i++) payload[i] = (uint8_t)(i * 131 + 7);
+    memset(back, 1, BLOB_BYTES);
+    if (vl_client_connect(socket_path, 60000, &c, &err) == VL_OK) {
+      vl_buf out = {NULL, 0, 0};
+      /* interleaved: one daemon round trip, then one echo, rounds times */
+      for (int i = 0; i < rounds; i++) {
+        double t = blob_roundtrip_s(c, payload, params, &out);
+        if (t > 0) blob[ok++] = t;
+        t = echo_roundtrip_s(payload, back, 1);
+        if (t > 0) echoes[eok++] = t;
+      }
+      vl_buf_free(&out);
+      vl_client_close(c);
+    } else {
+      fprintf(stderr, "viewlower-bench: connect %s: %s\n", socket_path, err.message);
+    }
+  }
+  if (ok > 0)
+    cJSON_AddNumberToObject(o, "blob_64mib_roundtrip_gbps",
+                            (double)BLOB_BYTES / median_of(blob, ok) / 1e9);
+  else
+    cJSON_AddNullToObject(o, "blob_64mib_roundtrip_gbps");
+  if (eok > 0)
+    cJSON_AddNumberToObject(o, "socket_echo_gbps", (double)BLOB_BYTES / median_of(echoes, eok) / 1e9);
+  else
+    cJSON_AddNullToObject(o, "socket_echo_gbps");
+  cJSON_AddNumberToObject(o, "blob_repeats", ok);
+  cJSON_Delete(params);
+  free(payload);
+  free(back);
+  return o;
+}
