@@ -1,0 +1,406 @@
+"""viewlower.Client: the wire protocol of SPEC §6 spoken directly over a Unix stream socket.
+
+A frame is a 16-byte header (`VLW1`, JSON length as u32 big-endian, payload length as u64
+big-endian), the JSON-RPC 2.0 text, then the binary payload. Tensors (torch tensors or numpy
+arrays) anywhere in a request's params travel as `blob` ranges of the payload, in their physical
+(dim order) byte order, never base64; tensors in results come back as arrays of the same kind.
+Requests may be pipelined: `send` returns an id, `receive` waits for that id's response and
+keeps any other response that arrives first.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket as _socket
+import struct
+import sys
+import time
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from . import layout
+from .errors import CallTimeout, RemoteError, TransportError, ViewlowerError
+
+MAGIC = b"VLW1"
+HEADER = struct.Struct(">4sIQ")
+#: Largest response accepted (the daemon's default --max-frame-bytes, 256 MiB, times four).
+MAX_RESPONSE_BYTES = 1 << 30
+SOCKET_PATH_MAX = 107
+
+
+class RawJSON:
+    """JSON text inserted into a request as it is (a graph read from a file keeps every byte)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def default_socket() -> str:
+    """The socket viewlowerctl would use: $VIEWLOWER_SOCKET, else /run/viewlower/viewlower.sock
+    as root, else $XDG_RUNTIME_DIR/viewlower.sock."""
+    env = os.environ.get("VIEWLOWER_SOCKET")
+    if env:
+        return env
+    if os.geteuid() == 0:
+        return "/run/viewlower/viewlower.sock"
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return xdg + "/viewlower.sock"
+    raise TransportError("no socket path: none given, VIEWLOWER_SOCKET and XDG_RUNTIME_DIR are "
+                         "unset, and not running as root")
+
+
+# ---- JSON text with exact numbers --------------------------------------------------------
+
+def dumps(obj: Any) -> str:
+    """JSON text in which integers keep every digit and floats are float tokens (`2.0`).
+
+    A non-finite float is refused (SPEC §2 spells it {"float": "inf"}); RawJSON is inserted."""
+    if isinstance(obj, RawJSON):
+        return obj.text
+    if obj is True:
+        return "true"
+    if obj is False:
+        return "false"
+    if obj is None:
+        return "null"
+    if isinstance(obj, int):
+        return str(int(obj))
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise ValueError(f"non-finite float {obj!r} has no JSON token")
+        return repr(obj)
+    if isinstance(obj, str):
+        return json.dumps(obj, ensure_ascii=False)
+    if isinstance(obj, dict):
+        return "{" + ",".join(json.dumps(str(k), ensure_ascii=False) + ":" + dumps(v)
+                              for k, v in obj.items()) + "}"
+    if isinstance(obj, (list, tuple)):
+        return "[" + ",".join(dumps(v) for v in obj) + "]"
+    raise TypeError(f"cannot write {type(obj).__name__} as JSON")
+
+
+# ---- tensors <-> blob ----------------------------------------------------------------------
+
+def _is_torch(x: Any) -> bool:
+    t = sys.modules.get("torch")
+    return t is not None and isinstance(x, t.Tensor)
+
+
+def _is_numpy(x: Any) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+def _torch_dtype_name(dt: Any) -> str:
+    name = str(dt).replace("torch.", "")
+    if name not in layout.DTYPE_SIZES:
+        raise ViewlowerError(f"dtype {name} has no viewlower name", kind="invalid_tensor")
+    return name
+
+
+def _numpy_dtype_name(dt: Any) -> str:
+    name = "bool" if dt.kind == "b" else dt.name
+    if name not in layout.DTYPE_SIZES or name == "bfloat16":
+        raise ViewlowerError(f"dtype {dt} has no viewlower name", kind="invalid_tensor")
+    if dt.byteorder == ">":
+        raise ViewlowerError("big-endian arrays are not supported (blobs are little-endian)",
+                             kind="invalid_tensor")
+    return name
+
+
+def encode_tensor(x: Any) -> Tuple[dict, memoryview]:
+    """(spec, physical bytes) of a torch tensor or numpy array with dense strides."""
+    if _is_torch(x):
+        x = x.detach()
+        if x.device.type != "cpu":
+            x = x.cpu()
+        shape, strides, name = list(x.shape), list(x.stride()), _torch_dtype_name(x.dtype)
+    elif _is_numpy(x):
+        name = _numpy_dtype_name(x.dtype)
+        shape = list(x.shape)
+        if any(s % x.itemsize for s in x.strides):
+            raise ViewlowerError("array strides are not whole elements", kind="invalid_tensor")
+        strides = [s // x.itemsize for s in x.strides]
+    else:
+        raise TypeError(f"not a tensor: {type(x).__name__}")
+    order = layout.dim_order_from_strides(shape, strides)
+    if order is None:
+        # Not dense (a slice or an expand): send it in the default order, as a copy would be.
+        order = list(range(len(shape)))
+    if _is_torch(x):
+        phys = x.permute(order).contiguous().reshape(-1)
+        data = phys.view(__import__("torch").uint8).numpy()
+    else:
+        import numpy as np
+        data = np.ascontiguousarray(x.transpose(order)).reshape(-1).view(np.uint8)
+    return {"dtype": name, "shape": shape, "dim_order": order}, memoryview(data).cast("B")
+
+
+def decode_tensor(spec: dict, payload: memoryview, kind: str) -> Any:
+    """The tensor a result's {"dtype","shape","dim_order","blob"} names, as `kind`
+    ("torch" or "numpy"): a tensor whose strides are the declared dim order's."""
+    blob = spec["blob"]
+    start, n = int(blob["offset"]), int(blob["nbytes"])
+    if start < 0 or n < 0 or start + n > len(payload):
+        raise TransportError(f"blob [{start}, {start + n}) is outside the {len(payload)}-byte payload")
+    raw = bytes(payload[start:start + n])
+    shape, order = list(spec["shape"]), list(spec.get("dim_order", range(len(spec["shape"]))))
+    phys = [shape[d] for d in order]
+    inverse = [order.index(d) for d in range(len(order))]
+    if kind == "torch":
+        import torch
+        dt = getattr(torch, spec["dtype"])
+        flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+        return flat.view(dt).reshape(phys).permute(inverse)
+    import numpy as np
+    dt = np.dtype("bool" if spec["dtype"] == "bool" else spec["dtype"]).newbyteorder("<")
+    return np.frombuffer(raw, dtype=dt).reshape(phys).transpose(inverse)
+
+
+class _Payload:
+    """Collects blobs of one request."""
+
+    def __init__(self) -> None:
+        self.parts: List[memoryview] = []
+        self.size = 0
+
+    def add(self, x: Any) -> dict:
+        spec, data = encode_tensor(x)
+        spec["blob"] = {"offset": self.size, "nbytes": len(data)}
+        self.parts.append(data)
+        self.size += len(data)
+        return spec
+
+    def lift(self, obj: Any) -> Any:
+        """params with every tensor replaced by its blob spec."""
+        if _is_torch(obj) or _is_numpy(obj):
+            return self.add(obj)
+        if isinstance(obj, dict):
+            return {k: self.lift(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [self.lift(v) for v in obj]
+        return obj
+
+
+def _lower_tensors(obj: Any, payload: memoryview, kind: str) -> Any:
+    if isinstance(obj, dict):
+        if "blob" in obj and "dtype" in obj and "shape" in obj and kind != "raw":
+            return decode_tensor(obj, payload, kind)
+        return {k: _lower_tensors(v, payload, kind) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_lower_tensors(v, payload, kind) for v in obj]
+    return obj
+
+
+# ---- the client -------------------------------------------------------------------------
+
+def _options(remove_view_copy: Optional[bool], policy: Optional[str], fold: Optional[bool],
+             extra: Dict[str, Any]) -> dict:
+    opts = dict(extra)
+    if remove_view_copy is not None:
+        opts["remove_view_copy"] = bool(remove_view_copy)
+    if policy is not None:
+        opts["policy"] = policy
+    if fold is not None:
+        opts["fold"] = bool(fold)
+    return opts
+
+
+class Client:
+    """A blocking connection to viewlowerd.
+
+    `socket` defaults to viewlowerctl's lookup (default_socket). `timeout` (seconds) bounds each
+    call, from sending its request to receiving its response; None waits forever. `tensors` says
+    how tensors in results are returned: "torch", "numpy", or "auto" (torch when the torch module
+    is loaded, else numpy). Every method raises RemoteError (code, message, kind, path) when the
+    service answers an error, TransportError when the daemon cannot be reached or breaks the
+    protocol, and CallTimeout when the deadline passes. Use it as a context manager or call close().
+    """
+
+    def __init__(self, socket: Optional[str] = None, timeout: Optional[float] = 120.0,
+                 tensors: str = "auto"):
+        path = socket if socket else default_socket()
+        if len(path.encode()) > SOCKET_PATH_MAX:
+            raise TransportError(f"socket path is {len(path.encode())} bytes, longer than the "
+                                 f"{SOCKET_PATH_MAX} a Unix socket allows")
+        self.path = path
+        self.timeout = timeout
+        self.tensors = tensors
+        self._next_id = 1
+        self._done: Dict[int, Tuple[dict, memoryview]] = {}
+        self._buf = bytearray()
+        self._sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(path)
+        except _socket.timeout:
+            self._sock.close()
+            raise CallTimeout(f"{path}: connect timed out")
+        except OSError as e:
+            self._sock.close()
+            raise TransportError(f"{path}: {e.strerror or e}")
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    # -- framing --
+
+    def send(self, method: str, params: Optional[dict] = None) -> int:
+        """Sends one request without waiting; returns its id (pass it to receive)."""
+        payload = _Payload()
+        lifted = payload.lift(params if params is not None else {})
+        rid = self._next_id
+        self._next_id += 1
+        text = ('{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}'
+                % (rid, json.dumps(method), dumps(lifted))).encode()
+        header = HEADER.pack(MAGIC, len(text), payload.size)
+        try:
+            self._sock.sendall(b"".join([header, text] + [bytes(p) for p in payload.parts]))
+        except _socket.timeout:
+            raise CallTimeout(f"{self.path}: sending {method} timed out")
+        except OSError as e:
+            raise TransportError(f"{self.path}: sending {method}: {e.strerror or e}")
+        return rid
+
+    def _read_exact(self, n: int, deadline: Optional[float]) -> bytes:
+        while len(self._buf) < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CallTimeout(f"{self.path}: no response within {self.timeout} s")
+                self._sock.settimeout(left)
+            try:
+                chunk = self._sock.recv(max(n - len(self._buf), 1 << 16))
+            except _socket.timeout:
+                raise CallTimeout(f"{self.path}: no response within {self.timeout} s")
+            except OSError as e:
+                raise TransportError(f"{self.path}: {e.strerror or e}")
+            if not chunk:
+                raise TransportError(f"{self.path}: the daemon closed the connection")
+            self._buf += chunk
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    def _read_frame(self, deadline: Optional[float]) -> Tuple[dict, memoryview]:
+        magic, jlen, plen = HEADER.unpack(self._read_exact(HEADER.size, deadline))
+        if magic != MAGIC:
+            raise TransportError(f"{self.path}: bad frame magic {magic!r}")
+        if jlen + plen > MAX_RESPONSE_BYTES:
+            raise TransportError(f"{self.path}: response of {jlen + plen} bytes is over the limit")
+        text = self._read_exact(jlen, deadline)
+        payload = memoryview(self._read_exact(plen, deadline)) if plen else memoryview(b"")
+        try:
+            msg = json.loads(text)
+        except ValueError as e:
+            raise TransportError(f"{self.path}: response is not JSON: {e}")
+        if not isinstance(msg, dict):
+            raise TransportError(f"{self.path}: response is not a JSON object")
+        return msg, payload
+
+    def receive(self, rid: int) -> Any:
+        """Waits for the response to request `rid`; returns its result or raises its error."""
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while rid not in self._done:
+            msg, payload = self._read_frame(deadline)
+            mid = msg.get("id")
+            if mid is None and "error" in msg:
+                raise self._error(msg["error"])
+            if not isinstance(mid, int):
+                raise TransportError(f"{self.path}: response without a request id")
+            self._done[mid] = (msg, payload)
+        msg, payload = self._done.pop(rid)
+        if "error" in msg:
+            raise self._error(msg["error"])
+        if "result" not in msg:
+            raise TransportError(f"{self.path}: response has neither result nor error")
+        return _lower_tensors(msg["result"], payload, self._kind())
+
+    def _kind(self) -> str:
+        if self.tensors != "auto":
+            return self.tensors
+        return "torch" if "torch" in sys.modules else "numpy"
+
+    @staticmethod
+    def _error(err: Any) -> RemoteError:
+        if not isinstance(err, dict):
+            return RemoteError(f"malformed error {err!r}")
+        data = err.get("data") if isinstance(err.get("data"), dict) else {}
+        return RemoteError(str(err.get("message", "")), code=err.get("code"),
+                           kind=data.get("kind"), path=data.get("path"), data=err.get("data"))
+
+    def call(self, method: str, params: Optional[dict] = None) -> Any:
+        """One request, one response."""
+        return self.receive(self.send(method, params))
+
+    def pipeline(self, requests: Iterable[Tuple[str, Optional[dict]]]) -> List[Any]:
+        """Sends every (method, params) before reading any response; results in request order.
+        An error response raises once every response has been read."""
+        ids = [self.send(m, p) for m, p in requests]
+        results: List[Any] = []
+        first: Optional[Exception] = None
+        for rid in ids:
+            try:
+                results.append(self.receive(rid))
+            except RemoteError as e:
+                results.append(e)
+                first = first or e
+        if first is not None:
+            raise first
+        return results
+
+    # -- the methods of SPEC §6 --
+
+    def ping(self) -> dict:
+        return self.call("ping", {})
+
+    def version(self) -> dict:
+        return self.call("version", {})
+
+    def stats(self) -> dict:
+        return self.call("stats", {})
+
+    def validate(self, graph: Any) -> dict:
+        return self.call("validate", {"graph": _graph(graph)})
+
+    def lower(self, graph: Any, remove_view_copy: Optional[bool] = None,
+              policy: Optional[str] = None, fold: Optional[bool] = None, **options: Any) -> dict:
+        """{"graph": lowered graph, "report": report}. `graph` is a dict, JSON text or RawJSON."""
+        return self.call("lower", {"graph": _graph(graph),
+                                   "options": _options(remove_view_copy, policy, fold, options)})
+
+    def verify(self, graph: Any, inputs: Optional[Dict[str, Any]] = None,
+               seed: Optional[int] = None, remove_view_copy: Optional[bool] = None,
+               policy: Optional[str] = None, fold: Optional[bool] = None, **options: Any) -> dict:
+        params: Dict[str, Any] = {"graph": _graph(graph),
+                                  "options": _options(remove_view_copy, policy, fold, options)}
+        if inputs is not None:
+            params["inputs"] = inputs
+        if seed is not None:
+            params["seed"] = int(seed)
+        return self.call("verify", params)
+
+    def execute(self, graph: Any, inputs: Dict[str, Any]) -> list:
+        """The graph's outputs as tensors (blob transfer both ways)."""
+        return self.call("execute", {"graph": _graph(graph), "inputs": inputs,
+                                     "encoding": "blob"})["outputs"]
+
+    def view_copy(self, tensor: Any, size: Sequence[int],
+                  out_dim_order: Optional[Sequence[int]] = None) -> Any:
+        params: Dict[str, Any] = {"input": tensor, "size": list(size), "encoding": "blob"}
+        if out_dim_order is not None:
+            params["out_dim_order"] = list(out_dim_order)
+        return self.call("view_copy", params)["output"]
+
+
+def _graph(graph: Any) -> Any:
+    if isinstance(graph, (str, bytes)):
+        return RawJSON(graph.decode() if isinstance(graph, bytes) else graph)
+    return graph
