@@ -11,6 +11,7 @@ proves the exporter's rewrites (split into slices, reshapes into view_copy) keep
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -102,66 +103,108 @@ class Result:
         self.lowered = lowered
         self.report = report
 
+        self.literal_change: Optional[dict] = None
+
     @property
     def equal(self) -> bool:
-        return self.mismatch is None and self.trace_mismatch is None
+        return (self.mismatch is None and self.trace_mismatch is None
+                and self.literal_change is None)
 
 
-def _fresh(values: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
-    return {k: v.clone(memory_format=torch.preserve_format) for k, v in values.items()}
+def _mismatch(exported: Exported, name: str, actual: torch.Tensor,
+              output: Optional[int] = None) -> dict:
+    """The details of a digest mismatch: the reference value is recomputed up to that node."""
+    if output is None:
+        expected = replay.value_at(exported.graph, exported.values, name)
+    else:
+        with torch.no_grad():
+            expected = replay.Run(exported.graph, exported.values).complete().outputs[output]
+    d = replay.first_difference(expected, actual) if expected is not None else None
+    d = d or (-1, "the reference value", "a different one")
+    m = {"node": name, "index": d[0], "expected": d[1], "actual": d[2]}
+    if output is not None:
+        m["output"] = output
+    return m
 
 
-def reference_run(exported: Exported) -> replay.Run:
-    """The exported graph run in torch, every node placed in its declared layout."""
+def compare_replay(exported: Exported, lowered: dict) -> Optional[dict]:
+    """Runs the lowered graph with real aliases and returns the first node (then output) whose
+    value differs from the reference, or None. Nodes removed as dead are not compared."""
+    r = replay.Run(lowered, exported.values)
     with torch.no_grad():
-        return replay.run(exported.graph, _fresh(exported.values), snapshot=True)
+        for name, v in r:
+            want = exported.digests.get(name)
+            if want is not None and isinstance(v, torch.Tensor) and replay.digest(v) != want:
+                return _mismatch(exported, name, v.clone())
+    outs = lowered["nodes"][-1]["args"]
+    if len(r.outputs) != len(exported.output_digests):
+        return {"node": "output", "index": -1, "expected": len(exported.output_digests),
+                "actual": len(r.outputs)}
+    for i, (t, want) in enumerate(zip(r.outputs, exported.output_digests)):
+        if replay.digest(t) != want:
+            return _mismatch(exported, outs[i], t.clone(), output=i)
+    return None
 
 
-def replay_run(lowered: dict, exported: Exported) -> replay.Run:
-    with torch.no_grad():
-        return replay.run(lowered, _fresh(exported.values), snapshot=True)
-
-
-def trace_run(exported: Exported) -> Dict[str, Any]:
-    """Every node's value when torch runs its own traced fx graph (the traced layout's proof)."""
+def compare_with_trace(exported: Exported) -> Optional[dict]:
+    """The first node whose value differs between torch running its own traced fx graph and the
+    reference run of the exported graph (the proof that the exporter's rewrites keep values;
+    meaningful with the traced layout, where both run on the same strides)."""
     import torch.fx
-    seen: Dict[str, Any] = {}
+    found: List[dict] = []
 
     class Rec(torch.fx.Interpreter):
         def run_node(self, n: Any) -> Any:
             r = super().run_node(n)
-            if isinstance(r, torch.Tensor):
-                seen[n.name] = r.clone(memory_format=torch.contiguous_format)
+            want = exported.digests.get(n.name)
+            if (not found and want is not None and isinstance(r, torch.Tensor)
+                    and replay.digest(r) != want):
+                found.append(_mismatch(exported, n.name, r.clone()))
             return r
 
     ph = [n for n in exported.graph["nodes"] if n["op"] == "placeholder" and n["kind"] != "constant"]
-    vals = _fresh(exported.values)
+    vals = [exported.values[n["name"]].clone(memory_format=torch.preserve_format) for n in ph]
     with torch.no_grad():
-        out = Rec(exported.gm).run(*[vals[n["name"]] for n in ph])
-    seen["__outputs__"] = out
-    return seen
+        Rec(exported.gm).run(*vals)
+    return found[0] if found else None
 
 
-def compare_with_trace(exported: Exported, ref: replay.Run) -> Optional[dict]:
-    traced = trace_run(exported)
-    for name in ref.order:
-        if name in traced and name in ref.snapshots:
-            d = replay.first_difference(traced[name], ref.snapshots[name])
-            if d is not None:
-                return {"node": name, "index": d[0], "expected": d[1], "actual": d[2]}
+def _same_literal(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_literal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_literal(a[k], b[k]) for k in a)
+    return a == b
+
+
+def literal_change(graph: dict, lowered: dict) -> Optional[dict]:
+    """The first node whose args or kwargs the lowering changed although it kept its target
+    (SPEC §2: lowering never changes a literal), or None."""
+    by_name = {n["name"]: n for n in graph["nodes"]}
+    for n in lowered["nodes"]:
+        o = by_name.get(n["name"])
+        if o is None or o.get("target") != n.get("target") or n["op"] == "output":
+            continue
+        for key in ("args", "kwargs"):
+            if not _same_literal(o.get(key, [] if key == "args" else {}),
+                                 n.get(key, [] if key == "args" else {})):
+                return {"node": n["name"], "index": -1, "literal": key,
+                        "expected": json.dumps(o.get(key)), "actual": json.dumps(n.get(key))}
     return None
 
 
 def run_check(exported: Exported, lowerer: Any, opts: Dict[str, Any],
-              ref: Optional[replay.Run] = None, against_trace: bool = False) -> Result:
+              against_trace: bool = False) -> Result:
     """Lowers the exported graph with `opts` and replays it; see the module docstring."""
-    ref = ref if ref is not None else reference_run(exported)
     res = lowerer.lower(exported.graph, opts)
     lowered, report = res["graph"], res["report"]
-    got = replay_run(lowered, exported)
-    mismatch = replay.compare_runs(lowered, ref, got)
-    tm = compare_with_trace(exported, ref) if against_trace else None
-    return Result(Summary(exported.graph, lowered, report), mismatch, lowered, report, tm)
+    mismatch = compare_replay(exported, lowered)
+    tm = compare_with_trace(exported) if against_trace else None
+    r = Result(Summary(exported.graph, lowered, report), mismatch, lowered, report, tm)
+    r.literal_change = literal_change(exported.graph, lowered)
+    return r
 
 
 def force_wrong_alias(lowered: dict, report: dict) -> Optional[str]:
@@ -190,19 +233,20 @@ def _owner(by_name: Dict[str, dict], name: str) -> str:
     return n["name"]
 
 
-def self_test(exported: Exported, lowered: dict, report: dict,
-              ref: Optional[replay.Run] = None) -> Tuple[Optional[str], Optional[dict]]:
+def self_test(exported: Exported, lowered: dict,
+              report: dict) -> Tuple[Optional[str], Optional[dict]]:
     """(forced node, mismatch found) after forcing one wrong alias into the lowered graph."""
     wrong = copy.deepcopy(lowered)
     forced = force_wrong_alias(wrong, report)
     if forced is None:
         return None, None
-    ref = ref if ref is not None else reference_run(exported)
-    return forced, replay.compare_runs(wrong, ref, replay_run(wrong, exported))
+    return forced, compare_replay(exported, wrong)
 
 
 def describe(m: dict) -> str:
     where = f"output {m['output']} ({m['node']})" if "output" in m else f"node {m['node']}"
+    if "literal" in m:
+        return f"{where}: the lowering changed its {m['literal']} from {m['expected']} to {m['actual']}"
     if m["index"] == -1:
         return f"{where}: expected {m['expected']}, got {m['actual']}"
     return (f"{where} differs at flat index {m['index']}: expected {m['expected']!r}, "

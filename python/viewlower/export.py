@@ -53,14 +53,18 @@ STRING_KWARGS = ("dtype", "layout", "device", "memory_format")
 
 class Exported:
     """An exported program: `graph` (the JSON object), `values` (placeholder name → tensor, the
-    model's parameters, buffers, constants and the inputs), and `gm`, the traced fx graph."""
+    model's parameters, buffers, constants and the inputs), `gm` (the traced fx graph), and the
+    reference: `digests` (node name → digest of its value right after it ran, when the graph
+    ran in torch op by op with every node in its declared layout) and `output_digests`."""
 
     def __init__(self, graph: dict, values: Dict[str, torch.Tensor], gm: Any,
-                 user_inputs: List[str]):
+                 user_inputs: List[str], digests: Dict[str, bytes], output_digests: List[bytes]):
         self.graph = graph
         self.values = values
         self.gm = gm
         self.user_inputs = user_inputs
+        self.digests = digests
+        self.output_digests = output_digests
 
 
 # ---- models and inputs ---------------------------------------------------------------------
@@ -173,9 +177,32 @@ def trace(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Tuple[Any, 
     state = {n: t for n, t in params + buffers}
     args = [t.clone(memory_format=torch.preserve_format) for _, t in params + buffers]
     args += [x.clone(memory_format=torch.preserve_format) for x in inputs]
-    with torch.no_grad(), _unfused_attention(model):
+    with torch.no_grad(), _unfused_attention(model), _memory_format_contiguous():
         gm = make_fx(functionalize(f, remove="mutations_and_views"))(*args)
     return gm, [n for n, _ in params], [n for n, _ in buffers], state
+
+
+class _memory_format_contiguous:
+    """torch 1.13's functional tensors answer is_contiguous(memory_format=channels_last) wrongly,
+    so `x.contiguous(memory_format=...)` traces as nothing even when x is in another layout.
+    During the trace it is decided on x's strides (which are right) instead."""
+
+    def __enter__(self) -> None:
+        self.orig = torch.Tensor.contiguous
+        orig = self.orig
+
+        def contiguous(x: torch.Tensor, memory_format: Any = torch.contiguous_format) -> torch.Tensor:
+            if memory_format in (torch.channels_last, torch.channels_last_3d):
+                want = layout.CHANNELS_LAST.get(x.dim())
+                have = layout.dim_order_from_strides(list(x.shape), list(x.stride()))
+                if want is not None and have != want:
+                    return torch.ops.aten.clone.default(x, memory_format=memory_format)
+                return x
+            return orig(x, memory_format=memory_format)
+        torch.Tensor.contiguous = contiguous  # type: ignore[assignment]
+
+    def __exit__(self, *exc: Any) -> None:
+        torch.Tensor.contiguous = self.orig  # type: ignore[assignment]
 
 
 class _unfused_attention:
@@ -202,7 +229,7 @@ class _unfused_attention:
 
 def _enum_name(v: Any) -> Optional[str]:
     if isinstance(v, torch.dtype):
-        return replay.dtype_name(v)
+        return str(v).replace("torch.", "")
     if isinstance(v, (torch.layout, torch.memory_format)):
         return str(v).replace("torch.", "")
     if isinstance(v, torch.device):
@@ -230,6 +257,8 @@ def literal(v: Any, where: str, in_kwargs: bool) -> Any:
     if isinstance(v, (list, tuple)):
         return [literal(x, f"{where}/{i}", in_kwargs) for i, x in enumerate(v)]
     name = _enum_name(v)
+    if isinstance(v, torch.dtype):
+        name = replay.dtype_name(v, where)
     if name is not None or isinstance(v, str):
         if in_kwargs:
             return name if name is not None else v
@@ -451,6 +480,7 @@ class _Discover:
 
     def __init__(self, edge: bool):
         self.edge = edge
+        self.index: Dict[str, int] = {}
         self.specs: Dict[str, Any] = {}
         self.mutates: Dict[str, List[str]] = {}
 
@@ -460,7 +490,8 @@ class _Discover:
             strides = layout.strides_from_dim_order(list(value.shape), range(value.dim()))
         else:
             strides = _dense_strides(value)
-        self.specs.setdefault(node["name"], {})[i] = _spec(value, strides, node["name"])
+        where = f"/nodes/{self.index.get(node['name'], 0)}"
+        self.specs.setdefault(node["name"], {})[i] = _spec(value, strides, where)
         return strides
 
     def before(self, idx: int, node: dict, args: list, kwargs: dict) -> Any:
@@ -551,12 +582,19 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
     graph = {"format": "viewlower.graph", "version": 1, "name": name,
              "skip_dim_order": bool(skip_dim_order), "nodes": nodes}
     d = _Discover(layout_mode == "edge")
-    fresh = {k: v.clone(memory_format=torch.preserve_format) for k, v in values.items()}
+    d.index = {n["name"]: i for i, n in enumerate(nodes)}
+    ph_names = {n["name"] for n in ph}
+    ref: Dict[str, bytes] = {}
+    r = replay.Run(graph, values, layout_of=d.layout_of, before=d.before, after=d.after)
     with torch.no_grad():
-        ran = replay.run(graph, fresh, layout_of=d.layout_of, before=d.before, after=d.after)
-    for k, t in ran.env.items():  # in-place results share their argument's storage
-        if k not in d.specs and isinstance(t, torch.Tensor):
-            d.specs[k] = {0: _spec(t, _dense_strides(t), k)}
+        for k, t in r:
+            if not isinstance(t, torch.Tensor):
+                continue
+            if k not in d.specs:  # in-place results share their argument's storage
+                d.specs[k] = {0: _spec(t, _dense_strides(t), f"/nodes/{d.index[k]}")}
+            if k not in ph_names:
+                ref[k] = replay.digest(t)
+    out_digests = [replay.digest(t) for t in r.outputs]
     for n in nodes:
         if n["op"] == "output":
             continue
@@ -577,7 +615,7 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
     _check_as_strided(nodes, b.fx_of, d.specs)
     _mark_mutated(nodes)
     _reorder_keys(nodes)
-    return Exported(graph, values, gm, user_inputs)
+    return Exported(graph, values, gm, user_inputs, ref, out_digests)
 
 
 def _is_multi(fx: Any) -> bool:

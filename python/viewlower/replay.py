@@ -9,9 +9,10 @@ write into their argument's storage; `mutates` ops write the tensors they are gi
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import operator
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -61,16 +62,21 @@ def decode_kwarg(key: str, v: Any) -> Any:
 
 # ---- targets -------------------------------------------------------------------------------
 
+def _in_dim_order(x: torch.Tensor, dim_order: Any) -> torch.Tensor:
+    if dim_order is None:
+        return x.clone()
+    return place(x, layout.strides_from_dim_order(list(x.shape), list(dim_order)))
+
+
 def _to_dim_order_copy(x: torch.Tensor, *, dtype: Any = None, layout: Any = None, device: Any = None,
                        pin_memory: Any = None, non_blocking: bool = False, dim_order: Any = None,
                        memory_format: Any = None) -> torch.Tensor:
-    # The layout is applied when the result is placed in the node's declared layout.
-    return x.to(dtype=dtype, copy=True) if dtype is not None else x.clone()
+    return _in_dim_order(x.to(dtype=dtype) if dtype is not None else x, dim_order)
 
 
 def _clone_dim_order(x: torch.Tensor, *, non_blocking: bool = False,
                      dim_order: Any = None) -> torch.Tensor:
-    return x.clone()
+    return _in_dim_order(x, dim_order)
 
 
 def _as_strided_copy(x: torch.Tensor, size: Sequence[int], stride: Sequence[int],
@@ -121,15 +127,14 @@ def logical_bytes(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().reshape(-1).view(torch.uint8)
 
 
-class Run:
-    """One execution of a graph: `env` maps node names to tensors (tuples for multi-output
-    producers); `snapshots` holds, when asked for, each node's value right after it ran."""
-
-    def __init__(self) -> None:
-        self.env: Dict[str, Any] = {}
-        self.snapshots: Dict[str, torch.Tensor] = {}
-        self.outputs: List[torch.Tensor] = []
-        self.order: List[str] = []
+def digest(t: torch.Tensor) -> bytes:
+    """A fingerprint of dtype, shape and logical bytes: equal digests mean bit-equal tensors."""
+    h = hashlib.blake2b(digest_size=20)
+    h.update(f"{t.dtype}{list(t.shape)}".encode())
+    b = logical_bytes(t)
+    if b.numel():
+        h.update(memoryview(b.numpy()))
+    return h.digest()
 
 
 LayoutFn = Callable[[dict, int, torch.Tensor], Sequence[int]]
@@ -141,19 +146,87 @@ def declared_layout(node: dict, i: int, value: torch.Tensor) -> Sequence[int]:
     return layout.spec_strides(spec)
 
 
-def run(graph: dict, values: Dict[str, torch.Tensor], snapshot: bool = False,
-        layout_of: LayoutFn = declared_layout,
-        before: Optional[Callable[[int, dict, list, dict], Any]] = None,
-        after: Optional[Callable[[int, dict, list, dict, Any, Any], None]] = None) -> Run:
-    """Executes `graph` on placeholder `values` (name → tensor; copied, never written).
+def _refs(v: Any, out: List[str]) -> None:
+    if isinstance(v, str):
+        out.append(v)
+    elif isinstance(v, list):
+        for x in v:
+            _refs(x, out)
 
-    `layout_of(node, i, result)` gives the strides output i is placed in (the declared ones by
-    default; the exporter passes its own). `before`/`after` are called around each op with
-    (index, node, args, kwargs[, result, token]) — the exporter uses them to see undeclared writes."""
-    r = Run()
-    env = r.env
-    nodes = graph["nodes"]
 
+def last_uses(graph: dict) -> Dict[int, List[str]]:
+    """Node index → names read for the last time there (their tensors may be dropped after)."""
+    last: Dict[str, int] = {}
+    for i, n in enumerate(graph["nodes"]):
+        names: List[str] = []
+        _refs(n.get("args", []), names)
+        out = n.get("kwargs", {}).get("out")
+        if isinstance(out, str):
+            names.append(out)
+        for name in names:
+            last[name] = i
+    by_index: Dict[int, List[str]] = {}
+    for name, i in last.items():
+        by_index.setdefault(i, []).append(name)
+    return by_index
+
+
+class Run:
+    """One execution of a graph, as an iterator of (name, value) right after each node ran
+    (value a tensor, or a tuple for a multi-output producer). Tensors are dropped after their
+    last reader, so memory stays at what is live; `outputs` holds the graph's outputs at the end.
+
+    `values` (placeholder name → tensor) are copied, never written. `layout_of(node, i, result)`
+    gives the strides output i is placed in (the declared ones by default; the exporter passes
+    its own). `before`/`after` are called around each op with (index, node, args, kwargs[,
+    result, token]); the exporter uses them to see writes the format's rules do not show."""
+
+    def __init__(self, graph: dict, values: Dict[str, torch.Tensor],
+                 layout_of: LayoutFn = declared_layout, before: Any = None, after: Any = None):
+        self.graph = graph
+        self.values = values
+        self.layout_of = layout_of
+        self.before, self.after = before, after
+        self.env: Dict[str, Any] = {}
+        self.outputs: List[torch.Tensor] = []
+        self.keep = False
+
+    def __iter__(self) -> Iterator[Tuple[str, Any]]:
+        env = self.env
+        drop = {} if self.keep else last_uses(self.graph)
+        for idx, node in enumerate(self.graph["nodes"]):
+            name, op = node["name"], node["op"]
+            where = f"/nodes/{idx}"
+            if op == "output":
+                self.outputs = [env[a] for a in node["args"]]
+                break
+            if op == "placeholder":
+                if name not in self.values:
+                    raise ExportError(f"no value for placeholder {name}", path=where)
+                v = self.values[name]
+                t = place(v, self.layout_of(node, 0, v))
+            else:
+                t = _call(node, idx, where, env, self.layout_of, self.before, self.after)
+            env[name] = t
+            yield name, t
+            for gone in drop.get(idx, ()):
+                env.pop(gone, None)
+
+    def complete(self) -> "Run":
+        for _ in self:
+            pass
+        return self
+
+
+def run(graph: dict, values: Dict[str, torch.Tensor], **kw: Any) -> Run:
+    """Runs the whole graph, keeping every node's tensor in `env`."""
+    r = Run(graph, values, **kw)
+    r.keep = True
+    return r.complete()
+
+
+def _call(node: dict, idx: int, where: str, env: Dict[str, Any], layout_of: LayoutFn,
+          before: Any, after: Any) -> Any:
     def ref(v: Any) -> Any:
         if isinstance(v, str):
             return env[v]
@@ -161,28 +234,6 @@ def run(graph: dict, values: Dict[str, torch.Tensor], snapshot: bool = False,
             return [ref(x) for x in v]
         return decode_literal(v)
 
-    for idx, node in enumerate(nodes):
-        name, op = node["name"], node["op"]
-        where = f"/nodes/{idx}"
-        if op == "output":
-            r.outputs = [env[a] for a in node["args"]]
-            break
-        if op == "placeholder":
-            if name not in values:
-                raise ExportError(f"no value for placeholder {name}", path=where)
-            v = values[name]
-            t = place(v, layout_of(node, 0, v))
-        else:
-            t = _call(node, idx, where, env, ref, layout_of, before, after)
-        env[name] = t
-        r.order.append(name)
-        if snapshot and isinstance(t, torch.Tensor):
-            r.snapshots[name] = t.clone(memory_format=torch.contiguous_format)
-    return r
-
-
-def _call(node: dict, idx: int, where: str, env: Dict[str, Any], ref: Callable[[Any], Any],
-          layout_of: LayoutFn, before: Any, after: Any) -> Any:
     target = node["target"]
     args = node.get("args", [])
     if target == "operator.getitem":
@@ -232,20 +283,19 @@ def first_difference(a: torch.Tensor, b: torch.Tensor) -> Optional[Tuple[int, An
     return (k, fa[k].item(), fb[k].item())
 
 
-def compare_runs(graph: dict, expected: Run, actual: Run) -> Optional[dict]:
-    """The first node (in `actual`'s order), then the first output, whose value differs, or None.
-    Nodes only one run has (removed as dead) are not compared."""
-    for name in actual.order:
-        if name in expected.snapshots and name in actual.snapshots:
-            d = first_difference(expected.snapshots[name], actual.snapshots[name])
-            if d is not None:
-                return {"node": name, "index": d[0], "expected": d[1], "actual": d[2]}
-    for i, (e, a) in enumerate(zip(expected.outputs, actual.outputs)):
-        d = first_difference(e, a)
-        if d is not None:
-            out = graph["nodes"][-1]["args"][i]
-            return {"node": out, "output": i, "index": d[0], "expected": d[1], "actual": d[2]}
-    if len(expected.outputs) != len(actual.outputs):
-        return {"node": "output", "index": -1, "expected": len(expected.outputs),
-                "actual": len(actual.outputs)}
+def digests(run_: Run, skip_placeholders: bool = True) -> Tuple[Dict[str, bytes], List[bytes]]:
+    """Runs to the end; (node name → digest of its value right after it ran, output digests)."""
+    ph = {n["name"] for n in run_.graph["nodes"] if n["op"] == "placeholder"}
+    out: Dict[str, bytes] = {}
+    for name, v in run_:
+        if isinstance(v, torch.Tensor) and not (skip_placeholders and name in ph):
+            out[name] = digest(v)
+    return out, [digest(t) for t in run_.outputs]
+
+
+def value_at(graph: dict, values: Dict[str, torch.Tensor], name: str) -> Optional[torch.Tensor]:
+    """The value node `name` has right after it ran (a copy), running the graph up to there."""
+    for n, v in Run(graph, values):
+        if n == name:
+            return v.clone() if isinstance(v, torch.Tensor) else None
     return None

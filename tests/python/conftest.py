@@ -1,0 +1,73 @@
+"""Fixtures of the Python front end's tests: a real viewlowerd on a temporary socket (from the
+CMake build, or $VIEWLOWERD), viewlowerctl for --local ($VIEWLOWERCTL), and a session cache of
+built models and exported graphs, so that each model is built and traced once per layout."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import viewlower  # noqa: E402
+
+
+def _binary(env: str, rel: str) -> str:
+    path = os.environ.get(env) or os.path.join(ROOT, "build", rel)
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"{path} not built (set {env})")
+    return path
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "zoo: a torchvision model of the zoo (slow)")
+
+
+@pytest.fixture(scope="session")
+def viewlowerctl():
+    return _binary("VIEWLOWERCTL", "client/viewlowerctl")
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    """The socket path of a viewlowerd started for this session (stopped with SIGTERM)."""
+    exe = _binary("VIEWLOWERD", "daemon/viewlowerd")
+    d = tempfile.mkdtemp(prefix="vl-py-")
+    sock = os.path.join(d, "vl.sock")
+    proc = subprocess.Popen([exe, "--socket", sock, "--workers", "2", "--log-level", "warn"],
+                            stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with viewlower.Client(sock, timeout=5) as c:
+                    c.ping()
+                break
+            except viewlower.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"viewlowerd did not come up (status {proc.poll()})")
+                time.sleep(0.05)
+        yield sock
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        shutil.rmtree(d, ignore_errors=True)
+        assert rc == 0, f"viewlowerd exited with {rc}"
+
+
+@pytest.fixture(scope="session")
+def lowerer(daemon):
+    from viewlower.lowering import Lowerer
+    low = Lowerer(socket=daemon, timeout=300)
+    yield low
+    low.close()

@@ -1,0 +1,176 @@
+"""viewlower.Client against a real viewlowerd: every method, blobs both ways, pipelining,
+errors with code/kind/path, timeouts."""
+import os
+import socket
+import tempfile
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import viewlower
+from viewlower import Client, client as vc
+
+PATCH = {
+    "format": "viewlower.graph", "version": 1, "name": "patch_embed", "nodes": [
+        {"name": "x", "op": "placeholder", "val": {"dtype": "float32", "shape": [1, 2, 2, 3],
+                                                   "dim_order": [0, 2, 3, 1]}},
+        {"name": "flat", "op": "call_function", "target": "aten.view_copy.default",
+         "args": ["x", [1, 2, -1]], "val": {"dtype": "float32", "shape": [1, 2, 6],
+                                             "dim_order": [0, 1, 2]}},
+        {"name": "tokens", "op": "call_function", "target": "aten.permute_copy.default",
+         "args": ["flat", [0, 2, 1]], "val": {"dtype": "float32", "shape": [1, 6, 2],
+                                               "dim_order": [0, 1, 2]}},
+        {"name": "out", "op": "output", "args": ["tokens"]}]}
+
+
+def raw_bytes(t):
+    return t.contiguous().reshape(-1).view(torch.uint8)
+
+
+def test_ping_version_and_stats_answer(daemon):
+    with Client(daemon) as c:
+        assert c.ping() == {"pong": True}
+        assert c.version()["protocol"] == 1
+        assert "uptime" in " ".join(c.stats().keys()) or c.stats()
+
+
+def test_view_copy_of_a_channels_last_torch_tensor_equals_torch_reshape(daemon):
+    x = torch.arange(2 * 3 * 4 * 5, dtype=torch.float32).reshape(2, 3, 4, 5)
+    x = x.contiguous(memory_format=torch.channels_last)
+    with Client(daemon, tensors="torch") as c:
+        y = c.view_copy(x, [2, 3, 20])
+    assert torch.equal(raw_bytes(y), raw_bytes(x.reshape(2, 3, 20)))
+    assert y.stride() == (60, 20, 1)
+
+
+def test_view_copy_keeps_every_bit_of_bfloat16_nan_and_negative_zero(daemon):
+    x = torch.tensor([[float("nan"), -0.0], [float("inf"), 1.5]], dtype=torch.bfloat16)
+    with Client(daemon, tensors="torch") as c:
+        y = c.view_copy(x.t(), [4], out_dim_order=[0])
+    assert torch.equal(raw_bytes(y), raw_bytes(x.t().reshape(4)))
+
+
+def test_view_copy_of_a_transposed_numpy_array_comes_back_as_numpy(daemon):
+    a = np.arange(12, dtype=np.int64).reshape(3, 4).T  # strides of a transpose
+    with Client(daemon, tensors="numpy") as c:
+        y = c.view_copy(a, [12])
+    assert isinstance(y, np.ndarray)
+    assert y.tolist() == a.reshape(12).tolist()
+
+
+def test_execute_sends_and_returns_blobs_in_declared_layout(daemon):
+    x = torch.arange(12, dtype=torch.float32).reshape(1, 2, 2, 3)
+    x = x.contiguous(memory_format=torch.channels_last)
+    with Client(daemon, tensors="torch") as c:
+        (out,) = c.execute(PATCH, {"x": x})
+    assert torch.equal(raw_bytes(out), raw_bytes(x.reshape(1, 2, 6).permute(0, 2, 1)))
+
+
+def test_lower_returns_graph_and_report_and_keeps_the_channels_last_flatten(daemon):
+    with Client(daemon) as c:
+        r = c.lower(PATCH)
+    flat = [d for d in r["report"]["decisions"] if d["node"] == "flat"]
+    if flat:  # without the layout algebra the flatten is decided on its own
+        assert flat[0]["decision"] == "kept" and "base_layout" in flat[0]["reasons"]
+    assert r["graph"]["nodes"][-1] == {"name": "out", "op": "output", "args": ["tokens"]}
+
+
+def test_verify_with_legacy_policy_reports_the_mismatch(daemon):
+    with Client(daemon) as c:
+        r = c.verify(PATCH, seed=1, policy="legacy")
+    assert r["equal"] is False
+    assert r["mismatches"][0]["name"] == "tokens"
+
+
+def test_an_invalid_graph_raises_with_code_kind_and_pointer(daemon):
+    bad = {**PATCH, "nodes": [dict(PATCH["nodes"][0], val={"dtype": "float33", "shape": [1],
+                                                           "dim_order": [0]})] + PATCH["nodes"][1:]}
+    with Client(daemon) as c:
+        with pytest.raises(viewlower.RemoteError) as e:
+            c.lower(bad)
+        assert c.ping() == {"pong": True}  # the connection stays usable
+    assert e.value.code == -32001
+    assert e.value.kind == "invalid_graph"
+    assert e.value.path == "/graph/nodes/0/val/dtype"
+    assert e.value.exit_code == 2
+
+
+def test_an_unknown_method_is_a_remote_error_with_its_code(daemon):
+    with Client(daemon) as c:
+        with pytest.raises(viewlower.RemoteError) as e:
+            c.call("no_such_method", {})
+    assert e.value.code == -32601
+
+
+def test_pipelined_requests_are_all_answered_by_id(daemon):
+    with Client(daemon) as c:
+        ids = [c.send("ping", {}) for _ in range(20)] + [c.send("lower", {"graph": PATCH})]
+        results = [c.receive(i) for i in reversed(ids)]
+    assert results[0]["graph"]["name"] == "patch_embed"
+    assert all(r == {"pong": True} for r in results[1:])
+
+
+def test_pipeline_returns_results_in_request_order(daemon):
+    with Client(daemon) as c:
+        rs = c.pipeline([("version", {}), ("ping", {}), ("lower", {"graph": PATCH})])
+    assert rs[1] == {"pong": True} and "graph" in rs[2] and rs[0]["protocol"] == 1
+
+
+def test_graph_text_is_sent_as_is_and_int64_max_survives_lowering(daemon):
+    text = ('{"format":"viewlower.graph","version":1,"name":"s","nodes":['
+            '{"name":"x","op":"placeholder","val":{"dtype":"float32","shape":[4,6],"dim_order":[0,1]}},'
+            '{"name":"s","op":"call_function","target":"aten.slice_copy.Tensor",'
+            '"args":["x",1,2,9223372036854775807,1],'
+            '"val":{"dtype":"float32","shape":[4,4],"dim_order":[0,1]}},'
+            '{"name":"m","op":"call_function","target":"aten.mul.Tensor","args":["s",2.0],'
+            '"val":{"dtype":"float32","shape":[4,4],"dim_order":[0,1]}},'
+            '{"name":"out","op":"output","args":["m"]}]}')
+    with Client(daemon) as c:
+        g = c.lower(text)["graph"]
+    by = {n["name"]: n for n in g["nodes"]}
+    assert by["m"]["args"] == ["s", 2.0] and isinstance(by["m"]["args"][1], float)
+    assert by["s"]["args"][3] == 9223372036854775807 and isinstance(by["s"]["args"][3], int)
+
+
+def test_a_daemon_that_never_answers_times_out():
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, "silent.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    conns = []
+    t = threading.Thread(target=lambda: conns.append(srv.accept()), daemon=True)
+    t.start()
+    try:
+        with Client(path, timeout=0.3) as c:
+            with pytest.raises(viewlower.CallTimeout) as e:
+                c.ping()
+        assert e.value.exit_code == 3
+    finally:
+        srv.close()
+        os.unlink(path)
+        os.rmdir(d)
+
+
+def test_no_daemon_at_the_path_is_a_transport_error():
+    with pytest.raises(viewlower.TransportError) as e:
+        Client("/nonexistent/dir/vl.sock")
+    assert e.value.exit_code == 3
+
+
+def test_socket_lookup_follows_viewlowerctl(monkeypatch):
+    monkeypatch.setenv("VIEWLOWER_SOCKET", "/tmp/a.sock")
+    assert vc.default_socket() == "/tmp/a.sock"
+    monkeypatch.delenv("VIEWLOWER_SOCKET")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/7")
+    expected = "/run/viewlower/viewlower.sock" if os.geteuid() == 0 else "/run/user/7/viewlower.sock"
+    assert vc.default_socket() == expected
+
+
+def test_dumps_keeps_integers_exact_and_floats_as_float_tokens():
+    assert vc.dumps([9223372036854775807, 2.0, 0.30000000000000004, 1e-05, True, None]) == \
+        "[9223372036854775807,2.0,0.30000000000000004,1e-05,true,null]"
+    with pytest.raises(ValueError):
+        vc.dumps(float("inf"))

@@ -1,0 +1,167 @@
+"""The exporter: spelling of targets, placeholders, layouts, literals, multi-output nodes,
+mutations, the split rewrite, and errors that name the node."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+from viewlower import export as ex
+from viewlower import check
+from viewlower.errors import ExportError
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def exported(model, *shapes, layout="edge", skip=False, cl=False, dtype=torch.float32):
+    torch.manual_seed(0)
+    model.eval()
+    if cl:
+        model = model.to(memory_format=torch.channels_last)
+    inputs = ex.make_inputs([(list(s), dtype) for s in shapes], channels_last=cl)
+    return ex.export(model, inputs, name="m", layout_mode=layout, skip_dim_order=skip)
+
+
+def nodes_of(e, target):
+    return [n for n in e.graph["nodes"] if n.get("target") == target]
+
+
+class Lambda(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+def test_resnet18_in_train_mode_exports_exactly_the_reference_traced_graph():
+    torch.manual_seed(0)
+    m = ex.build_model("torchvision.models:resnet18", {}, train=True)
+    inputs = ex.make_inputs([([2, 3, 64, 64], torch.float32)])
+    e = ex.export(m, inputs, name="resnet18_train_traced", layout_mode="traced")
+    with open(os.path.join(DATA, "resnet18_train_traced.json")) as f:
+        ref = json.load(f)
+    assert e.graph["nodes"] == ref["nodes"]
+    bn = nodes_of(e, "aten.native_batch_norm.default")[0]
+    assert bn["mutates"] == [bn["args"][3], bn["args"][4]]  # running mean and var
+    assert "vals" in bn and "val" not in bn
+    buffers = [n for n in e.graph["nodes"] if n.get("kind") == "buffer"]
+    assert buffers and all(n.get("mutated") for n in buffers)
+
+
+def test_eval_mode_batch_norm_writes_nothing_and_marks_nothing_mutated():
+    e = exported(nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)), (1, 3, 8, 8))
+    assert not any("mutates" in n or n.get("mutated") for n in e.graph["nodes"])
+
+
+def test_parameters_and_buffers_are_placeholders_and_a_weight_transpose_is_t_copy():
+    e = exported(nn.Linear(4, 3), (2, 4), layout="traced")
+    kinds = [n["kind"] for n in e.graph["nodes"] if n["op"] == "placeholder"]
+    assert kinds == ["parameter", "parameter", "user_input"]
+    (t,) = nodes_of(e, "aten.t_copy.default")
+    assert t["args"] == ["arg0_1"] and t["val"]["strides"] == [1, 4]  # as traced
+
+
+def test_edge_layout_declares_view_like_copies_contiguous():
+    e = exported(nn.Linear(4, 3), (2, 4), layout="edge")
+    (t,) = nodes_of(e, "aten.t_copy.default")
+    assert t["val"]["strides"] == [3, 1]
+
+
+def test_gpt_attention_split_becomes_slices_and_masking_keeps_minus_infinity():
+    from viewlower.models import gpt_attention
+    e = exported(gpt_attention(), (2, 8, 64))
+    targets = {n.get("target") for n in e.graph["nodes"]}
+    assert not targets & check.SPLIT_PRODUCERS
+    slices = [n for n in nodes_of(e, "aten.slice_copy.Tensor") if n["name"].startswith("getitem")]
+    assert [n["args"][1:] for n in slices] == [[2, 0, 64, 1], [2, 64, 128, 1], [2, 128, 192, 1]]
+    (fill,) = nodes_of(e, "aten.masked_fill.Scalar")
+    assert fill["args"][2] == {"float": "-inf"}
+    (mul,) = [n for n in nodes_of(e, "aten.mul.Tensor") if not isinstance(n["args"][1], str)]
+    assert mul["args"][1] == 0.25 and isinstance(mul["args"][1], float)
+    (ln,) = nodes_of(e, "aten.native_layer_norm.default")
+    assert len(ln["vals"]) == 3
+    getitems = [n for n in nodes_of(e, "operator.getitem") if n["args"][0] == ln["name"]]
+    assert [g["val"] for g in getitems] == ln["vals"]
+
+
+def test_the_split_rewrite_keeps_every_value_of_the_trace():
+    from viewlower.models import gpt_attention
+    e = exported(gpt_attention(), (2, 8, 64), layout="traced")
+    assert check.compare_with_trace(e) is None
+
+
+def test_int64_max_slice_ends_stay_exact_and_whole_floats_stay_float_tokens():
+    e = exported(Lambda(lambda x: x[:, 1:] * 2.0), (3, 5))
+    (s,) = [n for n in nodes_of(e, "aten.slice_copy.Tensor") if n["args"][1] == 1]
+    assert s["args"][2:4] == [1, 9223372036854775807]
+    text = ex.export_text(e.graph)
+    assert "9223372036854775807" in text
+    assert ',2.0]' in text
+
+
+def test_layout_conversions_use_dim_order_ops_or_memory_format_when_skipping():
+    m = Lambda(lambda x: (x.contiguous(memory_format=torch.channels_last) + 1).to(
+        memory_format=torch.contiguous_format))
+    e = exported(m, (1, 2, 3, 4))
+    (clone,) = nodes_of(e, "dim_order_ops._clone_dim_order.default")
+    assert clone["kwargs"] == {"dim_order": [0, 2, 3, 1]}
+    assert clone["val"]["strides"] == [24, 1, 8, 2]
+    (to,) = nodes_of(e, "dim_order_ops._to_dim_order_copy.default")
+    assert to["kwargs"]["dim_order"] == [0, 1, 2, 3] and "memory_format" not in to["kwargs"]
+    s = exported(m, (1, 2, 3, 4), skip=True)
+    assert s.graph["skip_dim_order"] is True
+    assert nodes_of(s, "aten.clone.default")[0]["kwargs"] == {"memory_format": "channels_last"}
+    assert nodes_of(s, "aten._to_copy.default")[0]["kwargs"]["memory_format"] == "contiguous_format"
+    assert not any(n.get("target", "").startswith("dim_order_ops") for n in s.graph["nodes"])
+
+
+def test_a_positional_dtype_moves_to_kwargs_under_its_schema_name():
+    e = exported(Lambda(lambda x: x.view(torch.int32) + 1), (2, 3))
+    (v,) = nodes_of(e, "aten.view_copy.dtype")
+    assert v["args"] == ["arg0_1"] and v["kwargs"] == {"dtype": "int32"}
+
+
+def test_an_in_place_write_to_a_user_input_marks_it_mutated():
+    e = exported(Lambda(lambda x: x.add_(1.0) * 3.0), (2, 2))
+    (x,) = [n for n in e.graph["nodes"] if n.get("kind") == "user_input"]
+    assert x.get("mutated") is True
+    (c,) = nodes_of(e, "aten.copy_.default")
+    assert c["args"][0] == x["name"]
+
+
+def test_a_tensor_of_a_dtype_the_format_lacks_is_an_error_naming_the_node():
+    with pytest.raises(ExportError) as err:
+        exported(Lambda(lambda x: (x.to(torch.complex64) * 2).abs()), (2, 2))
+    assert err.value.path.startswith("/nodes/")
+    assert "complex" in str(err.value)
+    idx = int(err.value.path.split("/")[2])
+    assert idx >= 1
+
+
+def _cli(*args, **kw):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, "-m", "viewlower", *args], capture_output=True,
+                          text=True, env=env, timeout=300, **kw)
+
+
+def test_cli_export_writes_a_graph_viewlowerctl_validates(tmp_path, viewlowerctl):
+    out = tmp_path / "g.json"
+    p = _cli("export", "viewlower.models:patch_embed", "--input", "2,3,32,32", "--channels-last",
+             "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    g = json.loads(out.read_text())
+    assert g["name"] == "patch_embed_channels_last_edge"
+    v = subprocess.run([viewlowerctl, "--local", "validate", str(out)], capture_output=True)
+    assert v.returncode == 0, v.stderr
+
+
+def test_cli_usage_errors_exit_64_and_a_bad_model_names_itself():
+    assert _cli("export").returncode == 64
+    p = _cli("export", "no.such.module:thing", "--input", "1")
+    assert p.returncode == 64 and "no.such.module" in p.stderr
