@@ -3,10 +3,12 @@
 #   build: cmake ninja pkg-config gcc libuv libcjson libcmocka
 #   tests: clang + libclang-rt (libFuzzer harnesses), valgrind, systemd (systemd-analyze verify of
 #          the units), util-linux (setpriv), python3-torch/numpy (outside oracle for layouts),
-#          bazel-bootstrap (Bazel 4.2: the examples/bazel stage, scripts/bazel-test.sh)
+#          bazel-bootstrap (Bazel 4.2: the examples/bazel stage, scripts/bazel-test.sh),
+#          python3-torchvision + python3-pytest (the Python front end's tests and model zoo)
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libuv1-dev libcjson-dev libcmocka-dev
-          clang libclang-rt-14-dev valgrind systemd util-linux python3-torch python3-numpy bazel-bootstrap)
+          clang libclang-rt-14-dev valgrind systemd util-linux python3-torch python3-numpy bazel-bootstrap
+          python3-torchvision python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -14,6 +14,10 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 ctest --test-dir build --output-on-failure -j "$jobs" | tee -a "$log"
 
+echo "== python front end (pytest: client, exporter, the model zoo through a real viewlowerd)"
+VIEWLOWERD=build/daemon/viewlowerd VIEWLOWERCTL=build/client/viewlowerctl PYTHONDONTWRITEBYTECODE=1 \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python | tee -a "$log"
+
 echo "== build (ASan + UBSan)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$jobs"
@@ -33,5 +37,10 @@ while read -r nfail total; do
   failed=$((failed + nfail))
 done < <(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$log")
 passed=$((passed + $(grep -o '"ok":true' "$log" | wc -l || true)))
+# pytest's closing line: "N passed, M failed, K xfailed in T s" (any of them may be absent).
+pyline=$(grep -E '^[0-9]+ [a-z]+.* in [0-9.]+s' "$log" | tail -1 || true)
+pycount() { grep -oE "[0-9]+ $1" <<<"$pyline" | grep -oE '^[0-9]+' || echo 0; }
+passed=$((passed + $(pycount passed)))
+failed=$((failed + $(pycount failed) + $(pycount "errors?")))
 failed=$((failed + $(grep -o '"ok":false' "$log" | wc -l || true)))
 echo "summary: $passed passed, $failed failed"

@@ -1,0 +1,120 @@
+"""The model zoo through a real viewlowerd: every model exported (contiguous and channels-last,
+edge and traced layouts), lowered with the safe policy, replayed in torch with real aliases and
+compared bit for bit node by node; the report's counters checked against the graphs; the legacy
+policy caught where it breaks channels-last models. `-m "not zoo"` is the fast subset."""
+import copy
+
+import pytest
+import torch
+
+from viewlower import check, export as ex, layout
+from viewlower.lowering import options_of
+
+#: name → (MODEL, kwargs, inputs, has channels-last variant, in the fast subset)
+ZOO = {
+    "patch_embed": ("viewlower.models:patch_embed", {}, [[2, 3, 32, 32]], True, True),
+    "gpt_attention": ("viewlower.models:gpt_attention", {}, [[2, 8, 64]], False, True),
+    "resnet18": ("torchvision.models:resnet18", {}, [[1, 3, 32, 32]], True, False),
+    "mobilenet_v3_small": ("torchvision.models:mobilenet_v3_small", {}, [[1, 3, 32, 32]], True, False),
+    "efficientnet_b0": ("torchvision.models:efficientnet_b0", {}, [[1, 3, 32, 32]], True, False),
+    "vit_b_16": ("torchvision.models:vit_b_16", {"image_size": 64}, [[1, 3, 64, 64]], True, False),
+    "swin_t": ("torchvision.models:swin_t", {}, [[1, 3, 64, 64]], True, False),
+    "convnext_tiny": ("torchvision.models:convnext_tiny", {}, [[1, 3, 32, 32]], True, False),
+    "shufflenet_v2_x0_5": ("torchvision.models:shufflenet_v2_x0_5", {}, [[1, 3, 64, 64]], True, False),
+}
+
+#: Channels-last models in which the legacy policy aliases a view_copy that reorders elements
+#: (the flatten of a channels-last tensor); in the others every view_copy legacy aliases sits
+#: on a physically contiguous base, so it changes nothing.
+LEGACY_BREAKS = {"patch_embed", "vit_b_16", "shufflenet_v2_x0_5"}
+
+CASES = [pytest.param(name, cl, lay, id=f"{name}-{'channels_last' if cl else 'contiguous'}-{lay}",
+                      marks=[] if ZOO[name][4] else [pytest.mark.zoo])
+         for name in ZOO for cl in ([False, True] if ZOO[name][3] else [False])
+         for lay in ("edge", "traced")]
+
+_cache = {}
+
+
+def exported(name, cl, lay):
+    """Each model is built once (zero parameters randomised) and traced once per layout."""
+    key = (name, cl, lay)
+    if key not in _cache:
+        if not any(k[0] == name for k in _cache):
+            _cache.clear()  # one model at a time in memory
+        spec, kwargs, shapes, _, _ = ZOO[name]
+        if (name, cl) not in _cache:
+            base = _cache.get((name, False))
+            if base is None:
+                base = ex.build_model(spec, kwargs)
+                ex.randomize_zero_parameters(base)
+                _cache[(name, False)] = base
+            if cl:
+                _cache[(name, True)] = copy.deepcopy(base).to(memory_format=torch.channels_last)
+        inputs = ex.make_inputs([(s, torch.float32) for s in shapes], channels_last=cl)
+        _cache[key] = ex.export(_cache[(name, cl)], inputs,
+                                name=f"{name}{'_channels_last' if cl else ''}_{lay}",
+                                layout_mode=lay)
+    return _cache[key]
+
+
+def assert_counters_consistent(e, res):
+    g, low, rep = e.graph, res.lowered, res.report
+    n_layout, bytes_layout = check.layout_only_bytes(g)
+    view_copies = sum(1 for n in g["nodes"] if n.get("target") == "aten.view_copy.default")
+    assert rep["view_copy_nodes"] == view_copies
+    total = rep.get("layout_copy_nodes", view_copies)
+    assert rep["replaced"] + rep["kept"] + rep.get("merged", 0) + rep["removed_dead"] == total
+    assert len(rep["decisions"]) == rep["replaced"] + rep["kept"] + rep.get("merged", 0)
+    views = [n for n in low["nodes"] if n.get("target") == "memory.view"]
+    assert len(views) == rep["replaced"]
+    by_name = {n["name"]: n for n in low["nodes"]}
+    for d in rep["decisions"]:
+        want = {"replaced": "memory.view", "merged": "aten.as_strided_copy.default"}
+        if d["decision"] in want:
+            assert by_name[d["node"]]["target"] == want[d["decision"]]
+        else:
+            assert d["reasons"], d
+    assert rep["bytes_saved"] >= sum(layout.nbytes(v["val"]) for v in views)
+    if "layout_copy_nodes" in rep:  # SPEC §3a's report
+        assert rep["layout_copy_nodes"] == n_layout
+        assert rep["bytes_saved"] + rep["bytes_copied"] == bytes_layout
+        assert rep["bytes_copied"] == check.layout_only_bytes(low)[1]
+        for v in views:
+            owner = by_name[v["alias_of"]]
+            assert owner.get("target") != "memory.view"
+
+
+@pytest.mark.parametrize("name,cl,lay", CASES)
+def test_lowering_replays_bit_exact(lowerer, name, cl, lay):
+    e = exported(name, cl, lay)
+    res = check.run_check(e, lowerer, options_of(), against_trace=lay == "traced")
+    assert res.trace_mismatch is None, check.describe(res.trace_mismatch)
+    assert res.literal_change is None, check.describe(res.literal_change)
+    assert res.mismatch is None, check.describe(res.mismatch)
+    assert_counters_consistent(e, res)
+    print(f"{e.graph['name']}: {res.summary.line()}")
+
+
+LEGACY = [pytest.param(name, id=name, marks=[] if ZOO[name][4] else [pytest.mark.zoo])
+          for name in ZOO if ZOO[name][3]]
+
+
+@pytest.mark.parametrize("name", LEGACY)
+def test_legacy_policy_is_caught_breaking_channels_last_models(lowerer, name):
+    e = exported(name, True, "edge")
+    res = check.run_check(e, lowerer, options_of("legacy"))
+    assert res.literal_change is None, check.describe(res.literal_change)
+    if name in LEGACY_BREAKS:
+        assert res.mismatch is not None, "legacy aliased a channels-last flatten unnoticed"
+        assert res.mismatch["index"] >= 0
+    else:
+        assert res.mismatch is None, check.describe(res.mismatch)
+
+
+def test_self_test_catches_a_forced_wrong_alias_of_a_channels_last_flatten(lowerer):
+    e = exported("patch_embed", True, "edge")
+    res = check.run_check(e, lowerer, options_of(fold=False))
+    forced, found = check.self_test(e, res.lowered, res.report)
+    assert forced == "_reshape_alias_copy"
+    assert found is not None and found["node"] == forced and found["index"] >= 0
