@@ -29,6 +29,21 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "zoo: a torchvision model of the zoo (slow)")
 
 
+def pytest_terminal_summary(terminalreporter):
+    """The zoo's figures, one row per exported graph that was checked."""
+    mod = sys.modules.get("test_zoo")
+    rows = getattr(mod, "SUMMARIES", {}) if mod else {}
+    if not rows:
+        return
+    w = terminalreporter
+    w.section("viewlower zoo")
+    w.line(f"{'graph':40} {'nodes':>6} {'layout':>6} {'repl':>5} {'kept':>5} {'merged':>6} "
+           f"{'dead':>5} {'bytes saved':>12} {'bytes copied':>13}")
+    for name, s in rows.items():
+        w.line(f"{name:40} {s.nodes:6} {s.layout_copies:6} {s.replaced:5} {s.kept:5} "
+               f"{s.merged:6} {s.removed_dead:5} {s.bytes_saved:12} {s.bytes_copied:13}")
+
+
 @pytest.fixture(scope="session")
 def viewlowerctl():
     return _binary("VIEWLOWERCTL", "client/viewlowerctl")
