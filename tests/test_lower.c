@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "lower/fold_ops.h"
 #include "viewlower/lower.h"
 
 #define G(skip)                                                                                    \
@@ -509,6 +510,401 @@ static void options_are_read_strictly(void **state) {
   cJSON_Delete(j);
 }
 
+
+/* ---- SPEC §3a: the layout algebra (fold) ---------------------------------------------------- */
+
+#define SPEC(dtype, shape, order)                                                                  \
+  "{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"dim_order\":" order "}"
+#define PHV(name, extra, shape, order)                                                             \
+  "{\"name\":\"" name "\",\"op\":\"placeholder\"" extra ",\"val\":" SPEC("float32", shape, order) "}"
+
+/* nbytes of the input's layout-only nodes, for the report's bytes invariant. */
+static int64_t layout_bytes(const char *json) {
+  vl_graph *g;
+  vl_error err;
+  int64_t total = 0, nbytes;
+  assert_int_equal(vl_graph_parse(json, strlen(json), NULL, &g, &err), VL_OK);
+  for (uint32_t i = 0; i < g->n_nodes; i++)
+    if (vl__fold_kind(g, i, NULL) != VL_FOLD_NONE && vl_spec_nbytes(&g->nodes[i].val, &nbytes))
+      total += nbytes;
+  vl_graph_free(g);
+  return total;
+}
+
+/* Lowers with fold and checks what every fold lowering must hold: the counters add up, one
+ * decision per node left, bytes saved + copied = the layout-only bytes of the input, and
+ * lowering the result again prints the same graph. */
+static lowered lower_fold(const char *json) {
+  lowered l = lower_opts(json, true, VL_POLICY_SAFE, true);
+  const vl_report *r = &l.r;
+  assert_int_equal(r->replaced + r->kept + r->merged + r->removed_dead, r->layout_copy_nodes);
+  assert_int_equal(r->n_decisions, r->replaced + r->kept + r->merged);
+  assert_int_equal(r->bytes_saved + r->bytes_copied, layout_bytes(json));
+  char *once = vl_graph_print(l.g);
+  lowered again = lower_opts(once, true, VL_POLICY_SAFE, true);
+  char *twice = vl_graph_print(again.g);
+  assert_string_equal(once, twice);
+  assert_int_equal(again.r.replaced + again.r.merged + again.r.removed_dead, 0);
+  free(once);
+  free(twice);
+  done(&again);
+  return l;
+}
+
+/* Asserts node's decision: "replaced" / "kept" / "merged", its base, offset and reasons, and what
+ * the node became in the graph. */
+static void expect_fold(const lowered *l, const char *name, const char *want, const char *base,
+                        int64_t offset, uint32_t reasons) {
+  const vl_decision *d = decision(l, name);
+  const vl_node *n = node(l, name);
+  const char *got = d->replaced ? "replaced" : d->merged ? "merged" : "kept";
+  if (strcmp(got, want) != 0 || d->reasons != reasons)
+    fail_msg("%s: %s 0x%x, want %s 0x%x (%s)", name, got, d->reasons, want, reasons,
+             d->message);
+  assert_string_equal(d->base, base);
+  assert_int_equal(d->offset, offset);
+  assert_non_null(n);
+  if (d->replaced) {
+    assert_string_equal(n->target, "memory.view");
+    assert_string_equal(l->g->nodes[n->args[0].u.ref].name, base);
+    assert_int_equal(n->offset, offset);
+  } else if (d->merged) {
+    assert_string_equal(n->target, "aten.as_strided_copy.default");
+    assert_string_equal(l->g->nodes[n->args[0].u.ref].name, base);
+    assert_int_equal(n->args[3].u.i, offset);
+  } else {
+    assert_string_equal(n->target, d->target);
+  }
+}
+
+static void expect_gone(const lowered *l, const char *name) {
+  assert_null(node(l, name));
+  for (uint32_t i = 0; i < l->r.n_decisions; i++)
+    assert_string_not_equal(l->r.decisions[i].node, name);
+}
+
+/* A channels-last convolution output (an op lowering knows nothing of) flattened and then
+ * transposed into tokens: the ViT patch embedding. */
+#define CONV(n)                                                                                    \
+  HEAD PHV("x", "", "[" n ",3,4,4]", "[0,1,2,3]") CALL(                                           \
+      "conv", "aten.convolution.default", "[\"x\"]",                                               \
+      "\"val\":" SPEC("float32", "[" n ",8,2,2]", "[0,2,3,1]"))                                   \
+      VIEW("flat", "conv", "[" n ",8,4]", "[" n ",8,4]", "[0,1,2]")
+#define TOKENS_T                                                                                   \
+  CALL("tokens", "aten.transpose_copy.int", "[\"flat\",1,2]", VAL("[N,4,8]", "[0,1,2]"))
+#define PATCH_TOKENS(n, tokens)                                                                    \
+  CONV(n) tokens CALL("y", "aten.add.Tensor", "[\"tokens\",1]", VAL("[" n ",4,8]", "[0,1,2]"))     \
+      OUT("[\"y\"]")
+
+static void the_patch_token_chain_is_one_alias_of_the_convolution(void **state) {
+  (void)state;
+  const char *graphs[] = {
+      PATCH_TOKENS("1", CALL("tokens", "aten.transpose_copy.int", "[\"flat\",1,2]",
+                             VAL("[1,4,8]", "[0,1,2]"))),
+      PATCH_TOKENS("1", CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]",
+                             VAL("[1,4,8]", "[0,1,2]"))),
+      PATCH_TOKENS("2", CALL("tokens", "aten.transpose_copy.int", "[\"flat\",-1,-2]",
+                             VAL("[2,4,8]", "[0,1,2]"))),
+      PATCH_TOKENS("2", CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]",
+                             VAL("[2,4,8]", "[0,1,2]"))),
+  };
+  for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
+    lowered l = lower_fold(graphs[i]);
+    int64_t n = i < 2 ? 1 : 2;
+    assert_int_equal(l.r.layout_copy_nodes, 2);
+    assert_int_equal(l.r.replaced, 1);
+    assert_int_equal(l.r.removed_dead, 1);
+    assert_int_equal(l.r.bytes_copied, 0);
+    assert_int_equal(l.r.bytes_saved, 2 * n * 32 * 4);
+    expect_fold(&l, "tokens", "replaced", "conv", 0, 0);
+    expect_gone(&l, "flat");
+    assert_string_equal(l.g->nodes[node(&l, "tokens")->alias_of].name, "conv");
+    done(&l);
+    /* --no-fold reproduces §3: the flatten is kept, the transpose is no view_copy. */
+    l = lower_text(graphs[i], true, VL_POLICY_SAFE);
+    expect(&l, "flat", R(BASE_LAYOUT));
+    assert_int_equal(l.r.layout_copy_nodes, 1);
+    assert_int_equal(l.r.n_decisions, 1);
+    done(&l);
+  }
+}
+
+/* ShuffleNet's channel shuffle: view -> transpose -> clone(contiguous) -> view. */
+#define SHUFFLE(clone)                                                                             \
+  HEAD PHV("x", "", "[1,4,2,2]", "[0,1,2,3]")                                                      \
+  CALL("r", "aten.relu.default", "[\"x\"]", VAL("[1,4,2,2]", "[0,1,2,3]"))                         \
+  VIEW("v1", "r", "[1,2,2,2,2]", "[1,2,2,2,2]", "[0,1,2,3,4]")                                     \
+  CALL("t", "aten.transpose_copy.int", "[\"v1\",1,2]", VAL("[1,2,2,2,2]", "[0,1,2,3,4]"))          \
+  clone VIEW("v2", "c", "[1,4,2,2]", "[1,4,2,2]", "[0,1,2,3]")                                     \
+      CALL("y", "aten.relu.default", "[\"v2\"]", VAL("[1,4,2,2]", "[0,1,2,3]")) OUT("[\"y\"]")
+
+static void the_channel_shuffle_keeps_exactly_one_copy_its_transpose(void **state) {
+  (void)state;
+  const char *graphs[] = {
+      SHUFFLE(CALLK("c", "dim_order_ops._clone_dim_order.default", "[\"t\"]",
+                    "{\"dim_order\":[0,1,2,3,4]}", VAL("[1,2,2,2,2]", "[0,1,2,3,4]"))),
+      G("true") PHV("x", "", "[1,4,2,2]", "[0,1,2,3]")
+          CALL("r", "aten.relu.default", "[\"x\"]", VAL("[1,4,2,2]", "[0,1,2,3]"))
+              VIEW("v1", "r", "[1,2,2,2,2]", "[1,2,2,2,2]", "[0,1,2,3,4]")
+                  CALL("t", "aten.transpose_copy.int", "[\"v1\",1,2]",
+                       VAL("[1,2,2,2,2]", "[0,1,2,3,4]"))
+                      CALLK("c", "aten.clone.default", "[\"t\"]",
+                            "{\"memory_format\":\"contiguous_format\"}",
+                            VAL("[1,2,2,2,2]", "[0,1,2,3,4]"))
+                          VIEW("v2", "c", "[1,4,2,2]", "[1,4,2,2]", "[0,1,2,3]")
+                              CALL("y", "aten.relu.default", "[\"v2\"]",
+                                   VAL("[1,4,2,2]", "[0,1,2,3]")) OUT("[\"y\"]"),
+  };
+  for (size_t i = 0; i < 2; i++) {
+    lowered l = lower_fold(graphs[i]);
+    assert_int_equal(l.r.layout_copy_nodes, 4);
+    assert_int_equal(l.r.kept, 1);
+    /* The clone aliases t's buffer, the last view aliases that buffer too, so the clone, read
+     * by nothing any more, is removed dead after replace (SPEC §3a). */
+    assert_int_equal(l.r.replaced, 2);
+    assert_int_equal(l.r.removed_dead, 1);
+    assert_int_equal(l.r.bytes_copied, 64);
+    expect_fold(&l, "v1", "replaced", "r", 0, 0);
+    expect_fold(&l, "t", "kept", "r", 0, R(REORDERS));
+    assert_string_equal(decision(&l, "t")->message,
+                        "no strided alias of r puts every element where t's declared dim_order "
+                        "[0,1,2,3,4] wants it");
+    expect_gone(&l, "c");
+    expect_fold(&l, "v2", "replaced", "t", 0, 0);
+    done(&l);
+  }
+}
+
+#define TWO_TRANSPOSES(second)                                                                     \
+  HEAD PHV("x", "", "[2,3,4]", "[0,1,2]")                                                          \
+  CALL("t1", "aten.transpose_copy.int", "[\"x\",0,1]", VAL("[3,2,4]", "[0,1,2]")) second           \
+      CALL("y", "aten.relu.default", "[\"t2\"]", VAL("[3,4,2]", "[0,1,2]")) OUT("[\"y\"]")
+
+static void two_transposes_that_do_not_cancel_merge_into_one_strided_copy(void **state) {
+  (void)state;
+  lowered l = lower_fold(TWO_TRANSPOSES(
+      CALL("t2", "aten.transpose_copy.int", "[\"t1\",1,2]", VAL("[3,4,2]", "[0,1,2]"))));
+  assert_int_equal(l.r.merged, 1);
+  assert_int_equal(l.r.removed_dead, 1);
+  assert_int_equal(l.r.kept, 0);
+  expect_fold(&l, "t2", "merged", "x", 0, R(REORDERS));
+  expect_gone(&l, "t1");
+  const vl_node *t2 = node(&l, "t2");
+  assert_int_equal(t2->n_args, 4);
+  int64_t want_size[] = {3, 4, 2}, want_stride[] = {4, 1, 12};
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(t2->args[1].u.list.items[k].u.i, want_size[k]);
+    assert_int_equal(t2->args[2].u.list.items[k].u.i, want_stride[k]);
+  }
+  assert_int_equal(l.r.bytes_copied, 96);
+  cJSON *json = vl_report_to_json(&l.r);
+  char *text = cJSON_PrintUnformatted(cJSON_GetArrayItem(cJSON_GetObjectItem(json, "decisions"), 0));
+  assert_string_equal(text, "{\"node\":\"t2\",\"target\":\"aten.transpose_copy.int\",\"base\":\"x\","
+                            "\"decision\":\"merged\",\"reasons\":[\"reorders\"],\"message\":"
+                            "\"merged: copies straight from x (one pass over memory instead of "
+                            "two); it cannot alias: no strided alias of x puts every element where "
+                            "t2's declared dim_order [0,1,2] wants it\"}");
+  free(text);
+  cJSON_Delete(json);
+  done(&l);
+  /* Two that cancel are one alias of x, and the first falls dead. */
+  l = lower_fold(TWO_TRANSPOSES(
+      CALL("t2", "aten.transpose_copy.int", "[\"t1\",0,1]", VAL("[2,3,4]", "[0,1,2]"))
+          CALL("y2", "aten.view_copy.default", "[\"t2\",[3,4,2]]", VAL("[3,4,2]", "[0,1,2]"))));
+  done(&l);
+}
+
+#define QKV(end)                                                                                   \
+  HEAD PHV("x", "", "[12,5]", "[0,1]")                                                             \
+  CALL("qkv", "aten.relu.default", "[\"x\"]", VAL("[12,5]", "[0,1]"))                              \
+  CALL("q", "aten.slice_copy.Tensor", "[\"qkv\",0,0,4]", VAL("[4,5]", "[0,1]"))                    \
+  CALL("k", "aten.slice_copy.Tensor", "[\"qkv\",0,4,8]", VAL("[4,5]", "[0,1]"))                    \
+  CALL("v", "aten.slice_copy.Tensor", "[\"qkv\",0,8," end "]", VAL("[4,5]", "[0,1]"))              \
+  CALL("qk", "aten.add.Tensor", "[\"q\",\"k\"]", VAL("[4,5]", "[0,1]"))                            \
+  CALL("y", "aten.mul.Tensor", "[\"qk\",\"v\"]", VAL("[4,5]", "[0,1]")) OUT("[\"y\"]")
+
+static void a_qkv_split_by_slices_is_three_aliases_at_offsets(void **state) {
+  (void)state;
+  const char *graphs[] = {QKV("9223372036854775807"), QKV("12"), QKV("-0"), QKV("null")};
+  for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
+    if (i == 2) continue; /* -0 is 0: an empty slice, not this graph */
+    lowered l = lower_fold(graphs[i]);
+    expect_fold(&l, "q", "replaced", "qkv", 0, 0);
+    expect_fold(&l, "k", "replaced", "qkv", 20, 0);
+    expect_fold(&l, "v", "replaced", "qkv", 40, 0);
+    assert_string_equal(decision(&l, "k")->message,
+                        "aliases qkv at element offset 20: every element keeps its memory offset "
+                        "and nothing writes the storage while the view is read; saves 80 bytes");
+    cJSON *json = vl_report_to_json(&l.r);
+    cJSON *k = cJSON_GetArrayItem(cJSON_GetObjectItem(json, "decisions"), 1);
+    assert_int_equal(cJSON_GetObjectItem(k, "offset")->valueint, 20);
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(json, "decisions"), 0),
+                                    "offset"));
+    cJSON_Delete(json);
+    char *text = vl_graph_print(l.g);
+    assert_non_null(strstr(text, "{\"name\":\"k\",\"op\":\"call_function\",\"target\":"
+                                 "\"memory.view\",\"args\":[\"qkv\",[4,5]],\"alias_of\":\"qkv\","
+                                 "\"offset\":20,"));
+    free(text);
+    done(&l);
+  }
+}
+
+static void a_slice_of_an_inner_dim_or_with_a_step_stays_a_copy(void **state) {
+  (void)state;
+  lowered l = lower_fold(
+      HEAD PHV("x", "", "[4,5]", "[0,1]")
+          CALL("inner", "aten.slice_copy.Tensor", "[\"x\",1,0,2]", VAL("[4,2]", "[0,1]"))
+              CALL("step", "aten.slice_copy.Tensor", "[\"x\",0,0,4,2]", VAL("[2,5]", "[0,1]"))
+                  CALL("sel", "aten.select_copy.int", "[\"x\",1,-1]", VAL("[4]", "[0]"))
+                      CALL("row", "aten.select_copy.int", "[\"x\",0,3]", VAL("[5]", "[0]"))
+                          OUT("[\"inner\",\"step\",\"sel\",\"row\"]"));
+  expect_fold(&l, "inner", "kept", "x", 0, R(FEEDS_OUTPUT) | R(REORDERS));
+  expect_fold(&l, "step", "kept", "x", 0, R(FEEDS_OUTPUT) | R(REORDERS));
+  expect_fold(&l, "sel", "kept", "x", 0, R(FEEDS_OUTPUT) | R(REORDERS));
+  /* A row of x passes the layout test, but it is an output. */
+  expect_fold(&l, "row", "kept", "x", 0, R(FEEDS_OUTPUT));
+  done(&l);
+}
+
+static void a_transpose_of_a_contiguous_weight_stays_a_copy(void **state) {
+  (void)state;
+  lowered l = lower_fold(HEAD PHV("w", ",\"kind\":\"parameter\"", "[6,4]", "[0,1]")
+                             CALL("wt", "aten.t_copy.default", "[\"w\"]", VAL("[4,6]", "[0,1]"))
+                                 CALL("y", "aten.relu.default", "[\"wt\"]", VAL("[4,6]", "[0,1]"))
+                                     OUT("[\"y\"]"));
+  expect_fold(&l, "wt", "kept", "w", 0, R(REORDERS));
+  assert_int_equal(l.r.bytes_copied, 96);
+  done(&l);
+  /* Declared in the order the transpose gives, it is an alias. */
+  l = lower_fold(HEAD PHV("w", ",\"kind\":\"parameter\"", "[6,4]", "[0,1]")
+                     CALL("wt", "aten.t_copy.default", "[\"w\"]", VAL("[4,6]", "[1,0]"))
+                         CALL("y", "aten.relu.default", "[\"wt\"]", VAL("[4,6]", "[0,1]"))
+                             OUT("[\"y\"]"));
+  expect_fold(&l, "wt", "replaced", "w", 0, 0);
+  done(&l);
+}
+
+/* The patch-token chain with one more node after the flatten, and the tokens' reader. */
+#define CHAIN_WITH(mid, reader, outs)                                                              \
+  CONV("1") mid CALL("tokens", "aten.transpose_copy.int", "[\"flat\",1,2]", VAL("[1,4,8]", "[0,1,2]")) \
+      reader OUT(outs)
+#define READ_TOKENS CALL("y", "aten.add.Tensor", "[\"tokens\",1]", VAL("[1,4,8]", "[0,1,2]"))
+
+static void every_mutation_rule_applies_to_a_folded_node(void **state) {
+  (void)state;
+  /* feeds_output: the tokens are an output. They stay a copy, but one from conv: the flatten,
+   * read by nothing else, merges away. */
+  lowered l = lower_fold(CHAIN_WITH("", "", "[\"tokens\"]"));
+  expect_fold(&l, "tokens", "merged", "conv", 0, R(FEEDS_OUTPUT));
+  expect_gone(&l, "flat");
+  done(&l);
+  /* view_mutated */
+  l = lower_fold(CHAIN_WITH("", CALL("w", "aten.add_.Tensor", "[\"tokens\",1]", VAL("[1,4,8]", "[0,1,2]"))
+                                    READ_TOKENS, "[\"y\"]"));
+  expect_fold(&l, "tokens", "merged", "conv", 0, R(VIEW_MUTATED));
+  done(&l);
+  /* base_mutated: the root is written while the tokens are still read. */
+  l = lower_fold(CHAIN_WITH("", CALL("w", "aten.relu_.default", "[\"conv\"]",
+                                     "\"val\":" SPEC("float32", "[1,8,2,2]", "[0,2,3,1]")) READ_TOKENS,
+                            "[\"y\"]"));
+  expect_fold(&l, "tokens", "merged", "conv", 0, R(BASE_MUTATED));
+  done(&l);
+  /* base_feeds_output: the root is an output. */
+  l = lower_fold(CHAIN_WITH("", READ_TOKENS, "[\"y\",\"conv\"]"));
+  expect_fold(&l, "tokens", "merged", "conv", 0, R(BASE_FEEDS_OUTPUT));
+  done(&l);
+  /* The root written between the chain's copy and the tokens: candidate 1 is not intact, and
+   * the flatten's own buffer transposed reorders. */
+  l = lower_fold(CHAIN_WITH(CALL("w", "aten.relu_.default", "[\"conv\"]",
+                                 "\"val\":" SPEC("float32", "[1,8,2,2]", "[0,2,3,1]")),
+                            READ_TOKENS, "[\"y\"]"));
+  expect_fold(&l, "flat", "kept", "conv", 0, R(BASE_LAYOUT) | R(BASE_MUTATED));
+  expect_fold(&l, "tokens", "kept", "flat", 0, R(REORDERS));
+  assert_int_equal(l.r.merged, 0);
+  done(&l);
+  /* The flatten itself written before the tokens read it: the same. */
+  l = lower_fold(CHAIN_WITH(CALL("w", "aten.relu_.default", "[\"flat\"]", VAL("[1,8,4]", "[0,1,2]")),
+                            READ_TOKENS, "[\"y\"]"));
+  expect_fold(&l, "tokens", "kept", "flat", 0, R(REORDERS));
+  done(&l);
+  /* base_mutable_input: a slice of a mutated input. */
+  l = lower_fold(HEAD PHV("x", ",\"kind\":\"buffer\",\"mutated\":true", "[4,5]", "[0,1]")
+                     CALL("s", "aten.slice_copy.Tensor", "[\"x\",0,1,3]", VAL("[2,5]", "[0,1]"))
+                         CALL("y", "aten.relu.default", "[\"s\"]", VAL("[2,5]", "[0,1]"))
+                             OUT("[\"y\"]"));
+  expect_fold(&l, "s", "kept", "x", 0, R(BASE_MUTABLE_INPUT));
+  done(&l);
+  /* dynamic_shape: a dynamic permute is never folded. */
+  l = lower_fold(HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+                      "\"shape\":[4,5],\"dynamic\":true}}"
+                      CALL("p", "aten.permute_copy.default", "[\"x\",[1,0]]",
+                           "\"val\":{\"dtype\":\"float32\",\"shape\":[5,4],\"dim_order\":[1,0],"
+                           "\"dynamic\":true}")
+                          CALL("y", "aten.relu.default", "[\"p\"]", VAL("[5,4]", "[0,1]"))
+                              OUT("[\"y\"]"));
+  expect_fold(&l, "p", "kept", "x", 0, R(DYNAMIC_SHAPE));
+  done(&l);
+}
+
+static void a_split_is_aliases_of_its_input_and_the_producer_goes(void **state) {
+  (void)state;
+  lowered l = lower_fold(
+      HEAD PHV("x", "", "[6,5]", "[0,1]")
+          CALL("r", "aten.relu.default", "[\"x\"]", VAL("[6,5]", "[0,1]"))
+      ",{\"name\":\"sp\",\"op\":\"call_function\",\"target\":\"aten.split_with_sizes_copy.default\","
+      "\"args\":[\"r\",[2,4]],\"vals\":[" SPEC("float32", "[2,5]", "[0,1]") "," SPEC("float32", "[4,5]", "[0,1]") "]}"
+      CALL("a", "operator.getitem", "[\"sp\",0]", VAL("[2,5]", "[0,1]"))
+      CALL("b", "operator.getitem", "[\"sp\",1]", VAL("[4,5]", "[0,1]"))
+      ",{\"name\":\"u\",\"op\":\"call_function\",\"target\":\"aten.unbind_copy.int\","
+      "\"args\":[\"r\",1],\"vals\":[" SPEC("float32", "[6]", "[0]") "," SPEC("float32", "[6]", "[0]") ","
+      SPEC("float32", "[6]", "[0]") "," SPEC("float32", "[6]", "[0]") "," SPEC("float32", "[6]", "[0]") "]}"
+      CALL("u0", "operator.getitem", "[\"u\",0]", VAL("[6]", "[0]"))
+      CALL("y", "aten.relu.default", "[\"b\"]", VAL("[4,5]", "[0,1]"))
+      CALL("z", "aten.relu.default", "[\"u0\"]", VAL("[6]", "[0]"))
+      OUT("[\"a\",\"y\",\"z\"]"));
+  expect_fold(&l, "a", "kept", "r", 0, R(FEEDS_OUTPUT));
+  expect_fold(&l, "b", "replaced", "r", 10, 0);
+  expect_fold(&l, "u0", "kept", "r", 0, R(REORDERS));
+  assert_non_null(node(&l, "sp")); /* a still reads it */
+  assert_non_null(node(&l, "u"));
+  assert_int_equal(l.r.layout_copy_nodes, 3);
+  done(&l);
+}
+
+static void fold_is_read_from_the_options(void **state) {
+  (void)state;
+  vl_lower_options o;
+  vl_error err;
+  cJSON *j = cJSON_Parse("{\"fold\":false}");
+  assert_int_equal(vl_lower_options_from_json(j, &o, &err), VL_OK);
+  assert_false(o.fold);
+  cJSON_Delete(j);
+  assert_int_equal(vl_lower_options_from_json(NULL, &o, &err), VL_OK);
+  assert_true(o.fold);
+  j = cJSON_Parse("{\"fold\":1}");
+  assert_int_equal(vl_lower_options_from_json(j, &o, &err), VL_ERR_INVALID_PARAMS);
+  assert_string_equal(err.path, "/fold");
+  cJSON_Delete(j);
+}
+
+static void with_remove_view_copy_off_every_layout_only_node_is_disabled(void **state) {
+  (void)state;
+  lowered l = lower_opts(TWO_TRANSPOSES(CALL("t2", "aten.transpose_copy.int", "[\"t1\",1,2]",
+                                             VAL("[3,4,2]", "[0,1,2]"))),
+                         false, VL_POLICY_SAFE, true);
+  assert_int_equal(l.r.layout_copy_nodes, 2);
+  assert_int_equal(l.r.kept, 2);
+  expect_fold(&l, "t1", "kept", "x", 0, R(DISABLED));
+  expect_fold(&l, "t2", "kept", "t1", 0, R(DISABLED));
+  done(&l);
+  /* legacy ignores fold */
+  l = lower_opts(PATCH_DIM_ORDER, true, VL_POLICY_LEGACY, true);
+  assert_int_equal(l.r.layout_copy_nodes, 1);
+  expect(&l, "flat", 0);
+  done(&l);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_chain_of_four_views_ends_on_the_root_and_dead_ones_go),
@@ -543,6 +939,16 @@ int main(void) {
       cmocka_unit_test(lowering_a_lowered_graph_changes_nothing),
       cmocka_unit_test(the_report_json_has_the_spec_fields),
       cmocka_unit_test(options_are_read_strictly),
+      cmocka_unit_test(the_patch_token_chain_is_one_alias_of_the_convolution),
+      cmocka_unit_test(the_channel_shuffle_keeps_exactly_one_copy_its_transpose),
+      cmocka_unit_test(two_transposes_that_do_not_cancel_merge_into_one_strided_copy),
+      cmocka_unit_test(a_qkv_split_by_slices_is_three_aliases_at_offsets),
+      cmocka_unit_test(a_slice_of_an_inner_dim_or_with_a_step_stays_a_copy),
+      cmocka_unit_test(a_transpose_of_a_contiguous_weight_stays_a_copy),
+      cmocka_unit_test(every_mutation_rule_applies_to_a_folded_node),
+      cmocka_unit_test(a_split_is_aliases_of_its_input_and_the_producer_goes),
+      cmocka_unit_test(fold_is_read_from_the_options),
+      cmocka_unit_test(with_remove_view_copy_off_every_layout_only_node_is_disabled),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
