@@ -22,6 +22,8 @@ _POLICIES = ["safe", "legacy"]
 def _option_args(args, attr):
     if not attr.remove_view_copy:
         args.add("--keep-view-copy")
+    if not attr.fold:
+        args.add("--no-fold")
     if attr.policy != "safe":
         args.add("--policy", attr.policy)
 
@@ -43,6 +45,10 @@ _OPTIONS = {
     "remove_view_copy": attr.bool(
         default = True,
         doc = "Lowering option remove_view_copy; False keeps every view_copy (--keep-view-copy).",
+    ),
+    "fold": attr.bool(
+        default = True,
+        doc = "Lowering option fold (the layout algebra, SPEC §3a); False passes --no-fold.",
     ),
     "policy": attr.string(
         default = "safe",
@@ -98,6 +104,8 @@ def _viewlower_verify_impl(ctx):
         command += ["--seed", str(ctx.attr.seed)]
     if not ctx.attr.remove_view_copy:
         command.append("--keep-view-copy")
+    if not ctx.attr.fold:
+        command.append("--no-fold")
     if ctx.attr.policy != "safe":
         command += ["--policy", ctx.attr.policy]
     want = 1 if ctx.attr.expect_mismatch else 0
