@@ -36,6 +36,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layout", choices=["edge", "traced"], default="edge")
     p.add_argument("--skip-dim-order", action="store_true",
                    help="spell layout conversions as aten._to_copy/clone with memory_format")
+    p.add_argument("--split", choices=["slices", "outputs"], default="slices",
+                   help="split_copy/unbind_copy as one slice per piece (default) or as a "
+                        "multi-output node read through getitems")
     p.add_argument("--train", action="store_true", help="train() mode instead of eval()")
     p.add_argument("--seed", type=int, default=0, help="seed of the input values (default 0)")
     p.add_argument("--name", help="graph name (default: from the model, layout and format)")
@@ -67,7 +70,7 @@ def _export_model(a: argparse.Namespace) -> Any:
                               + (["channels_last"] if a.channels_last else [])
                               + (["train"] if a.train else []) + [a.layout])
     return ex.export(model, inputs, name=name, layout_mode=a.layout,
-                     skip_dim_order=a.skip_dim_order)
+                     skip_dim_order=a.skip_dim_order, split=a.split)
 
 
 def cmd_export(a: argparse.Namespace) -> int:

@@ -146,6 +146,11 @@ def compare_replay(exported: Exported, lowered: dict) -> Optional[dict]:
     for i, (t, want) in enumerate(zip(r.outputs, exported.output_digests)):
         if replay.digest(t) != want:
             return _mismatch(exported, outs[i], t.clone(), output=i)
+    final = r.final_state()
+    for name, want in exported.state_digests.items():
+        if name in final and replay.digest(final[name]) != want:
+            return {"node": name, "index": -1, "expected": "the state the reference leaves",
+                    "actual": "another (the mutated placeholder's final value differs)"}
     return None
 
 

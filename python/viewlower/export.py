@@ -11,7 +11,8 @@ format's spelling and run once in torch to give every node its `val`:
 * `split_copy` / `split_with_sizes_copy` / `unbind_copy` are rewritten into one `slice_copy`
   (`select_copy` for unbind) per output read, named as the getitem was: each piece is by
   definition that slice of the input, and `check --layout traced` proves it on every model by
-  comparing the rewritten graph with the traced one bit for bit;
+  comparing the rewritten graph with the traced one bit for bit (`split="outputs"` keeps the
+  split as a multi-output node with `vals` read through `operator.getitem` instead);
 * layout conversions use `dim_order_ops.*` with `kwargs.dim_order`, or with `skip_dim_order`
   `aten._to_copy` / `aten.clone` with `kwargs.memory_format` (SPEC §2);
 * nodes with several tensor outputs get `vals` and are read through `operator.getitem`;
@@ -65,6 +66,8 @@ class Exported:
         self.user_inputs = user_inputs
         self.digests = digests
         self.output_digests = output_digests
+        #: mutated placeholder → digest of the value the program leaves in it
+        self.state_digests: Dict[str, bytes] = {}
 
 
 # ---- models and inputs ---------------------------------------------------------------------
@@ -342,10 +345,12 @@ def _memory_format_dim_order(mf: str, rank: int, where: str) -> List[int]:
 # ---- building the graph --------------------------------------------------------------------
 
 class _Builder:
-    def __init__(self, gm: Any, n_params: int, n_buffers: int, skip_dim_order: bool):
+    def __init__(self, gm: Any, n_params: int, n_buffers: int, skip_dim_order: bool,
+                 split: str = "slices"):
         self.gm = gm
         self.n_params, self.n_buffers = n_params, n_buffers
         self.skip_dim_order = skip_dim_order
+        self.split = split
         self.nodes: List[dict] = []
         self.fx_of: Dict[str, Any] = {}
         self.constants: List[dict] = []
@@ -358,7 +363,8 @@ class _Builder:
         ph_index = 0
         placeholders, calls, output = [], [], None
         splits = {n.name: n for n in fx_nodes
-                  if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+                  if self.split == "slices" and n.op == "call_function"
+                  and isinstance(n.target, torch._ops.OpOverload)
                   and target_name(n.target, "") in SPLITS}
         for n in fx_nodes:
             if n.op == "placeholder":
@@ -562,12 +568,17 @@ def _check_as_strided(nodes: List[dict], fx_of: Dict[str, Any], specs: Dict[str,
 
 
 def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "model",
-           layout_mode: str = "edge", skip_dim_order: bool = False) -> Exported:
-    """Traces `model` on `inputs` and returns the exported program (see the module docstring)."""
+           layout_mode: str = "edge", skip_dim_order: bool = False,
+           split: str = "slices") -> Exported:
+    """Traces `model` on `inputs` and returns the exported program (see the module docstring).
+    `split="outputs"` keeps each split as one multi-output node read through getitems (SPEC
+    §3a) instead of rewriting it into slices."""
     if layout_mode not in ("edge", "traced"):
         raise UsageError(f"--layout {layout_mode}: must be edge or traced")
+    if split not in ("slices", "outputs"):
+        raise UsageError(f"--split {split}: must be slices or outputs")
     gm, pnames, bnames, state = trace(model, inputs)
-    b = _Builder(gm, len(pnames), len(bnames), skip_dim_order)
+    b = _Builder(gm, len(pnames), len(bnames), skip_dim_order, split)
     nodes = b.build()
     values: Dict[str, torch.Tensor] = {}
     ph = [n for n in nodes if n["op"] == "placeholder"]
@@ -586,6 +597,7 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
     ph_names = {n["name"] for n in ph}
     ref: Dict[str, bytes] = {}
     r = replay.Run(graph, values, layout_of=d.layout_of, before=d.before, after=d.after)
+    r.keep_placeholders = set(ph_names)  # which ones the program writes is known afterwards
     with torch.no_grad():
         for k, t in r:
             if not isinstance(t, torch.Tensor):
@@ -614,8 +626,13 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
             n["val"] = specs[0]
     _check_as_strided(nodes, b.fx_of, d.specs)
     _mark_mutated(nodes)
+    final = r.final_state()
+    state_digests = {n["name"]: replay.digest(final[n["name"]])
+                     for n in nodes if n.get("mutated") and n["name"] in final}
     _reorder_keys(nodes)
-    return Exported(graph, values, gm, user_inputs, ref, out_digests)
+    e = Exported(graph, values, gm, user_inputs, ref, out_digests)
+    e.state_digests = state_digests
+    return e
 
 
 def _is_multi(fx: Any) -> bool:

@@ -84,7 +84,10 @@ class Lowerer:
             return self._lower_local(text, opts)
         if self._client is None:
             self._client = Client(self.socket, timeout=self.timeout)
-        return self._client.lower(text, **opts)
+        try:
+            return self._client.lower(text, **opts)
+        except RemoteError as e:
+            raise _relative_to_graph(e)
 
     def lower_many(self, texts: List[str], opts: Dict[str, Any]) -> List[Any]:
         """Every graph lowered; through the daemon they are pipelined on one connection.
@@ -106,7 +109,7 @@ class Lowerer:
             try:
                 results.append(c.receive(rid))
             except RemoteError as e:
-                results.append(e)
+                results.append(_relative_to_graph(e))
         return results
 
     def _lower_local(self, text: str, opts: Dict[str, Any]) -> dict:
@@ -125,6 +128,13 @@ class Lowerer:
             err.exit_code = p.returncode if p.returncode in (2, 3, 4, 64) else EXIT_INVALID
             raise err
         return json.loads(p.stdout)
+
+
+def _relative_to_graph(e: RemoteError) -> RemoteError:
+    """The error's pointer relative to the graph file, as viewlowerctl prints it."""
+    if e.path and (e.path == "/graph" or e.path.startswith("/graph/")):
+        e.path = e.path[len("/graph"):]
+    return e
 
 
 def _raw(text: str) -> Any:

@@ -190,6 +190,9 @@ class Run:
         self.env: Dict[str, Any] = {}
         self.outputs: List[torch.Tensor] = []
         self.keep = False
+        #: placeholders kept to the end (the state a program writes: mutated buffers and inputs)
+        self.keep_placeholders = {n["name"] for n in graph["nodes"]
+                                  if n["op"] == "placeholder" and n.get("mutated")}
 
     def __iter__(self) -> Iterator[Tuple[str, Any]]:
         env = self.env
@@ -210,7 +213,12 @@ class Run:
             env[name] = t
             yield name, t
             for gone in drop.get(idx, ()):
-                env.pop(gone, None)
+                if gone not in self.keep_placeholders:
+                    env.pop(gone, None)
+
+    def final_state(self) -> Dict[str, torch.Tensor]:
+        """After the run: each kept placeholder's tensor as the program left it."""
+        return {k: self.env[k] for k in sorted(self.keep_placeholders) if k in self.env}
 
     def complete(self) -> "Run":
         for _ in self:

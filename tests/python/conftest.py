@@ -17,6 +17,12 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import viewlower  # noqa: E402
 
+try:
+    import torch
+    torch.set_num_threads(1)  # as `check` does: one op order, runs comparable bit for bit
+except ImportError:
+    pass
+
 
 def _binary(env: str, rel: str) -> str:
     path = os.environ.get(env) or os.path.join(ROOT, "build", rel)

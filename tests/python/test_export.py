@@ -165,3 +165,16 @@ def test_cli_usage_errors_exit_64_and_a_bad_model_names_itself():
     assert _cli("export").returncode == 64
     p = _cli("export", "no.such.module:thing", "--input", "1")
     assert p.returncode == 64 and "no.such.module" in p.stderr
+
+
+def test_a_replay_that_leaves_other_running_statistics_is_a_mismatch():
+    import copy
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).train()
+    e = ex.export(m, ex.make_inputs([([2, 3, 8, 8], torch.float32)]), layout_mode="traced")
+    assert check.compare_replay(e, e.graph) is None
+    tampered = copy.deepcopy(e.graph)
+    (bn,) = [n for n in tampered["nodes"] if n.get("target") == "aten.native_batch_norm.default"]
+    bn["args"][6] = 0.5  # another momentum: same outputs in train mode, other running statistics
+    found = check.compare_replay(e, tampered)
+    assert found is not None and found["node"] == bn["mutates"][0]

@@ -126,3 +126,18 @@ def test_self_test_has_nothing_to_force_in_a_graph_without_reordering_reshapes(l
     e = exported("gpt_attention", False, "edge")
     wrong = copy.deepcopy(e.graph)
     assert check.force_wrong_alias(wrong) is None
+
+
+@pytest.mark.parametrize("lay", ["edge", "traced"])
+def test_a_split_kept_as_outputs_lowers_and_replays_like_its_slices(lowerer, lay):
+    slices = exported("gpt_attention", False, lay)
+    spec, kwargs, shapes, _, _ = ZOO["gpt_attention"]
+    e = ex.export(_cache[("gpt_attention", False)],
+                  ex.make_inputs([(s, torch.float32) for s in shapes]), layout_mode=lay,
+                  split="outputs")
+    assert [n for n in e.graph["nodes"] if n.get("target") == "aten.split_copy.Tensor"]
+    res = check.run_check(e, lowerer, options_of(), against_trace=lay == "traced")
+    assert res.equal, check.describe(res.mismatch or res.trace_mismatch or res.literal_change)
+    base = check.run_check(slices, lowerer, options_of())
+    for key in ("replaced", "kept", "merged", "bytes_saved", "bytes_copied"):
+        assert getattr(res.summary, key) == getattr(base.summary, key), key
