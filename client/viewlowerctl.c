@@ -8,11 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/json_util.h"
 #include "base/json_write.h"
+#include "ctl_explain.h"
+#include "ctl_help.h"
+#include "ctl_metrics.h"
 #include "viewlower/client.h"
 #include "viewlower/lower.h"
 #include "viewlower/service.h"
@@ -31,6 +35,11 @@ enum {
 /* Entries a --size / --out-dim-order list may have. More than VL_MAX_RANK is passed on, so that
  * a rank above 16 is the kernel error of SPEC §4 (exit 2) in both modes, not a usage error. */
 #define MAX_LIST 1024
+#define DEFAULT_TIMEOUT_MS 120000
+#define STR_(x) #x
+#define STR(x) STR_(x)
+/* The socket viewlowerd.socket creates; a user who is not root falls back to it. */
+#define SYSTEM_SOCKET "/run/viewlower/viewlower.sock"
 
 typedef struct {
   const char *socket;
@@ -41,8 +50,9 @@ typedef struct {
   /* per command */
   const char *positional[MAX_POSITIONAL];
   size_t n_positional;
-  const char *out, *inputs, *seed, *size, *out_dim_order, *policy, *encoding;
+  const char *out, *inputs, *seed, *size, *out_dim_order, *policy, *encoding, *format;
   bool keep_view_copy, no_fold;
+  vl__ctl_format fmt;
   /* flag values, checked before any file is read */
   uint64_t seed_value;
   int64_t size_v[MAX_LIST], order_v[MAX_LIST];
@@ -52,6 +62,7 @@ typedef struct {
 
 static void usage(FILE *f) {
   fputs("usage: viewlowerctl [--socket PATH | --local] [--timeout-ms N] COMMAND ...\n"
+        "       viewlowerctl COMMAND --help | --help | --version\n"
         "  validate GRAPH\n"
         "  lower GRAPH... [-o OUT] [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
         "  explain GRAPH [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
@@ -59,10 +70,15 @@ static void usage(FILE *f) {
         "  run GRAPH --inputs FILE [-o OUT] [--encoding values|base64]\n"
         "  view-copy TENSOR --size 1,2,-1 [--out-dim-order 0,1,2] [-o OUT] [--encoding "
         "values|base64]\n"
-        "  ping | stats | version\n"
+        "  ping | stats [--format json|openmetrics|prometheus] | version\n"
         "  worker --persistent_worker | @ARGSFILE   Bazel's JSON persistent worker: each request\n"
         "      runs one command above in process (docs/build-systems.md)\n"
         "GRAPH, TENSOR and FILE may be - for standard input.\n"
+        "  --socket PATH   the daemon's socket (default: $VIEWLOWER_SOCKET; as root\n"
+        "                  " SYSTEM_SOCKET "; else $XDG_RUNTIME_DIR/viewlower.sock,\n"
+        "                  then " SYSTEM_SOCKET ")\n"
+        "  --local         run the library in this process, no daemon\n"
+        "  --timeout-ms N  bound of the connect and of each request (default " STR(DEFAULT_TIMEOUT_MS) "; 0: none)\n"
         "Exit: 0 ok, 1 verify mismatch, 2 invalid input, 3 daemon unreachable or protocol error,\n"
         "      4 server-side failure, 64 usage error.\n",
         f);
@@ -197,9 +213,28 @@ static cJSON *read_json(const char *path, vl_error *err) {
 
 /* ---- transport ---- */
 
+/* A user who is not root, and named no socket (--socket, $VIEWLOWER_SOCKET), has the per-user
+ * socket in $XDG_RUNTIME_DIR tried first and the system one of viewlowerd.socket after it. */
+static bool may_fall_back(const ctl *c) {
+  const char *env = getenv("VIEWLOWER_SOCKET");
+  return c->socket == NULL && (env == NULL || env[0] == '\0') && geteuid() != 0;
+}
+
+/* Connects to the default socket, else (see may_fall_back) to SYSTEM_SOCKET; when both fail,
+ * the error names both. A timeout is not a reason to try another daemon. */
+static vl_status connect_default(ctl *c, vl_error *err) {
+  vl_status st = vl_client_connect(c->socket, c->timeout_ms, &c->client, err);
+  if (st == VL_OK || st == VL_ERR_TIMEOUT || !may_fall_back(c)) return st;
+  char first[VL_ERROR_MESSAGE_MAX];
+  memcpy(first, err->message, sizeof first);
+  vl_error second;
+  if (vl_client_connect(SYSTEM_SOCKET, c->timeout_ms, &c->client, &second) == VL_OK) return VL_OK;
+  return vl_error_set(err, VL_ERR_IO, "", "%.240s; %.240s", first, second.message);
+}
+
 static vl_status connect_daemon(ctl *c, vl_error *err) {
   if (c->client != NULL) return VL_OK;
-  vl_status st = vl_client_connect(c->socket, c->timeout_ms, &c->client, err);
+  vl_status st = connect_default(c, err);
   /* No socket path, or one too long for a Unix socket: the daemon is out of reach (exit 3),
    * not an input error. */
   if (st == VL_ERR_INVALID_PARAMS) {
@@ -355,38 +390,15 @@ static int cmd_validate(ctl *c) {
   return simple_graph_command(c, "validate", false, "graph");
 }
 
-static int report_int(const cJSON *report, const char *key) {
-  const cJSON *v = cJSON_GetObjectItem(report, key);
-  return v ? v->valueint : 0;
-}
-
-/* One row per decision: the operator (the middle part of its target), the base it aliases or
- * copies from and at which element offset, and why. */
-static void print_explain(const cJSON *report) {
-  const cJSON *d;
-  printf("%-20s %-18s %-20s %-7s %-9s %-28s %s\n", "NODE", "OP", "BASE", "OFFSET", "DECISION",
-         "REASONS", "MESSAGE");
-  cJSON_ArrayForEach(d, cJSON_GetObjectItem(report, "decisions")) {
-    char reasons[256] = "-", op[64];
-    size_t len = 0;
-    const cJSON *r, *target = cJSON_GetObjectItem(d, "target"), *off = cJSON_GetObjectItem(d, "offset");
-    cJSON_ArrayForEach(r, cJSON_GetObjectItem(d, "reasons")) {
-      int n = snprintf(reasons + len, sizeof reasons - len, "%s%s", len ? "," : "", r->valuestring);
-      if (n > 0) len = len + (size_t)n < sizeof reasons ? len + (size_t)n : sizeof reasons - 1;
-    }
-    vl_target_operator(cJSON_IsString(target) ? target->valuestring : "?", op, sizeof op);
-    printf("%-20s %-18s %-20s %-7.0f %-9s %-28s %s\n", cJSON_GetObjectItem(d, "node")->valuestring,
-           op, cJSON_GetObjectItem(d, "base")->valuestring, off ? off->valuedouble : 0.0,
-           cJSON_GetObjectItem(d, "decision")->valuestring, reasons,
-           cJSON_GetObjectItem(d, "message")->valuestring);
-  }
-  printf("\n%d layout-only nodes (%d view_copy): %d replaced, %d kept, %d merged, %d removed as "
-         "dead; %d bases normalized; %.0f bytes saved, %.0f bytes still copied\n",
-         report_int(report, "layout_copy_nodes"), report_int(report, "view_copy_nodes"),
-         report_int(report, "replaced"), report_int(report, "kept"), report_int(report, "merged"),
-         report_int(report, "removed_dead"), report_int(report, "normalized"),
-         cJSON_GetObjectItem(report, "bytes_saved")->valuedouble,
-         cJSON_GetObjectItem(report, "bytes_copied")->valuedouble);
+/* The table's width: the terminal's when stdout is one, else $COLUMNS, else 80. */
+static int output_width(void) {
+  struct winsize ws;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  const char *cols = getenv("COLUMNS");
+  char *end;
+  long n = cols ? strtol(cols, &end, 10) : 0;
+  return cols && *end == '\0' && n >= 20 && n <= 1000 ? (int)n : 80;
 }
 
 static int cmd_explain(ctl *c) {
@@ -394,26 +406,68 @@ static int cmd_explain(ctl *c) {
   cJSON *params = graph_params(c, c->positional[0], true, &err), *result = NULL;
   if (params == NULL) return report(c->positional[0], &err);
   vl_status st = call(c, "lower", params, NULL, &result, NULL, &err);
+  char missing[VL_ERROR_PATH_MAX];
+  bool ok = st == VL_OK &&
+            vl__ctl_print_explain(stdout, cJSON_GetObjectItemCaseSensitive(params, "graph"),
+                                  result, output_width(), missing, sizeof missing);
   cJSON_Delete(params);
-  if (st != VL_OK) return report(c->positional[0], &err);
-  print_explain(cJSON_GetObjectItem(result, "report"));
   cJSON_Delete(result);
+  if (st != VL_OK) return report(c->positional[0], &err);
+  if (!ok) {
+    fprintf(stderr, "viewlowerctl: the lower result has no %s\n", missing);
+    return EXIT_UNREACHABLE; /* a protocol error: the daemon's answer is not SPEC's */
+  }
   return fflush(stdout) == 0 ? 0 : EXIT_INVALID;
 }
 
-static const char *base_name(const char *path) {
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
+/* ---- lower with several graphs ----
+ * Every input gets exactly one outcome, kept until all are in: its result, or its error (also
+ * printed on stderr as it happens). They are then written in input order: with -o, result i to
+ * OUT/<file name of input i> (an input that failed has a stale file of that name removed);
+ * without, one line per input on stdout, {"error": {...}} for a failed one. */
+
+typedef struct {
+  cJSON *result; /* NULL unless lowered */
+  vl_error err;  /* why not */
+  int code;      /* exit code of this input: 0 when lowered */
+} outcome;
+
+/* The file name a result is written under in the -o directory. */
+static const char *out_name(const char *input) {
+  if (strcmp(input, "-") == 0) return "stdin.json";
+  const char *slash = strrchr(input, '/');
+  return slash ? slash + 1 : input;
 }
 
-/* Where result i of a multi-graph lower goes: DIR/<input file name>, or stdout. */
-static int write_lowered(ctl *c, size_t i, const cJSON *result) {
-  if (c->out == NULL) return write_json(NULL, result);
-  char path[4096];
-  const char *name =
-      strcmp(c->positional[i], "-") == 0 ? "stdin.json" : base_name(c->positional[i]);
-  snprintf(path, sizeof path, "%s/%s", c->out, name);
-  return write_json(path, result);
+typedef struct {
+  const char *name;
+  size_t index;
+} named;
+
+static int cmp_named(const void *a, const void *b) {
+  const named *x = a, *y = b;
+  int r = strcmp(x->name, y->name);
+  return r != 0 ? r : (x->index > y->index) - (x->index < y->index);
+}
+
+/* Two inputs whose results would land on one file are a usage error, found before any work. */
+static int check_out_names(const ctl *c) {
+  size_t n = c->n_positional;
+  named *v = malloc(n * sizeof *v);
+  if (v == NULL) return usage_error("out of memory");
+  for (size_t i = 0; i < n; i++) v[i] = (named){out_name(c->positional[i]), i};
+  qsort(v, n, sizeof *v, cmp_named);
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    if (v[i].name[0] == '\0')
+      rc = usage_error("-o %s: %s names no file", c->out, c->positional[v[i].index]);
+    else if (i > 0 && strcmp(v[i - 1].name, v[i].name) == 0)
+      rc = usage_error("-o %s: %s and %s would both be written to %s/%s", c->out,
+                       c->positional[v[i - 1].index], c->positional[v[i].index], c->out,
+                       v[i].name);
+  }
+  free(v);
+  return rc;
 }
 
 static void progress(size_t done, size_t total) {
@@ -425,39 +479,63 @@ static int worst(int a, int b) {
   return a > b ? a : b;
 }
 
+/* Records input i's outcome; an error is reported on stderr now. */
+static void settle(ctl *c, outcome *o, size_t i, vl_status st, cJSON *result, const vl_error *err) {
+  if (st == VL_OK) {
+    o[i].result = result;
+    return;
+  }
+  cJSON_Delete(result);
+  o[i].err = *err;
+  o[i].code = report(c->positional[i], err);
+}
+
 /* In process: one graph after another. */
-static int lower_many_local(ctl *c, cJSON **results, int *codes) {
-  int rc = 0;
+static void lower_many_local(ctl *c, outcome *o) {
   for (size_t i = 0; i < c->n_positional; i++) {
     vl_error err;
-    cJSON *params = graph_params(c, c->positional[i], true, &err);
-    vl_status st = params ? call(c, "lower", params, NULL, &results[i], NULL, &err) : err.code;
+    cJSON *params = graph_params(c, c->positional[i], true, &err), *result = NULL;
+    vl_status st = params ? call(c, "lower", params, NULL, &result, NULL, &err) : err.code;
     cJSON_Delete(params);
-    codes[i] = st == VL_OK ? 0 : report(c->positional[i], &err);
-    rc = worst(rc, codes[i]);
+    settle(c, o, i, st, result, &err);
     progress(i + 1, c->n_positional);
   }
-  return rc;
+}
+
+/* A transport failure ends the batch: it is reported once, and every input not yet answered
+ * gets it as its outcome. */
+static void fail_unanswered(ctl *c, outcome *o, const bool *answered, const vl_error *err) {
+  int code = report(NULL, err);
+  for (size_t i = 0; i < c->n_positional; i++)
+    if (!answered[i]) {
+      o[i].err = *err;
+      o[i].code = code;
+    }
 }
 
 /* Over the socket: pipelined on one connection, a bounded window of requests in flight. */
-static int lower_many_remote(ctl *c, cJSON **results, int *codes) {
+static void lower_many_remote(ctl *c, outcome *o, bool *answered) {
   enum { WINDOW = 8 };
   vl_error err;
-  if (connect_daemon(c, &err) != VL_OK) return report(NULL, &err);
+  if (connect_daemon(c, &err) != VL_OK) {
+    fail_unanswered(c, o, answered, &err);
+    return;
+  }
   size_t sent = 0, done = 0, inflight = 0;
-  int rc = 0;
   while (done < c->n_positional) {
     while (sent < c->n_positional && inflight < WINDOW) {
       cJSON *params = graph_params(c, c->positional[sent], true, &err);
       vl_status st =
           params ? vl_client_send(c->client, sent, "lower", params, NULL, 0, &err) : err.code;
       cJSON_Delete(params);
+      if (vl_client_is_transport_error(st)) {
+        fail_unanswered(c, o, answered, &err);
+        return;
+      }
       if (st != VL_OK) {
-        codes[sent] = report(c->positional[sent], &err);
-        rc = worst(rc, codes[sent]);
+        settle(c, o, sent, st, NULL, &err);
+        answered[sent] = true;
         done++;
-        if (vl_client_is_transport_error(st)) return rc;
       } else {
         inflight++;
       }
@@ -467,48 +545,98 @@ static int lower_many_remote(ctl *c, cJSON **results, int *codes) {
     uint64_t id = VL_CLIENT_NO_ID;
     cJSON *result = NULL;
     vl_status st = vl_client_recv(c->client, &id, &result, NULL, &err);
-    if (vl_client_is_transport_error(st) || id >= c->n_positional) {
-      rc = worst(rc, report(NULL, &err));
+    if (vl_client_is_transport_error(st) || id >= c->n_positional || answered[id]) {
       cJSON_Delete(result);
-      return rc;
+      if (!vl_client_is_transport_error(st))
+        vl_error_set(&err, VL_ERR_PROTOCOL, "", "the daemon answered an unknown request id");
+      fail_unanswered(c, o, answered, &err);
+      return;
     }
     inflight--;
     done++;
-    results[id] = result;
-    codes[id] = st == VL_OK ? 0 : report(c->positional[id], &err);
-    rc = worst(rc, codes[id]);
+    answered[id] = true;
+    settle(c, o, id, st, result, &err);
     progress(done, c->n_positional);
   }
+}
+
+/* {"error": {"input", "code", "kind", "path", "message"}}: a failed input's stdout line. The
+ * path is relative to the input file, as on the stderr line. */
+static cJSON *error_line(const char *input, const vl_error *err) {
+  const char *path = err->path;
+  if (strncmp(path, "/graph", 6) == 0 && (path[6] == '/' || path[6] == '\0')) path += 6;
+  cJSON *line = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(line, "error");
+  bool ok = e != NULL && cJSON_AddStringToObject(e, "input", input) &&
+            cJSON_AddNumberToObject(e, "code", vl_status_rpc_code(err->code)) &&
+            cJSON_AddStringToObject(e, "kind", vl_status_kind(err->code)) &&
+            cJSON_AddStringToObject(e, "path", path) &&
+            cJSON_AddStringToObject(e, "message",
+                                    err->message[0] ? err->message : vl_status_text(err->code));
+  if (!ok) {
+    cJSON_Delete(line);
+    return NULL;
+  }
+  return line;
+}
+
+static int write_outcome(ctl *c, size_t i, const outcome *o) {
+  if (c->out == NULL) {
+    cJSON *line = o->code == 0 ? NULL : error_line(c->positional[i], &o->err);
+    int rc = write_json(NULL, o->code == 0 ? o->result : line);
+    cJSON_Delete(line);
+    return rc;
+  }
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", c->out, out_name(c->positional[i])) >=
+      sizeof path) {
+    fprintf(stderr, "viewlowerctl: %s/%s: path too long\n", c->out, out_name(c->positional[i]));
+    return EXIT_INVALID;
+  }
+  if (o->code == 0) return write_json(path, o->result);
+  if (unlink(path) != 0 && errno != ENOENT) {
+    fprintf(stderr, "viewlowerctl: %s: cannot remove the stale result: %s\n", path,
+            strerror(errno));
+    return EXIT_INVALID;
+  }
+  return 0;
+}
+
+static int lower_many(ctl *c) {
+  size_t n = c->n_positional;
+  outcome *o = calloc(n, sizeof *o);
+  bool *answered = calloc(n, sizeof *answered);
+  if (o == NULL || answered == NULL) {
+    free(o);
+    free(answered);
+    fprintf(stderr, "viewlowerctl: out of memory\n");
+    return EXIT_SERVER;
+  }
+  if (c->local)
+    lower_many_local(c, o);
+  else
+    lower_many_remote(c, o, answered);
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    rc = worst(rc, worst(o[i].code, write_outcome(c, i, &o[i])));
+    cJSON_Delete(o[i].result);
+  }
+  free(o);
+  free(answered);
   return rc;
 }
 
 static int cmd_lower(ctl *c) {
-  size_t n = c->n_positional;
-  if (n == 1) return simple_graph_command(c, "lower", true, NULL);
+  if (c->n_positional == 1) return simple_graph_command(c, "lower", true, NULL);
   if (c->out != NULL) {
     struct stat sb;
+    int rc = check_out_names(c);
+    if (rc != 0) return rc;
     if (stat(c->out, &sb) != 0 && mkdir(c->out, 0777) != 0)
       return usage_error("-o %s: cannot create the directory", c->out);
     if (stat(c->out, &sb) == 0 && !S_ISDIR(sb.st_mode))
       return usage_error("-o %s: with several graphs -o names a directory", c->out);
   }
-  cJSON **results = calloc(n, sizeof *results);
-  int *codes = calloc(n, sizeof *codes);
-  if (results == NULL || codes == NULL) {
-    free(results);
-    free(codes);
-    fprintf(stderr, "viewlowerctl: out of memory\n");
-    return EXIT_SERVER;
-  }
-  int rc = c->local ? lower_many_local(c, results, codes) : lower_many_remote(c, results, codes);
-  /* Written in input order once all are in, so stdout lines follow the arguments. */
-  for (size_t i = 0; i < n; i++) {
-    if (results[i] != NULL && codes[i] == 0) rc = worst(rc, write_lowered(c, i, results[i]));
-    cJSON_Delete(results[i]);
-  }
-  free(results);
-  free(codes);
-  return rc;
+  return lower_many(c);
 }
 
 /* Adds the inputs file to params (as blobs over the socket). An error in reading it is
@@ -664,8 +792,17 @@ static int cmd_plain(ctl *c, const char *method) {
 static int cmd_ping(ctl *c) {
   return cmd_plain(c, "ping");
 }
+/* stats as JSON, or as metrics text for a scraper (ctl_metrics.c). */
 static int cmd_stats(ctl *c) {
-  return cmd_plain(c, "stats");
+  if (c->fmt == VL__CTL_FORMAT_JSON) return cmd_plain(c, "stats");
+  vl_error err;
+  cJSON *result = NULL;
+  if (c->local)
+    return usage_error("stats: counters belong to the daemon; not available with --local");
+  if (call(c, "stats", NULL, NULL, &result, NULL, &err) != VL_OK) return report(NULL, &err);
+  vl__ctl_print_metrics(stdout, result, c->fmt);
+  cJSON_Delete(result);
+  return fflush(stdout) == 0 ? 0 : EXIT_INVALID;
 }
 static int cmd_version(ctl *c) {
   return cmd_plain(c, "version");
@@ -685,7 +822,8 @@ enum {
   OPT_ENCODING = 1 << 5,
   OPT_SIZE = 1 << 6,
   OPT_ORDER = 1 << 7,
-  OPT_NOFOLD = 1 << 8
+  OPT_FORMAT = 1 << 8,
+  OPT_NOFOLD = 1 << 9
 };
 
 static const struct command {
@@ -701,7 +839,7 @@ static const struct command {
     {"run", cmd_run, 1, 1, OPT_INPUTS | OPT_OUT | OPT_ENCODING, OPT_INPUTS},
     {"view-copy", cmd_view_copy, 1, 1, OPT_SIZE | OPT_ORDER | OPT_OUT | OPT_ENCODING, OPT_SIZE},
     {"ping", cmd_ping, 0, 0, 0, 0},
-    {"stats", cmd_stats, 0, 0, 0, 0},
+    {"stats", cmd_stats, 0, 0, OPT_FORMAT, 0},
     {"version", cmd_version, 0, 0, 0, 0},
 };
 
@@ -738,6 +876,10 @@ static bool check_encoding(ctl *c, const char *v) {
   return vl_encoding_from_name(v, &c->enc) && c->enc != VL_ENCODING_BLOB;
 }
 
+static bool check_format(ctl *c, const char *v) {
+  return vl__ctl_format_from_name(v, &c->fmt);
+}
+
 static bool check_size(ctl *c, const char *v) {
   return parse_list(v, c->size_v, &c->rank);
 }
@@ -761,6 +903,8 @@ static const struct option_row {
     {"--size", OPT_SIZE, offsetof(ctl, size), check_size, "not a comma list of integers"},
     {"--out-dim-order", OPT_ORDER, offsetof(ctl, out_dim_order), check_order,
      "not a comma list of integers"},
+    {"--format", OPT_FORMAT, offsetof(ctl, format), check_format,
+     "use json, openmetrics or prometheus"},
     {"--keep-view-copy", OPT_KEEP, 0, NULL, NULL},
     {"--no-fold", OPT_NOFOLD, 0, NULL, NULL},
 };
@@ -772,10 +916,17 @@ static const struct option_row *find_option(const struct command *cmd, const cha
   return NULL;
 }
 
+/* parse_command_args' answer when it printed the command's help: exit 0, run nothing. */
+enum { HELP_SHOWN = -1 };
+
 static int parse_command_args(ctl *c, const struct command *cmd, int argc, char **argv) {
   unsigned seen = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      if (!vl__ctl_help(stdout, cmd->name)) usage(stdout);
+      return HELP_SHOWN;
+    }
     if (a[0] != '-' || strcmp(a, "-") == 0) {
       if (c->n_positional >= cmd->max_args) return usage_error("unexpected argument %s", a);
       c->positional[c->n_positional++] = a;
@@ -817,12 +968,15 @@ int main(int argc, char **argv) {
   ctl c;
   memset(&c, 0, sizeof c);
   vl_limits_default(&c.lim);
-  c.timeout_ms = 120000;
+  c.timeout_ms = DEFAULT_TIMEOUT_MS;
   c.enc = VL_ENCODING_VALUES;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
+      return 0;
+    } else if (strcmp(argv[i], "--version") == 0) {
+      printf("viewlowerctl %s\n", vl_version());
       return 0;
     } else if (strcmp(argv[i], "--local") == 0) {
       c.local = true;
@@ -837,6 +991,9 @@ int main(int argc, char **argv) {
   }
   if (c.local && c.socket) return usage_error("--socket and --local exclude each other");
   if (i >= argc) return usage_error("a command is required");
+  if (strcmp(argv[i], "worker") == 0 && i + 1 < argc &&
+      (strcmp(argv[i + 1], "--help") == 0 || strcmp(argv[i + 1], "-h") == 0))
+    return vl__ctl_help(stdout, "worker") ? 0 : EXIT_USAGE;
   if (strcmp(argv[i], "worker") == 0) /* a request loop over this main, not a table command */
     return c.socket ? usage_error("worker: requests run in process; --socket does not apply")
                     : vl__ctl_worker(argc - i - 1, argv + i + 1, main);
@@ -846,6 +1003,7 @@ int main(int argc, char **argv) {
   if (cmd == NULL) return usage_error("unknown command %s", argv[i]);
   int rc = parse_command_args(&c, cmd, argc - i - 1, argv + i + 1);
   if (rc == 0) rc = cmd->fn(&c);
+  if (rc == HELP_SHOWN) rc = 0;
   vl_client_close(c.client);
   return rc;
 }

@@ -51,7 +51,8 @@ static const option options[] = {
     {"allow-uid", "UID", ARG_UID, 0, UINT32_MAX - 1, 0, false, FIELD(allow_uid),
      "also let this user in (number or name; repeatable)"},
     {"allow-gid", "GID", ARG_GID, 0, UINT32_MAX - 1, 0, false, FIELD(allow_gid),
-     "also let peers whose primary group is GID in (number or name; repeatable)"},
+     "also let peers in whose primary or supplementary group is GID (number or name; "
+     "repeatable)"},
     {"log-level", "LEVEL", ARG_LEVEL, 0, 0, VL_LOG_INFO, false, FIELD(log_level),
      "debug, info, warn or error"},
     {"max-inflight", "N", ARG_UINT, 1, 65536, 16, false, FIELD(max_inflight),
@@ -190,6 +191,9 @@ vl_config_result vl_config_parse(vl_config *cfg, int argc, char **argv, char *er
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       return VL_CONFIG_HELP;
     }
+    if (strcmp(a, "--version") == 0) {
+      return VL_CONFIG_VERSION;
+    }
     if (strncmp(a, "--", 2) != 0) {
       snprintf(errbuf, n, "unexpected argument '%s' (see --help)", a);
       return VL_CONFIG_ERROR;
@@ -240,5 +244,7 @@ void vl_config_usage(FILE *out) {
     print_default(out, &def, o);
     fputc('\n', out);
   }
-  fputs("  --help\n      print this text and exit\n", out);
+  fputs("  --version\n      print the version and the protocol number and exit\n"
+        "  --help\n      print this text and exit\n",
+        out);
 }

@@ -31,7 +31,7 @@ typedef struct vl_config {
   vl_limits limits;          /* core limits: nodes, tensor bytes, execution bytes */
 } vl_config;
 
-typedef enum { VL_CONFIG_OK, VL_CONFIG_HELP, VL_CONFIG_ERROR } vl_config_result;
+typedef enum { VL_CONFIG_OK, VL_CONFIG_HELP, VL_CONFIG_VERSION, VL_CONFIG_ERROR } vl_config_result;
 
 /* Fills cfg with every default. */
 void vl_config_init(vl_config *cfg);

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { LOG_LINE_MAX = 2048 };
 
@@ -38,10 +40,24 @@ const char *vl_log_level_name(vl_log_level level) {
   return levels[level].name;
 }
 
+/* True when stderr is the journal stream systemd connected: $JOURNAL_STREAM is "DEV:INODE" of
+ * that stream, and it must match stderr's own device and inode (as sd-daemon checks), since a
+ * child that inherited the variable but redirected stderr elsewhere is not writing to it. */
+static bool stderr_is_journal(void) {
+  const char *js = getenv("JOURNAL_STREAM");
+  unsigned long long dev = 0, ino = 0;
+  int end = 0;
+  struct stat st;
+  if (js == NULL || sscanf(js, "%llu:%llu%n", &dev, &ino, &end) != 2 || js[end] != '\0' ||
+      fstat(STDERR_FILENO, &st) != 0) {
+    return false;
+  }
+  return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 void vl_log_init(vl_log_level level) {
   threshold = level;
-  const char *js = getenv("JOURNAL_STREAM");
-  to_journal = js != NULL && js[0] != '\0';
+  to_journal = stderr_is_journal();
 }
 
 bool vl_log_enabled(vl_log_level level) {

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "log.h"
 #include "server.h"
+#include "viewlower/service.h"
 
 enum { EXIT_USAGE = 64 };
 
@@ -63,6 +64,9 @@ int main(int argc, char **argv) {
   char msg[256];
   switch (vl_config_parse(&cfg, argc, argv, msg, sizeof msg)) {
   case VL_CONFIG_HELP: vl_config_usage(stdout); return EXIT_SUCCESS;
+  case VL_CONFIG_VERSION:
+    printf("viewlowerd %s (protocol %d)\n", vl_version(), VL_PROTOCOL_VERSION);
+    return EXIT_SUCCESS;
   case VL_CONFIG_ERROR: fprintf(stderr, "viewlowerd: %s\n", msg); return EXIT_USAGE;
   case VL_CONFIG_OK: break;
   }

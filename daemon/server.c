@@ -243,10 +243,37 @@ static bool peer_credentials(vl_conn *c) {
   return true;
 }
 
+/* A peer is let in when its uid is ours or listed, or its primary group (SO_PEERCRED) or one
+ * of its supplementary groups (SO_PEERGROUPS, Linux >= 4.13) is listed: `usermod -aG viewlower
+ * USER` adds a supplementary group. The group list is read only when --allow-gid is given and
+ * the uid and primary gid did not already decide; a list that cannot be read admits nobody by
+ * it. It holds at most NGROUPS_MAX (65536) entries, so its buffer is bounded. */
 static bool permitted(const vl_server *srv, const vl_conn *c) {
   const vl_config *cfg = srv->cfg;
-  return c->uid == srv->self_uid || listed(cfg->allow_uid, cfg->n_allow_uid, c->uid) ||
-         listed(cfg->allow_gid, cfg->n_allow_gid, c->gid);
+  if (c->uid == srv->self_uid || listed(cfg->allow_uid, cfg->n_allow_uid, c->uid) ||
+      listed(cfg->allow_gid, cfg->n_allow_gid, c->gid)) {
+    return true;
+  }
+  uv_os_fd_t fd;
+  if (cfg->n_allow_gid == 0 || uv_fileno((const uv_handle_t *)&c->pipe, &fd) != 0) {
+    return false;
+  }
+  gid_t small[64];
+  gid_t *groups = small;
+  socklen_t len = sizeof small;
+  int rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+  if (rc != 0 && errno == ERANGE && len <= 65536 * sizeof(gid_t) &&
+      (groups = malloc(len)) != NULL) {
+    rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+  }
+  bool found = false;
+  for (size_t i = 0; rc == 0 && groups != NULL && i < len / sizeof(gid_t) && !found; i++) {
+    found = listed(cfg->allow_gid, cfg->n_allow_gid, groups[i]);
+  }
+  if (groups != small) {
+    free(groups);
+  }
+  return found;
 }
 
 /* Counts a refusal and warns about its condition, at most once per VLD_LOG_LIMIT_MS each (a

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -242,13 +244,16 @@ static void lower_keeps_the_patch_embedding_copy_and_explains_why(void **state) 
   r = both(NULL, (const char *[]){"explain", EX "patch_embed.json", "--no-fold", NULL}, 0);
   assert_non_null(strstr(r.out, "flat"));
   assert_non_null(strstr(r.out, "base_layout"));
-  assert_non_null(strstr(r.out, "1 layout-only nodes (1 view_copy): 0 replaced, 1 kept"));
+  assert_non_null(strstr(r.out, "\n1 layout-only nodes: 0 replaced, 1 kept, 0 merged, 0 removed as dead\n"
+                                "1 of them view_copy; 0 bases normalized; 0 bytes saved, 48 bytes "
+                                "still copied\n"));
   drop(&r);
   /* With fold (the default) the flatten of the channels-last copy of x is a view of x itself,
    * the copy falls dead, and the permute, a graph output, stays. */
   r = both(NULL, (const char *[]){"explain", EX "patch_embed.json", NULL}, 0);
-  assert_non_null(strstr(r.out, "3 layout-only nodes (1 view_copy): 1 replaced, 1 kept, 0 merged, "
-                                "1 removed as dead"));
+  assert_non_null(strstr(r.out, "\n3 layout-only nodes: 1 replaced, 1 kept, 0 merged, 1 removed as "
+                                "dead\n1 of them view_copy; 0 bases normalized; 96 bytes saved, 48 "
+                                "bytes still copied\n"));
   drop(&r);
 }
 
@@ -567,8 +572,9 @@ static void a_socket_path_too_long_for_a_unix_socket_exits_3(void **state) {
   drop(&r);
 }
 
-/* Not root, no --socket, VIEWLOWER_SOCKET and XDG_RUNTIME_DIR unset: no default applies
- * (as root the default is /run/viewlower/viewlower.sock, so root runs it as nobody). */
+/* Not root, no --socket, VIEWLOWER_SOCKET and XDG_RUNTIME_DIR unset: no per-user default
+ * applies, so the system socket of viewlowerd.socket is tried, and both are named (as root the
+ * default is /run/viewlower/viewlower.sock, so root runs it as nobody). */
 static void no_socket_path_exits_3(void **state) {
   (void)state;
   result r = spawn(NULL, (const char *[]){VL_CTL, "ping", NULL},
@@ -577,9 +583,276 @@ static void no_socket_path_exits_3(void **state) {
     drop(&r);
     skip();
   }
+  struct stat sb;
+  if (stat("/run/viewlower/viewlower.sock", &sb) == 0) { /* a system daemon runs here */
+    drop(&r);
+    skip();
+  }
   assert_int_equal(r.status, 3);
-  assert_error_line(&r, "cannot reach the daemon: no socket path: none given, VIEWLOWER_SOCKET "
-                        "and XDG_RUNTIME_DIR are unset, and not running as root");
+  assert_error_line(&r, "no socket path: none given, VIEWLOWER_SOCKET and XDG_RUNTIME_DIR are "
+                        "unset, and not running as root; cannot connect to "
+                        "/run/viewlower/viewlower.sock: No such file or directory");
+  drop(&r);
+}
+
+/* ---- help, version ---- */
+
+/* The command names of `viewlowerctl --help`: the first word of each "  name ..." line, and
+ * each "|"-separated name of the "  ping | stats ... | version" line. */
+static size_t command_names(const char *usage, char names[][32], size_t max) {
+  size_t n = 0;
+  for (const char *line = usage; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+    if (strncmp(line, "  ", 2) != 0 || line[2] < 'a' || line[2] > 'z') continue;
+    const char *p = line + 2;
+    for (;;) {
+      size_t len = strspn(p, "abcdefghijklmnopqrstuvwxyz-");
+      if (len > 0 && len < 32 && n < max) {
+        memcpy(names[n], p, len);
+        names[n++][len] = '\0';
+      }
+      const char *bar = strstr(p, " | "), *end = strchr(p, '\n');
+      if (bar == NULL || (end && bar > end)) break;
+      p = bar + 3;
+    }
+  }
+  return n;
+}
+
+static void every_command_answers_help_with_its_usage_and_exit_0(void **state) {
+  (void)state;
+  result top = run(true, NULL, (const char *[]){"--help", NULL});
+  assert_int_equal(top.status, 0);
+  assert_non_null(strstr(top.out, "(default 120000; 0: none)"));
+  char names[32][32];
+  size_t n = command_names(top.out, names, 32);
+  assert_true(n >= 9);
+  for (size_t i = 0; i < n; i++) {
+    result r = run(true, NULL, (const char *[]){names[i], "--help", NULL});
+    char want[64];
+    snprintf(want, sizeof want, "usage: viewlowerctl %s", names[i]);
+    if (r.status != 0 || strncmp(r.out, want, strlen(want)) != 0)
+      fail_msg("%s --help: exit %d, stdout %.80s", names[i], r.status, r.out);
+    assert_string_equal(r.err, "");
+    drop(&r);
+  }
+  drop(&top);
+  /* --help wins over missing required flags and arguments. */
+  result r = run(false, NULL, (const char *[]){"run", "--help", NULL});
+  assert_int_equal(r.status, 0);
+  drop(&r);
+}
+
+static void version_flag_prints_the_program_version(void **state) {
+  (void)state;
+  result r = spawn(NULL, (const char *[]){VL_CTL, "--version", NULL}, NULL, false);
+  assert_int_equal(r.status, 0);
+  assert_string_equal(r.out, "viewlowerctl " VL_VERSION_STRING "\n");
+  drop(&r);
+}
+
+/* ---- lower with several graphs ---- */
+
+static int count_lines(const char *text) {
+  int lines = 0;
+  for (const char *p = text; *p; p++) lines += *p == '\n';
+  return lines;
+}
+
+static void a_failed_input_keeps_its_line_as_an_error_object(void **state) {
+  (void)state;
+  const char *bad = temp_file("bad.json", "{\"format\":\"viewlower.graph\",\"version\":2}");
+  result r = both(NULL, (const char *[]){"lower", EX "patch_embed.json", bad, EX "reshape_chain.json", NULL}, 2);
+  assert_int_equal(count_lines(r.out), 3);
+  const char *second = strchr(r.out, '\n') + 1;
+  char want[800];
+  snprintf(want, sizeof want,
+           "{\"error\":{\"input\":\"%s\",\"code\":-32001,\"kind\":\"invalid_graph\",\"path\":"
+           "\"/version\",\"message\":\"unsupported version (expected 1)\"}}\n",
+           bad);
+  assert_memory_equal(second, want, strlen(want));
+  assert_non_null(strstr(strchr(second, '\n'), "\"name\":\"reshape_chain\""));
+  char line[600];
+  snprintf(line, sizeof line, "viewlowerctl: %s: /version: unsupported version (expected 1)\n", bad);
+  assert_string_equal(r.err, line);
+  drop(&r);
+}
+
+static void inputs_with_one_file_name_are_refused_under_o(void **state) {
+  (void)state;
+  char a[400], b[400], out[400];
+  snprintf(a, sizeof a, "%s/a", tmpdir);
+  snprintf(b, sizeof b, "%s/b", tmpdir);
+  snprintf(out, sizeof out, "%s/collide", tmpdir);
+  mkdir(a, 0700);
+  mkdir(b, 0700);
+  strcat(a, "/g.json");
+  strcat(b, "/g.json");
+  char *text = slurp(EX "patch_embed.json");
+  write_file(a, text);
+  write_file(b, text);
+  free(text);
+  result r = both(NULL, (const char *[]){"lower", a, b, "-o", out, NULL}, 64);
+  assert_error_line(&r, "-o %s: %s and %s would both be written to %s/g.json (see viewlowerctl --help)",
+                    out, a, b, out);
+  drop(&r);
+  struct stat sb;
+  assert_int_equal(stat(out, &sb), -1); /* refused before anything was made */
+}
+
+static void a_failed_input_leaves_no_stale_result_under_o(void **state) {
+  (void)state;
+  char dir[400], stale[500], good[500];
+  snprintf(dir, sizeof dir, "%s/stale", tmpdir);
+  mkdir(dir, 0700);
+  snprintf(stale, sizeof stale, "%s/bad.json", dir);
+  snprintf(good, sizeof good, "%s/patch_embed.json", dir);
+  write_file(stale, "{\"an old result\":true}");
+  const char *bad = temp_file("bad.json", "{\"format\":\"viewlower.graph\",\"version\":2}");
+  result r = run(false, NULL, (const char *[]){"lower", EX "patch_embed.json", bad, "-o", dir, NULL});
+  assert_int_equal(r.status, 2);
+  assert_string_equal(r.out, "");
+  drop(&r);
+  struct stat sb;
+  assert_int_equal(stat(stale, &sb), -1);
+  assert_int_equal(stat(good, &sb), 0);
+}
+
+/* ---- explain ---- */
+
+static void explain_fits_80_columns_and_aligns_long_names(void **state) {
+  (void)state;
+  const char *g = temp_file(
+      "long.json",
+      "{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"long\",\"nodes\":["
+      "{\"name\":\"getattr_l__self___blocks___0___attn_proj_input\",\"op\":\"placeholder\","
+      "\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1]}},"
+      "{\"name\":\"flattened\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+      "\"args\":[\"getattr_l__self___blocks___0___attn_proj_input\",[1,2,6]],"
+      "\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,6]}},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+      "\"args\":[\"flattened\"],\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,6]}},"
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"y\"]}]}");
+  result r = both(NULL, (const char *[]){"explain", g, NULL}, 0);
+  /* Every line fits in 80 columns; DECISION and the decision start in the same column. */
+  const char *header = r.out, *kept = strstr(r.out, "kept"), *row = kept;
+  while (row > r.out && row[-1] != '\n') row--;
+  assert_int_equal(strstr(header, "DECISION") - header, kept - row);
+  assert_non_null(strstr(r.out, "\nflattened  getattr_l__self___blocks___0___attn_proj_input\n"));
+  for (const char *line = r.out; *line; line = strchr(line, '\n') + 1)
+    assert_true(strchr(line, '\n') - line <= 80);
+  assert_non_null(strstr(r.out, "\n1 layout-only nodes: 0 replaced, 1 kept, 0 merged, 0 removed as "
+                                "dead\n1 of them view_copy; 0 bases normalized; 0 bytes saved, 48 "
+                                "bytes still copied\n"));
+  drop(&r);
+}
+
+static void explain_lists_the_nodes_removed_as_dead(void **state) {
+  (void)state;
+  result r = both(NULL, (const char *[]){"explain", EX "reshape_chain.json", NULL}, 0);
+  assert_non_null(strstr(r.out, "\nremoved as dead: a, b, c\n"));
+  drop(&r);
+}
+
+/* A peer that answers one request with the given result text (hostile-peer test: the CLI must
+ * not trust a daemon's reply). Returns its pid; the socket is tmpdir/fake.sock. */
+static pid_t fake_daemon(const char *result_json, char *path, size_t n) {
+  snprintf(path, n, "%s/fake.sock", tmpdir);
+  unlink(path);
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  assert_true(strlen(path) < sizeof sa.sun_path);
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  assert_int_equal(listen(fd, 1), 0);
+  pid_t pid = fork();
+  if (pid != 0) {
+    close(fd);
+    return pid;
+  }
+  int c = accept(fd, NULL, NULL);
+  uint8_t head[16];
+  if (c < 0 || recv(c, head, 16, MSG_WAITALL) != 16) _exit(1);
+  uint32_t jlen = (uint32_t)head[4] << 24 | (uint32_t)head[5] << 16 | (uint32_t)head[6] << 8 | head[7];
+  char *req = calloc(jlen + 1, 1);
+  if (recv(c, req, jlen, MSG_WAITALL) != (ssize_t)jlen) _exit(1);
+  cJSON *id = cJSON_GetObjectItem(cJSON_Parse(req), "id");
+  char body[4096];
+  int len = snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":%.0f,\"result\":%s}",
+                     id ? id->valuedouble : 0.0, result_json);
+  uint8_t out[16] = {'V', 'L', 'W', '1', (uint8_t)(len >> 24), (uint8_t)(len >> 16),
+                     (uint8_t)(len >> 8), (uint8_t)len};
+  if (send(c, out, 16, 0) != 16 || send(c, body, (size_t)len, 0) != len) _exit(1);
+  recv(c, head, 1, 0); /* until the client closes */
+  _exit(0);
+}
+
+static void explain_names_a_field_the_daemon_left_out(void **state) {
+  (void)state;
+  static const struct {
+    const char *result, *missing;
+  } cases[] = {
+      {"{\"graph\":{},\"report\":{\"view_copy_nodes\":1,\"replaced\":0,\"kept\":1,\"normalized\":0,"
+       "\"removed_dead\":0,\"bytes_saved\":0,\"decisions\":[{\"node\":\"flat\",\"decision\":"
+       "\"kept\",\"reasons\":[],\"message\":\"m\"}]}}",
+       "/report/decisions/0/base (a string)"},
+      {"{\"graph\":{},\"report\":{\"view_copy_nodes\":1,\"replaced\":0,\"normalized\":0,"
+       "\"removed_dead\":0,\"bytes_saved\":0,\"decisions\":[]}}",
+       "/report/kept (a whole number)"},
+      {"{\"graph\":{}}", "/report (an object)"},
+      {"{\"graph\":{},\"report\":{\"view_copy_nodes\":1,\"replaced\":0,\"kept\":1,\"normalized\":0,"
+       "\"removed_dead\":0,\"bytes_saved\":0,\"decisions\":[{\"node\":\"flat\",\"base\":\"x\","
+       "\"decision\":\"kept\",\"reasons\":[7],\"message\":\"m\"}]}}",
+       "/report/decisions/0/reasons (strings)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char path[400];
+    pid_t pid = fake_daemon(cases[i].result, path, sizeof path);
+    result r = spawn(NULL, (const char *[]){VL_CTL, "--socket", path, "explain", EX "patch_embed.json", NULL}, NULL, false);
+    int st;
+    waitpid(pid, &st, 0);
+    assert_int_equal(r.status, 3);
+    assert_error_line(&r, "the lower result has no %s", cases[i].missing);
+    drop(&r);
+  }
+}
+
+/* ---- stats as metrics ---- */
+
+static void stats_prints_openmetrics_and_prometheus_text(void **state) {
+  (void)state;
+  result ping = run(false, NULL, (const char *[]){"ping", NULL});
+  drop(&ping);
+  result r = run(false, NULL, (const char *[]){"stats", "--format", "openmetrics", NULL});
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "# TYPE viewlower_requests counter\n"));
+  assert_non_null(strstr(r.out, "\nviewlower_requests_total{method=\"ping\"} "));
+  assert_non_null(strstr(r.out, "# TYPE viewlower_uptime_seconds gauge\n# UNIT viewlower_uptime_seconds seconds\n"));
+  size_t len = strlen(r.out);
+  assert_true(len > 6 && strcmp(r.out + len - 6, "# EOF\n") == 0);
+  /* every sample line: name[{labels}] number */
+  for (const char *line = r.out; *line; line = strchr(line, '\n') + 1) {
+    if (line[0] == '#') continue;
+    size_t name = strspn(line, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    assert_true(name > 10 && strncmp(line, "viewlower_", 10) == 0);
+    const char *v = line + name;
+    if (*v == '{') v = strchr(v, '}') + 1;
+    assert_int_equal(*v, ' ');
+    char *end;
+    strtod(v + 1, &end);
+    assert_int_equal(*end, '\n');
+  }
+  drop(&r);
+  r = run(false, NULL, (const char *[]){"stats", "--format", "prometheus", NULL});
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "# TYPE viewlower_requests_total counter\n"));
+  assert_null(strstr(r.out, "# EOF"));
+  assert_null(strstr(r.out, "# UNIT"));
+  drop(&r);
+  r = run(false, NULL, (const char *[]){"stats", "--format", "xml", NULL});
+  assert_int_equal(r.status, 64);
+  drop(&r);
+  r = run(true, NULL, (const char *[]){"stats", "--format", "openmetrics", NULL});
+  assert_int_equal(r.status, 64);
   drop(&r);
 }
 
@@ -605,6 +878,15 @@ int main(void) {
       cmocka_unit_test(a_raw_control_byte_is_invalid_input),
       cmocka_unit_test(a_socket_path_too_long_for_a_unix_socket_exits_3),
       cmocka_unit_test(no_socket_path_exits_3),
+      cmocka_unit_test(every_command_answers_help_with_its_usage_and_exit_0),
+      cmocka_unit_test(version_flag_prints_the_program_version),
+      cmocka_unit_test(a_failed_input_keeps_its_line_as_an_error_object),
+      cmocka_unit_test(inputs_with_one_file_name_are_refused_under_o),
+      cmocka_unit_test(a_failed_input_leaves_no_stale_result_under_o),
+      cmocka_unit_test(explain_fits_80_columns_and_aligns_long_names),
+      cmocka_unit_test(explain_lists_the_nodes_removed_as_dead),
+      cmocka_unit_test(explain_names_a_field_the_daemon_left_out),
+      cmocka_unit_test(stats_prints_openmetrics_and_prometheus_text),
   };
   int failed = cmocka_run_group_tests(tests, start_daemon, stop_daemon);
   if (teardown_failed) fprintf(stderr, "viewlowerd did not exit 0 after SIGTERM\n");
