@@ -25,7 +25,8 @@ arch=$(dpkg --print-architecture)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 run_deb=$tmp/build/viewlower_${version}_${arch}.deb
 dev_deb=$tmp/build/viewlower-dev_${version}_${arch}.deb
-[ -f "$run_deb" ] && [ -f "$dev_deb" ] || fail "packages missing: $(ls "$tmp/build"/*.deb 2>&1)"
+py_deb=$tmp/build/python3-viewlower_${version}_all.deb
+[ -f "$run_deb" ] && [ -f "$dev_deb" ] && [ -f "$py_deb" ] || fail "packages missing: $(ls "$tmp/build"/*.deb 2>&1)"
 
 contents() { dpkg-deb -c "$1" | awk '{print $6}' | sed 's|^\./|/|; s| ->.*||'; }
 has() { # has DEB PATH...
@@ -44,7 +45,9 @@ has "$dev_deb" /usr/include/viewlower/client.h /usr/include/viewlower/graph.h \
   "/usr/lib/$multiarch/libviewlower.so" "/usr/lib/$multiarch/pkgconfig/viewlower.pc" \
   "/usr/lib/$multiarch/pkgconfig/viewlower-client.pc" \
   "/usr/lib/$multiarch/cmake/viewlower/viewlower-config.cmake" /usr/share/doc/viewlower-dev/copyright
+has "$py_deb" /usr/lib/python3/dist-packages/viewlower/__init__.py /usr/share/doc/python3-viewlower/copyright
 contents "$run_deb" | grep -q viewlower-bench && fail "viewlower-bench is packaged"
+contents "$run_deb" | grep -q 'python3' && fail "Python files in the runtime package"
 contents "$run_deb" | grep -q '^/usr/include' && fail "headers in the runtime package"
 info=$(dpkg-deb -I "$run_deb")
 for field in "Package: viewlower" "Version: $version" "Depends: " "Section: devel"; do
@@ -57,7 +60,7 @@ grep -q "^ Depends: .*viewlower (= $version)" <<<"$(dpkg-deb -I "$dev_deb")" || 
 echo "ok: package contents and control data"
 
 if command -v lintian >/dev/null; then
-  report=$(lintian --tag-display-limit 0 "$run_deb" "$dev_deb" 2>&1 || true)
+  report=$(lintian --tag-display-limit 0 "$run_deb" "$dev_deb" "$py_deb" 2>&1 || true)
   echo "lintian:"
   echo "${report:-  (no tags)}" | sed 's/^/  /'
   grep -q '^E: ' <<<"$report" && fail "lintian reports errors"
@@ -68,13 +71,13 @@ fi
 
 # The throwaway root: / as the lower layer of an overlay, changes kept in $tmp/up.
 mkdir -p "$tmp/up" "$tmp/work" "$tmp/root"
-cp "$run_deb" "$dev_deb" "$src/tests/packaging/consumer/consumer.c" \
+cp "$run_deb" "$dev_deb" "$py_deb" "$src/tests/packaging/consumer/consumer.c" \
    "$src/tests/packaging/consumer/CMakeLists.txt" "$tmp/"
 cat >"$tmp/inside.sh" <<INSIDE
 set -euo pipefail
 fail() { echo "FAIL (installed): \$*" >&2; exit 1; }
 cd /pkg
-dpkg -i viewlower_${version}_${arch}.deb viewlower-dev_${version}_${arch}.deb >/dev/null
+dpkg -i viewlower_${version}_${arch}.deb viewlower-dev_${version}_${arch}.deb python3-viewlower_${version}_all.deb >/dev/null
 getent group viewlower >/dev/null || fail "postinst did not create the group viewlower"
 [ -L /etc/systemd/system/sockets.target.wants/viewlowerd.socket ] || fail "viewlowerd.socket is not enabled"
 [ ! -e /etc/systemd/system/multi-user.target.wants/viewlowerd.service ] || fail "the service is enabled on its own"
@@ -90,9 +93,10 @@ cmake -S /tmp/c -B /tmp/c/build -G Ninja >/dev/null && cmake --build /tmp/c/buil
 cc -o /tmp/c/pc /tmp/c/consumer.c \$(pkg-config --cflags --libs viewlower viewlower-client)
 /tmp/c/pc /tmp/vl.sock | grep -q '^core $version: replaced 1' || fail "pkg-config consumer"
 kill \$pid; wait \$pid
-dpkg --purge viewlower-dev viewlower >/dev/null
+cd / && python3 -c 'import viewlower' || fail "python3 cannot import the installed viewlower"
+dpkg --purge python3-viewlower viewlower-dev viewlower >/dev/null
 [ ! -e /usr/sbin/viewlowerd ] && [ ! -e /etc/systemd/system/sockets.target.wants/viewlowerd.socket ] || fail "purge left files"
-echo "ok: installed into a throwaway root: group, enabled socket, --version, ping, units, -dev consumers, purge"
+echo "ok: installed into a throwaway root: group, enabled socket, --version, ping, units, -dev consumers, python import, purge"
 INSIDE
 unshare --mount --propagation private bash -c "
   set -e
