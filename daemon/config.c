@@ -16,7 +16,7 @@
 
 #include "viewlower/frame.h"
 
-typedef enum { ARG_PATH, ARG_UINT, ARG_MODE, ARG_UID, ARG_GID, ARG_LEVEL } arg_kind;
+typedef enum { ARG_PATH, ARG_UINT, ARG_BYTES, ARG_MODE, ARG_UID, ARG_GID, ARG_LEVEL } arg_kind;
 
 typedef struct option {
   const char *name;
@@ -70,6 +70,16 @@ static const option options[] = {
      "bytes of all buffers of one execution"},
     {"drain-timeout-ms", "N", ARG_UINT, 0, 3600000, 10000, false, FIELD(drain_timeout_ms),
      "on SIGTERM/SIGINT, wait this long for in-flight requests"},
+    {"max-memory", "BYTES", ARG_BYTES, 0, (uint64_t)1 << 50, 0, false, FIELD(max_memory),
+     "memory budget of the whole daemon (suffix K, M, G or T: powers of 1024); a request whose "
+     "work would pass it gets error -32005 (0: half the RAM, or 3/4 of the cgroup's "
+     "memory.max when lower)"},
+    {"max-connections-per-uid", "N", ARG_UINT, 0, 1000000, 0, false, FIELD(max_conns_per_uid),
+     "open connections of one user; past it the user gets error -32005 and is closed (0: 3/4 "
+     "of --max-connections)"},
+    {"max-queued-per-uid", "N", ARG_UINT, 0, 1000000, 0, false, FIELD(max_queued_per_uid),
+     "requests of one user queued or running on the workers while other users are connected; "
+     "past it the user's next heavy request gets error -32005 at once (0: 3/4 of --max-queued)"},
 };
 
 enum { N_OPTIONS = sizeof options / sizeof options[0] };
@@ -101,10 +111,35 @@ void vl_config_init(vl_config *cfg) {
   vl_limits_default(&cfg->limits);
   for (size_t i = 0; i < N_OPTIONS; i++) {
     const option *o = &options[i];
-    if (!o->lib_default && (o->kind == ARG_UINT || o->kind == ARG_MODE || o->kind == ARG_LEVEL)) {
+    if (!o->lib_default && (o->kind == ARG_UINT || o->kind == ARG_BYTES || o->kind == ARG_MODE ||
+                            o->kind == ARG_LEVEL)) {
       store_uint(cfg, o, o->def);
     }
   }
+}
+
+/* A whole number of bytes, optionally followed by K, M, G or T (powers of 1024). */
+static bool parse_bytes(const char *s, uint64_t *out) {
+  if (s[0] < '0' || s[0] > '9') {
+    return false;
+  }
+  errno = 0;
+  char *end = NULL;
+  unsigned long long v = strtoull(s, &end, 10);
+  unsigned shift = 0;
+  switch (*end) {
+  case '\0': break;
+  case 'K': case 'k': shift = 10; break;
+  case 'M': case 'm': shift = 20; break;
+  case 'G': case 'g': shift = 30; break;
+  case 'T': case 't': shift = 40; break;
+  default: return false;
+  }
+  if (errno != 0 || (shift > 0 && end[1] != '\0') || v > (UINT64_MAX >> shift)) {
+    return false;
+  }
+  *out = (uint64_t)v << shift;
+  return true;
 }
 
 /* A whole unsigned number in base 8 or 10, no sign, no trailing characters. */
@@ -161,6 +196,7 @@ static bool apply(vl_config *cfg, const option *o, const char *value, char *errb
     break;
   case ARG_MODE: ok = parse_number(value, 8, &v); break;
   case ARG_UINT: ok = parse_number(value, 10, &v); break;
+  case ARG_BYTES: ok = parse_bytes(value, &v); break;
   case ARG_UID:
   case ARG_GID: ok = parse_id(o, value, &v); break;
   }
@@ -214,6 +250,13 @@ vl_config_result vl_config_parse(vl_config *cfg, int argc, char **argv, char *er
       return VL_CONFIG_ERROR;
     }
   }
+  /* Shares left at 0 are three quarters of the whole, rounded up: others keep a quarter. */
+  if (cfg->max_conns_per_uid == 0) {
+    cfg->max_conns_per_uid = (uint32_t)(((uint64_t)cfg->max_connections * 3 + 3) / 4);
+  }
+  if (cfg->max_queued_per_uid == 0) {
+    cfg->max_queued_per_uid = (uint32_t)(((uint64_t)cfg->max_queued * 3 + 3) / 4);
+  }
   return VL_CONFIG_OK;
 }
 
@@ -227,6 +270,7 @@ static void print_default(FILE *out, const vl_config *def, const option *o) {
     fprintf(out, " (%" PRIu64 "..%" PRIu64 ", default %" PRIu64 ")", o->min, o->max,
             load_uint(def, o));
     break;
+  case ARG_BYTES: fprintf(out, " (default 0)"); break;
   default: break;
   }
 }

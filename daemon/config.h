@@ -28,6 +28,9 @@ typedef struct vl_config {
   uint32_t max_queued;       /* requests on the workers, all connections, before -32005 */
   uint64_t max_write_queue;  /* response bytes queued per connection before reading stops */
   uint64_t drain_timeout_ms; /* bound of the shutdown drain */
+  uint64_t max_memory;       /* the memory budget in bytes; 0: derived from the machine */
+  uint32_t max_conns_per_uid;  /* open connections of one uid */
+  uint32_t max_queued_per_uid; /* requests of one uid queued or running on the workers */
   vl_limits limits;          /* core limits: nodes, tensor bytes, execution bytes */
 } vl_config;
 

@@ -11,12 +11,14 @@
  * (read error, failed write, or an EOF after which the socket reports a hang-up) closes the
  * connection at once, which cancels its queued requests. An EOF alone is not enough: a peer
  * that only shut down its writing side is still reading and gets every response. */
+#include <malloc.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "memory.h"
 #include "wire/envelope.h"
 #include "server.h"
 
@@ -29,6 +31,24 @@ typedef struct out_msg {
   vl_buf payload;
   uint64_t bytes;
 } out_msg;
+
+/* A frame's body is allocated only when it fits the memory budget; until then the connection
+ * is not read (back-pressure). A frame over half the budget is refused outright: working on
+ * it would need at least as much again. Small frames (pings, stats) are always taken. */
+static vl_frame_admission admit_frame(void *ctx, uint64_t bytes) {
+  vl_conn *c = ctx;
+  if (bytes <= VLD_SMALL_FRAME) {
+    return VL_FRAME_ADMIT; /* health checks never wait; bounded by --max-inflight each */
+  }
+  if (bytes > vld_mem_budget() / 2) {
+    return VL_FRAME_REFUSE;
+  }
+  if (vld_mem_fits(bytes)) {
+    return VL_FRAME_ADMIT;
+  }
+  vl_server_watch_memory(c->srv);
+  return VL_FRAME_WAIT;
+}
 
 vl_conn *vl_conn_new(vl_server *srv) {
   vl_conn *c = calloc(1, sizeof *c);
@@ -43,6 +63,8 @@ vl_conn *vl_conn_new(vl_server *srv) {
   c->serial = ++srv->next_serial;
   c->refs = 1; /* the handles */
   vl_frame_decoder_init(&c->dec, srv->cfg->max_frame_bytes);
+  c->dec.admit = admit_frame;
+  c->dec.admit_ctx = c;
   uv_pipe_init(srv->loop, &c->pipe, 0);
   uv_timer_init(srv->loop, &c->idle);
   c->pipe.data = c;
@@ -91,6 +113,11 @@ static void on_handle_closed(uv_handle_t *h) {
     if (c->counted) {
       c->counted = false;
       c->srv->n_conns--;
+      vld_uid_use *u = vld_uid_find(c->srv, c->uid); /* present: it counts this connection */
+      if (u != NULL) {
+        u->conns--;
+        vld_uid_forget(c->srv, u);
+      }
     }
     vl_conn_unref(c);
   }
@@ -162,7 +189,10 @@ static out_msg *out_msg_new(vl_conn *c, char *json, size_t json_len, bool json_s
     memset(payload, 0, sizeof *payload);
   }
   vl_frame_header_encode(m->header, (uint32_t)json_len, m->payload.len);
-  m->bytes = VL_FRAME_HEADER_SIZE + json_len + m->payload.len;
+  /* What the queued response costs in memory, not its frame bytes: a 60-byte ping response
+   * holds several times that in blocks (this message and its write request, the text). */
+  m->bytes = malloc_usable_size(m) + (json_static ? 0 : malloc_usable_size(json)) +
+             (m->payload.data != NULL ? malloc_usable_size(m->payload.data) : 0);
   m->req.data = m;
   return m;
 }
@@ -216,15 +246,29 @@ void vl_conn_refuse(vl_conn *c, const vl_error *err) {
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
+/* Reading stops at the connection's limits, while its next frame waits for memory, and, while
+ * the daemon is over its memory budget, for a connection with responses it has not taken yet
+ * (one that pipelines requests without reading the answers; vl_server_watch_memory resumes). */
 static bool over_limits(const vl_conn *c) {
   const vl_config *cfg = c->srv->cfg;
-  return c->inflight >= cfg->max_inflight || c->write_bytes >= cfg->max_write_queue;
+  if (c->inflight >= cfg->max_inflight || c->write_bytes >= cfg->max_write_queue ||
+      vl_frame_decoder_waiting(&c->dec)) {
+    return true;
+  }
+  if (c->writes > 0 && !vld_mem_fits(0)) {
+    vl_server_watch_memory(c->srv);
+    return true;
+  }
+  return false;
 }
 
 /* A broken frame stream: answer with id null (SPEC §6), read nothing more, close when done. */
 static void frame_error(vl_conn *c, vl_error *err) {
   if (err->code == VL_ERR_PROTOCOL) {
     err->code = VL_ERR_INVALID_REQUEST; /* bad magic: -32600 invalid_request on the wire */
+  }
+  if (err->code == VL_ERR_OVERLOADED) {
+    c->srv->stats.shed[VLD_SHED_MEMORY]++;
   }
   vl_log_info("conn %llu (uid %u, pid %d): %s; closing", (unsigned long long)c->serial,
               (unsigned)c->uid, (int)c->pid, err->message);

@@ -16,11 +16,12 @@
 #include <string.h>
 
 #include "log.h"
+#include "memory.h"
 #include "wire/envelope.h"
 #include "server.h"
 #include "viewlower/service.h"
 
-enum { LOOP_PARSE_MAX = 4096 };
+enum { LOOP_PARSE_MAX = VLD_SMALL_FRAME };
 
 typedef enum {
   RUN_POOL,  /* a core method, on the thread pool */
@@ -58,6 +59,8 @@ typedef struct vl_work {
   int method;   /* index into methods, -1 until known */
   bool parsed;  /* rpc was parsed (and found valid) on the loop */
   bool expired; /* the drain timed out while it was on the pool (vl_dispatch_expire) */
+  bool over_memory; /* its work passed the memory budget: answered -32005 */
+  bool uid_counted; /* counted in its user's queued requests */
   vl_status status;
   char *json; /* the response text; NULL until answered */
   size_t json_len;
@@ -115,40 +118,61 @@ static void respond_error(work *w, vl_error *err) {
   }
 }
 
-/* Sets the response text of result (taken), or an error when it cannot be sent. */
-static void respond_result(work *w, cJSON *result) {
-  vl_error err;
+/* Prints the response text of result (taken) into w; an error status (err set) when it
+ * cannot be sent, and then no text. */
+static vl_status print_result(work *w, cJSON *result, vl_error *err) {
   w->json = vl__rpc_result_text(w->rpc.id, result, &w->json_len);
   if (w->json == NULL) {
-    vl_error_set(&err, VL_ERR_NOMEM, "", "cannot print the result");
-    respond_error(w, &err);
-    return;
+    return vl_error_set(err, VL_ERR_NOMEM, "", "cannot print the result");
   }
   uint64_t max = w->cfg->max_frame_bytes;
   if (w->json_len > UINT32_MAX || w->json_len > max || w->payload.len > max - w->json_len) {
-    vl_error_set(&err, VL_ERR_TOO_LARGE, "",
+    vl_error_set(err, VL_ERR_TOO_LARGE, "",
                  "the result of %zu JSON and %zu payload bytes exceeds the frame limit of %llu "
                  "bytes",
                  w->json_len, w->payload.len, (unsigned long long)max);
     free(w->json);
     w->json = NULL;
+    return VL_ERR_TOO_LARGE;
+  }
+  return VL_OK;
+}
+
+/* Sets the response text of result (taken), or an error when it cannot be sent. */
+static void respond_result(work *w, cJSON *result) {
+  vl_error err;
+  if (print_result(w, result, &err) != VL_OK) {
     respond_error(w, &err);
   }
 }
 
 /* Answers a request whose parse gave s: runs the core method when s is VL_OK. Releases the
  * request frame and document. */
-static void serve(work *w, vl_status s, vl_error *err) {
+static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
   cJSON *result = NULL;
   if (s == VL_OK) {
+    /* On the pool, the method's work and the printing of its result stay within the memory
+     * budget: an allocation past it fails, and the request is answered -32005 with its id.
+     * The loop's light methods (ping, version, small invalid requests) always proceed. */
+    if (on_pool) vld_mem_guard_begin();
     s = vl_service_call(w->rpc.method, w->rpc.params, w->frame.payload, w->frame.payload_len,
                         &w->cfg->limits, &result, &w->payload, &w->call, err);
+    vl_frame_free(&w->frame);
+    if (s == VL_OK) {
+      s = print_result(w, result, err);
+      result = NULL;
+    }
+    w->over_memory = on_pool && vld_mem_guard_end() && s == VL_ERR_NOMEM;
+    if (w->over_memory) {
+      vl_error_set(err, VL_ERR_OVERLOADED, "",
+                   "overloaded: the work of this request would pass the daemon's memory budget "
+                   "of %llu bytes (--max-memory); retry later",
+                   (unsigned long long)vld_mem_budget());
+    }
   }
   vl_frame_free(&w->frame);
-  if (s == VL_OK) {
-    respond_result(w, result);
-  } else {
-    cJSON_Delete(result);
+  cJSON_Delete(result);
+  if (s != VL_OK) {
     respond_error(w, err);
   }
   vl__rpc_request_free(&w->rpc);
@@ -164,7 +188,7 @@ static void run_work(uv_work_t *req) {
     vl_frame_free(&w->frame);
     return;
   }
-  serve(w, s, &err);
+  serve(w, s, &err, true);
 }
 
 /* ---- event loop ------------------------------------------------------------------------- */
@@ -179,7 +203,10 @@ static cJSON *stats_method(vl_server *srv) {
                      .conns_current = srv->n_conns,
                      .requests_in_flight = srv->inflight,
                      .now_ns = uv_hrtime(),
-                     .open_files_limit = srv->nofile};
+                     .open_files_limit = srv->nofile,
+                     .memory_budget = vld_mem_budget(),
+                     .memory_in_use = vld_mem_in_use(),
+                     .memory_peak = vld_mem_peak()};
   return vl_stats_to_json(&srv->stats, &v);
 }
 
@@ -202,6 +229,7 @@ static void complete(work *w) {
   vl_server *srv = c->srv;
   uint64_t elapsed = uv_hrtime() - w->start_ns;
   vl_stats_record(&srv->stats, w->method, w->status != VL_OK, elapsed);
+  srv->stats.shed[VLD_SHED_MEMORY] += w->over_memory;
   srv->stats.views_replaced += w->call.views_replaced;
   /* A client controls bytes_saved (huge dynamic upper bounds): saturate, never overflow. */
   if (__builtin_add_overflow(srv->stats.bytes_saved, w->call.bytes_saved, &srv->stats.bytes_saved))
@@ -241,6 +269,11 @@ static void after_work(uv_work_t *req, int status) {
   unlink_work(w);
   c->inflight--;
   c->srv->inflight--;
+  vld_uid_use *u = w->uid_counted ? vld_uid_find(c->srv, c->uid) : NULL;
+  if (u != NULL) {
+    u->queued--;
+    vld_uid_forget(c->srv, u);
+  }
   if (status == UV_ECANCELED && w->expired && !c->closing) {
     respond_shutting_down(w);
   } else if (status == UV_ECANCELED) {
@@ -269,18 +302,39 @@ void vl_dispatch_expire(vl_conn *c) {
   }
 }
 
-static bool pool_full(const vl_server *srv) {
-  return srv->inflight >= srv->cfg->max_queued;
+/* May c queue one more request on the pool? Not past --max-queued for everybody, nor, while
+ * another user is connected or has work, past --max-queued-per-uid for its user: one user
+ * alone may use the whole queue, but cannot keep the others out of it. */
+static bool pool_full(const vl_conn *c) {
+  const vl_server *srv = c->srv;
+  if (srv->inflight >= srv->cfg->max_queued) {
+    return true;
+  }
+  for (size_t i = 0; srv->n_uids > 1 && i < srv->n_uids; i++) {
+    if (srv->uids[i].uid == c->uid) {
+      return srv->uids[i].queued >= srv->cfg->max_queued_per_uid;
+    }
+  }
+  return false;
 }
 
 /* Answers -32005 at once, on the loop, and frees w; the connection stays usable. */
 static void respond_overloaded(work *w) {
   vl_server *srv = w->conn->srv;
   vl_error err;
-  srv->stats.shed[VLD_SHED_QUEUE]++;
-  vl_error_set(&err, VL_ERR_OVERLOADED, "",
-               "overloaded: %u requests are queued or running (--max-queued %u); retry later",
-               srv->inflight, srv->cfg->max_queued);
+  if (srv->inflight >= srv->cfg->max_queued) {
+    srv->stats.shed[VLD_SHED_QUEUE]++;
+    vl_error_set(&err, VL_ERR_OVERLOADED, "",
+                 "overloaded: %u requests are queued or running (--max-queued %u); retry later",
+                 srv->inflight, srv->cfg->max_queued);
+  } else {
+    srv->stats.shed[VLD_SHED_UID]++;
+    vl_error_set(&err, VL_ERR_OVERLOADED, "",
+                 "overloaded: uid %u has %u requests queued or running (--max-queued-per-uid "
+                 "%u); retry later",
+                 (unsigned)w->conn->uid, srv->cfg->max_queued_per_uid,
+                 srv->cfg->max_queued_per_uid);
+  }
   vl_frame_free(&w->frame);
   respond_error(w, &err);
   vl__rpc_request_free(&w->rpc);
@@ -303,7 +357,7 @@ static bool answered_on_loop(work *w) {
   vl_error_clear(&err);
   vl_status s = parse(w, &err);
   if (s == VL_OK && methods[w->method].where == RUN_POOL) {
-    if (pool_full(w->conn->srv)) {
+    if (pool_full(w->conn)) {
       respond_overloaded(w);
       return true;
     }
@@ -313,7 +367,7 @@ static bool answered_on_loop(work *w) {
   if (s == VL_OK && methods[w->method].where == RUN_LOOP) {
     run_on_loop(w);
   } else {
-    serve(w, s, &err);
+    serve(w, s, &err, false);
   }
   complete(w);
   return true;
@@ -340,7 +394,7 @@ void vl_dispatch_frame(vl_conn *c, vl_frame *frame) {
     if (answered_on_loop(w)) {
       return;
     }
-  } else if (pool_full(srv)) {
+  } else if (pool_full(c)) {
     refuse_unparsed(w);
     return;
   }
@@ -349,6 +403,11 @@ void vl_dispatch_frame(vl_conn *c, vl_frame *frame) {
   link_work(w);
   c->inflight++;
   srv->inflight++;
+  vld_uid_use *u = vld_uid_find(srv, c->uid);
+  w->uid_counted = u != NULL;
+  if (u != NULL) {
+    u->queued++;
+  }
   vl_conn_ref(c);
   vl_server_watch_hangups(srv);
 }

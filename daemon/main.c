@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "memory.h"
 #include "server.h"
 #include "viewlower/service.h"
 
@@ -76,5 +77,8 @@ int main(int argc, char **argv) {
     return EXIT_FAILURE;
   }
   tune_malloc();
+  vld_mem_init(cfg.max_memory); /* before the loop or cJSON allocate anything */
+  vl_log_info("memory budget: %llu bytes%s", (unsigned long long)vld_mem_budget(),
+              cfg.max_memory == 0 ? " (derived from the machine; set with --max-memory)" : "");
   return serve(&cfg);
 }

@@ -30,9 +30,10 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "memory.h"
 #include "systemd.h"
 
-enum { LISTEN_BACKLOG = 511, PATH_BUF = 108, HUP_PROBE_MS = 100 };
+enum { LISTEN_BACKLOG = 511, PATH_BUF = 108, HUP_PROBE_MS = 100, MEM_WAIT_MS = 10 };
 /* File descriptors kept free beyond the connections: the loop's own, the spare that drops a
  * connection, logs and sd_notify. Connections are capped below the soft RLIMIT_NOFILE by this
  * much, so accept never meets EMFILE (where libuv would drop connections without a word). */
@@ -285,6 +286,34 @@ static void count_refusal(vl_server *srv, vld_refusal why, const char *text) {
                   vld_refusal_names[why], text);
 }
 
+/* ---- per-user shares (--max-connections-per-uid, --max-queued-per-uid) -------------------- */
+
+vld_uid_use *vld_uid_find(vl_server *srv, uid_t uid) {
+  for (size_t i = 0; i < srv->n_uids; i++) {
+    if (srv->uids[i].uid == uid) {
+      return &srv->uids[i];
+    }
+  }
+  if (srv->n_uids == srv->cap_uids) {
+    size_t cap = srv->cap_uids > 0 ? srv->cap_uids * 2 : 16;
+    vld_uid_use *p = realloc(srv->uids, cap * sizeof *p);
+    if (p == NULL) {
+      return NULL;
+    }
+    srv->uids = p;
+    srv->cap_uids = cap;
+  }
+  vld_uid_use *u = &srv->uids[srv->n_uids++];
+  *u = (vld_uid_use){.uid = uid};
+  return u;
+}
+
+void vld_uid_forget(vl_server *srv, vld_uid_use *u) {
+  if (u->conns == 0 && u->queued == 0) {
+    *u = srv->uids[--srv->n_uids]; /* the last entry takes its place */
+  }
+}
+
 static void refuse(vl_server *srv, vl_conn *c, vld_refusal why, vl_status code, const char *text) {
   vl_error err;
   vl_error_set(&err, code, "", "%s", text);
@@ -311,6 +340,19 @@ static void admit(vl_server *srv, vl_conn *c) {
     refuse(srv, c, VLD_REFUSE_CONNECTIONS, VL_ERR_OVERLOADED, why);
     return;
   }
+  vld_uid_use *u = vld_uid_find(srv, c->uid);
+  if (u == NULL) {
+    refuse(srv, c, VLD_REFUSE_NOMEM, VL_ERR_OVERLOADED, "out of memory");
+    return;
+  }
+  if (u->conns >= srv->cfg->max_conns_per_uid) {
+    snprintf(why, sizeof why, "too many connections of uid %u (limit %u per user)",
+             (unsigned)c->uid, srv->cfg->max_conns_per_uid);
+    vld_uid_forget(srv, u);
+    refuse(srv, c, VLD_REFUSE_UID, VL_ERR_OVERLOADED, why);
+    return;
+  }
+  u->conns++;
   c->counted = true;
   srv->n_conns++;
   srv->stats.conns_total++;
@@ -398,6 +440,10 @@ static void finish(vl_server *srv) {
   close_if_open((uv_handle_t *)&srv->drain);
   close_if_open((uv_handle_t *)&srv->watchdog);
   close_if_open((uv_handle_t *)&srv->hup_probe);
+  close_if_open((uv_handle_t *)&srv->mem_wait);
+  free(srv->uids);
+  srv->uids = NULL;
+  srv->n_uids = srv->cap_uids = 0;
   vl_log_info("stopped");
 }
 
@@ -540,6 +586,29 @@ static void on_hup_probe(uv_timer_t *t) {
   }
 }
 
+/* Connections paused for memory (their next frame, or the whole daemon over the budget) get
+ * another try as memory is released; the timer stops once nothing waits. */
+static void on_mem_wait(uv_timer_t *t) {
+  vl_server *srv = t->data;
+  bool waiting = false;
+  for (vl_conn *c = srv->conns; c != NULL; c = c->next) {
+    if (!c->reading && !c->closing) {
+      vl_conn_settle(c); /* may close c, never frees it: its handles hold a ref */
+      waiting |= !c->closing && (vl_frame_decoder_waiting(&c->dec) ||
+                                 (c->writes > 0 && !vld_mem_fits(0)));
+    }
+  }
+  if (!waiting) {
+    uv_timer_stop(t);
+  }
+}
+
+void vl_server_watch_memory(vl_server *srv) {
+  if (!srv->finished && !uv_is_active((uv_handle_t *)&srv->mem_wait)) {
+    uv_timer_start(&srv->mem_wait, on_mem_wait, MEM_WAIT_MS, MEM_WAIT_MS);
+  }
+}
+
 void vl_server_watch_hangups(vl_server *srv) {
   if (!srv->finished && !uv_is_active((uv_handle_t *)&srv->hup_probe)) {
     uv_timer_start(&srv->hup_probe, on_hup_probe, HUP_PROBE_MS, HUP_PROBE_MS);
@@ -588,7 +657,9 @@ static void start_handles(vl_server *srv) {
   uv_timer_init(srv->loop, &srv->drain);
   uv_timer_init(srv->loop, &srv->watchdog);
   uv_timer_init(srv->loop, &srv->hup_probe);
+  uv_timer_init(srv->loop, &srv->mem_wait);
   srv->hup_probe.data = srv;
+  srv->mem_wait.data = srv;
   srv->sigterm.data = srv;
   srv->sigint.data = srv;
   srv->drain.data = srv;

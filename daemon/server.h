@@ -27,8 +27,16 @@
 
 #define VL_READ_BUF_SIZE 65536
 #define VLD_N_IGNORED_SIGNALS 3
+#define VLD_SMALL_FRAME 4096 /* JSON + payload bytes parsed on the loop, admitted at once */
 
 typedef struct vl_server vl_server;
+
+/* What one user holds: its open (counted) connections and its requests on the workers. */
+typedef struct vld_uid_use {
+  uid_t uid;
+  uint32_t conns;
+  uint32_t queued;
+} vld_uid_use;
 struct vl_work; /* a request on the thread pool (dispatch.c) */
 
 typedef struct vl_conn {
@@ -80,11 +88,14 @@ struct vl_server {
   uint32_t fd_cap;       /* open connection objects allowed (below nofile) */
   uint32_t n_open;       /* connection objects whose socket is open, refused ones included */
   vld_log_limit refusal_log[VLD_REFUSE_COUNT];
+  vld_uid_use *uids; /* users with a connection or a request, unordered */
+  size_t n_uids, cap_uids;
   vl_conn *conns;
   uint32_t n_conns; /* counted connections */
   uint64_t next_serial;
   uint32_t inflight;    /* requests on the thread pool, all connections (--max-queued) */
   uv_timer_t hup_probe; /* looks for peers gone while their connection is not being read */
+  uv_timer_t mem_wait;  /* resumes connections paused for memory */
   uid_t self_uid;
   vl_stats stats;
 };
@@ -96,6 +107,12 @@ int vl_server_start(vl_server *srv, uv_loop_t *loop, const vl_config *cfg);
 void vl_server_shutdown(vl_server *srv);
 /* Called when a connection is freed: finishes a shutdown once no connection is left. */
 void vl_server_conn_gone(vl_server *srv);
+/* The use of uid, made (zeroed) when absent; NULL on out-of-memory. Entries holding nothing
+ * are dropped by vld_uid_forget. */
+vld_uid_use *vld_uid_find(vl_server *srv, uid_t uid);
+void vld_uid_forget(vl_server *srv, vld_uid_use *u);
+/* A connection waits for memory: settle every connection every few ms until memory fits. */
+void vl_server_watch_memory(vl_server *srv);
 /* Work was queued: probe idle connections for hung-up peers until the pool is empty. */
 void vl_server_watch_hangups(vl_server *srv);
 

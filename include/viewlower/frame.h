@@ -51,8 +51,16 @@ VL_API vl_status vl_frame_check_size(const vl_frame_header *h, uint64_t max_fram
 /* Frees the frame's memory and zeroes it; NULL and empty frames are no-ops. */
 VL_API void vl_frame_free(vl_frame *f);
 
+/* Asked before a frame's body (bytes of JSON + payload) is allocated: VL_FRAME_ADMIT to go on,
+ * VL_FRAME_WAIT to keep the header and ask again at the next feed (nothing more is consumed
+ * meanwhile), VL_FRAME_REFUSE to fail the stream with VL_ERR_OVERLOADED (it can never fit). */
+typedef enum { VL_FRAME_ADMIT, VL_FRAME_WAIT, VL_FRAME_REFUSE } vl_frame_admission;
+typedef vl_frame_admission (*vl_frame_admit_fn)(void *ctx, uint64_t body_bytes);
+
 typedef struct vl_frame_decoder {
   uint64_t max_frame_bytes;
+  vl_frame_admit_fn admit; /* NULL: every frame within max_frame_bytes is admitted */
+  void *admit_ctx;
   uint8_t header[VL_FRAME_HEADER_SIZE];
   size_t header_got;
   vl_frame_header hdr;
@@ -66,10 +74,13 @@ VL_API void vl_frame_decoder_init(vl_frame_decoder *d, uint64_t max_frame_bytes)
 /* Consumes bytes from data[0..len) until one frame completes or the bytes run out.
  * *consumed is how many bytes were used; when a frame completed, *ready is true and *out owns
  * it (the caller frees it with vl_frame_free), and the caller feeds the rest of the chunk again.
- * Errors: VL_ERR_PROTOCOL (bad magic), VL_ERR_TOO_LARGE (sizes over the limit), VL_ERR_NOMEM;
+ * Errors: VL_ERR_PROTOCOL (bad magic), VL_ERR_TOO_LARGE (sizes over the limit), VL_ERR_NOMEM,
+ * VL_ERR_OVERLOADED (refused by the admission hook);
  * after an error the decoder only reports that error again. */
 VL_API vl_status vl_frame_decoder_feed(vl_frame_decoder *d, const uint8_t *data, size_t len,
                                        size_t *consumed, bool *ready, vl_frame *out, vl_error *err);
+/* True when a frame's header is in and its admission said to wait (VL_FRAME_WAIT). */
+VL_API bool vl_frame_decoder_waiting(const vl_frame_decoder *d);
 /* True when no partial frame is buffered (nothing received since the last whole frame). */
 VL_API bool vl_frame_decoder_idle(const vl_frame_decoder *d);
 /* Releases a partial frame; the decoder may be initialised again afterwards. */

@@ -247,13 +247,11 @@ static cJSON *envelope(const cJSON *id) {
   return o;
 }
 
-/* Prints and deletes o. */
+/* Prints and deletes o: straight into one growing buffer (raw items, such as a tensor's
+ * values or a printed graph, copied once), numbers exactly (vl__jw_cjson). */
 static char *print_and_delete(cJSON *o, size_t *len) {
-  char *text = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
+  char *text = o != NULL ? vl__json_print(o, len) : NULL;
   cJSON_Delete(o);
-  if (text != NULL) {
-    *len = strlen(text);
-  }
   return text;
 }
 

@@ -97,6 +97,17 @@ static vl_status start_body(vl_frame_decoder *d, vl_error *err) {
   }
   size_t json_len = d->hdr.json_len;
   size_t payload_len = (size_t)d->hdr.payload_len;
+  vl_frame_admission a = d->admit != NULL
+                             ? d->admit(d->admit_ctx, (uint64_t)json_len + (uint64_t)payload_len)
+                             : VL_FRAME_ADMIT;
+  if (a == VL_FRAME_WAIT) {
+    return VL_OK; /* body stays NULL: asked again at the next feed */
+  }
+  if (a == VL_FRAME_REFUSE) {
+    return fail(d, vl_error_set(err, VL_ERR_OVERLOADED, "",
+                                "overloaded: a frame of %zu bytes does not fit the memory budget",
+                                json_len + payload_len));
+  }
   d->body = malloc(payload_offset(d->hdr.json_len) + payload_len);
   if (d->body == NULL) {
     return fail(d, vl_error_set(err, VL_ERR_NOMEM, "", "cannot allocate a frame of %zu bytes",
@@ -166,9 +177,14 @@ vl_status vl_frame_decoder_feed(vl_frame_decoder *d, const uint8_t *data, size_t
     if (d->header_got < VL_FRAME_HEADER_SIZE) {
       return VL_OK;
     }
+  }
+  if (d->body == NULL) {
     vl_status s = start_body(d, err);
     if (s != VL_OK) {
       return s;
+    }
+    if (d->body == NULL) {
+      return VL_OK; /* waiting for admission */
     }
   }
   used += fill_body(d, data + used, len - used);
@@ -178,6 +194,10 @@ vl_status vl_frame_decoder_feed(vl_frame_decoder *d, const uint8_t *data, size_t
     *ready = true;
   }
   return VL_OK;
+}
+
+bool vl_frame_decoder_waiting(const vl_frame_decoder *d) {
+  return d->failed == VL_OK && d->header_got == VL_FRAME_HEADER_SIZE && d->body == NULL;
 }
 
 bool vl_frame_decoder_idle(const vl_frame_decoder *d) {

@@ -18,8 +18,10 @@
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -459,6 +461,390 @@ static void envelope_duplicates_and_bad_utf8_are_refused(void **state) {
   stop(d);
 }
 
+/* ---- point 2: one memory budget ------------------------------------------------------------ */
+
+enum { BUDGET_MIB = 64, OVERHEAD_MIB = 24 /* code, libraries, stacks of the loop and workers */ };
+
+static long hwm_mib(pid_t pid) {
+  long kb = proc_status_kb(pid, "VmHWM");
+  assert_true(kb > 0);
+  return kb / 1024;
+}
+
+static bool under_sanitizers(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  return true; /* ASan's quarantine and shadow memory are outside any budget */
+#else
+  return false;
+#endif
+}
+
+/* The daemon's peak RSS, measured from /proc, stays within the budget plus a fixed overhead. */
+static void assert_peak_within_budget(const daemon_proc *d, const char *what) {
+  long peak = hwm_mib(d->pid);
+  if (!under_sanitizers() && peak > BUDGET_MIB + OVERHEAD_MIB)
+    fail_msg("%s: peak RSS %ld MiB over the %d MiB budget + %d MiB", what, peak, BUDGET_MIB,
+             OVERHEAD_MIB);
+  fprintf(stderr, "%s: peak RSS %ld MiB (budget %d MiB)\n", what, peak, BUDGET_MIB);
+}
+
+/* A request answered -32005 (overloaded) with its id. */
+static void expect_overloaded(vl_client *c, uint64_t id, const char *method, cJSON *params,
+                              const uint8_t *payload, size_t payload_len) {
+  vl_error err;
+  assert_int_equal(vl_client_send(c, id, method, params, payload, payload_len, &err), VL_OK);
+  uint64_t got = 0;
+  cJSON *res = NULL;
+  vl_status s = vl_client_recv(c, &got, &res, NULL, &err);
+  cJSON_Delete(res);
+  if (s != VL_ERR_OVERLOADED) fail_msg("%s: got %s: %s", method, vl_status_kind(s), err.message);
+  assert_int_equal(got, id);
+  assert_non_null(strstr(err.message, "memory budget"));
+}
+
+static daemon_proc *start_budgeted(void) {
+  static const char *const args[] = {"--max-memory", "64M", "--workers", "2", NULL};
+  return start(args);
+}
+
+/* An execute of a 4 MiB input asking for values output with the output listed twice: its cJSON
+ * tree of ~110 bytes per element used to be built before any check (3.7 GB for 16 MiB). */
+static void execute_with_values_output_stays_within_the_budget(void **state) {
+  (void)state;
+  enum { SIDE = 1024, NUMEL = SIDE * SIDE };
+  daemon_proc *d = start_budgeted();
+  float *x = malloc(NUMEL * sizeof *x);
+  assert_non_null(x);
+  for (int i = 0; i < NUMEL; i++) x[i] = (float)i * 0.1f - 5000.0f;
+  char params[2048];
+  snprintf(params, sizeof params,
+           "{\"encoding\":\"values\",\"graph\":{\"format\":\"viewlower.graph\",\"version\":1,"
+           "\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+           "\"shape\":[%d,%d]}},{\"name\":\"r\",\"op\":\"call_function\","
+           "\"target\":\"aten.relu.default\",\"args\":[\"x\"],\"val\":{\"dtype\":\"float32\","
+           "\"shape\":[%d,%d]}},{\"name\":\"out\",\"op\":\"output\",\"args\":[\"r\",\"r\"]}]},"
+           "\"inputs\":{\"x\":{\"dtype\":\"float32\",\"shape\":[%d,%d],"
+           "\"blob\":{\"offset\":0,\"nbytes\":%d}}}}",
+           SIDE, SIDE, SIDE, SIDE, SIDE, SIDE, (int)(NUMEL * sizeof *x));
+  vl_client *c = client_open(d);
+  vl_error err;
+  for (uint64_t id = 1; id <= 3; id++) {
+    cJSON *p = json(params), *res = NULL;
+    assert_int_equal(vl_client_send(c, id, "execute", p, (const uint8_t *)x, NUMEL * sizeof *x,
+                                    &err), VL_OK);
+    cJSON_Delete(p);
+    uint64_t got = 0;
+    vl_status s = vl_client_recv(c, &got, &res, NULL, &err);
+    assert_int_equal(got, id);
+    if (s == VL_OK) {
+      /* served within the budget: the values are exact */
+      const cJSON *outs = cJSON_GetObjectItem(res, "outputs");
+      assert_int_equal(cJSON_GetArraySize(outs), 2);
+      const cJSON *v = cJSON_GetObjectItem(cJSON_GetArrayItem(outs, 1), "values");
+      assert_int_equal(cJSON_GetArraySize(v), NUMEL);
+      assert_true(cJSON_GetArrayItem(v, NUMEL - 1)->valuedouble ==
+                  (double)(x[NUMEL - 1] > 0 ? x[NUMEL - 1] : 0.0f));
+    } else if (s != VL_ERR_OVERLOADED || strstr(err.message, "memory budget") == NULL) {
+      fail_msg("execute: %s: %s", vl_status_kind(s), err.message);
+    }
+    cJSON_Delete(res);
+  }
+  free(x);
+  assert_peak_within_budget(d, "execute, values output listed twice");
+  cJSON *stats = NULL;
+  assert_int_equal(vl_client_stats(c, &stats, &err), VL_OK);
+  assert_true(json_number(stats, "memory.budget_bytes") == 64.0 * 1024 * 1024);
+  assert_true(json_number(stats, "memory.peak_bytes") <= 64.0 * 1024 * 1024 + 16.0 * 1024 * 1024);
+  assert_true(json_number(stats, "memory.in_use_bytes") > 0);
+  cJSON_Delete(stats);
+  vl_client_close(c);
+  stop(d);
+}
+
+/* A 600-byte verify whose graph asks for 64 MiB tensors: its work would pass the budget, so it
+ * is answered -32005 with its id (it used to peak at 1.25 x --max-total-bytes per worker);
+ * two at once, and the daemon serves the next request. */
+static void small_verify_with_huge_tensors_is_overloaded(void **state) {
+  (void)state;
+  daemon_proc *d = start_budgeted();
+  const char *params =
+      "{\"seed\":1,\"graph\":{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+      "\"shape\":[4096,4096]}},"
+      "{\"name\":\"r\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+      "\"args\":[\"x\"],\"val\":{\"dtype\":\"float32\",\"shape\":[4096,4096]}},"
+      "{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+      "\"args\":[\"r\",[16777216]],\"val\":{\"dtype\":\"float32\",\"shape\":[16777216]}},"
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"v\"]}]}}";
+  vl_client *a = client_open(d), *b = client_open(d);
+  cJSON *p = json(params);
+  expect_overloaded(a, 11, "verify", p, NULL, 0);
+  expect_overloaded(b, 12, "verify", p, NULL, 0);
+  cJSON_Delete(p);
+  vl_error err;
+  assert_int_equal(vl_client_ping(a, &err), VL_OK);
+  cJSON *stats = NULL;
+  assert_int_equal(vl_client_stats(b, &stats, &err), VL_OK);
+  assert_int_equal((int)json_number(stats, "requests.overloaded.max_memory"), 2);
+  cJSON_Delete(stats);
+  vl_client_close(a);
+  vl_client_close(b);
+  assert_peak_within_budget(d, "verify of 64 MiB tensors");
+  stop(d);
+}
+
+/* Sends up to n bytes on the non-blocking fd, until the peer stops reading for a second. */
+static size_t send_until_stalled(int fd, const uint8_t *p, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = send(fd, p + off, n - off, MSG_NOSIGNAL);
+    if (w > 0) {
+      off += (size_t)w;
+      continue;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    if (w < 0 && errno != EAGAIN) break;
+    if (poll(&pfd, 1, 1000) == 0) break;
+  }
+  return off;
+}
+
+/* Clients that announce 24 MiB frames, send 20 MiB of each and stall: the frames that do not
+ * fit the budget wait unread (they used to be taken whole: 3 GB for 16 clients of 200 MiB), a
+ * ping is still answered, and a frame over half the budget is refused (-32005, id null). */
+static void stalled_large_frames_wait_for_memory(void **state) {
+  (void)state;
+  enum { N = 6, ANNOUNCED = 24 << 20, SENT = 20 << 20 };
+  daemon_proc *d = start_budgeted();
+  int fds[N];
+  uint8_t *junk = calloc(1, SENT);
+  assert_non_null(junk);
+  for (int i = 0; i < N; i++) {
+    fds[i] = raw_connect(d->sock);
+    int fl = fcntl(fds[i], F_GETFL);
+    fcntl(fds[i], F_SETFL, fl | O_NONBLOCK);
+    uint8_t h[VL_FRAME_HEADER_SIZE];
+    vl_frame_header_encode(h, 64, ANNOUNCED - 64);
+    assert_int_equal(send(fds[i], h, sizeof h, MSG_NOSIGNAL), (ssize_t)sizeof h);
+    send_until_stalled(fds[i], junk, SENT);
+  }
+  free(junk);
+  ping_ok(d->sock);
+  assert_peak_within_budget(d, "six stalled 24 MiB frames");
+  int big = raw_connect(d->sock);
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, 64, (uint64_t)40 << 20);
+  raw_send(big, h, sizeof h);
+  raw_expect_error(big, -32005, -1, "overloaded");
+  raw_expect_closed(big);
+  close(big);
+  for (int i = 0; i < N; i++) close(fds[i]);
+  ping_ok(d->sock);
+  stop(d);
+}
+
+/* A client that pipelines pings and never reads the answers: their true cost (not their frame
+ * bytes) is bounded; once the daemon is over its budget such a connection is not read. */
+static void unread_responses_stay_within_the_budget(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-memory", "64M", "--max-write-queue-bytes", "1099511627776",
+                                     "--max-inflight", "65536", NULL};
+  daemon_proc *d = start(args);
+  int fd = raw_connect(d->sock);
+  int fl = fcntl(fd, F_GETFL);
+  fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+  uint8_t frame[128];
+  size_t flen = VL_FRAME_HEADER_SIZE + strlen(ping);
+  vl_frame_header_encode(frame, (uint32_t)strlen(ping), 0);
+  memcpy(frame + VL_FRAME_HEADER_SIZE, ping, strlen(ping));
+  enum { BATCH = 1024 };
+  uint8_t *batch = malloc(BATCH * flen);
+  assert_non_null(batch);
+  for (int i = 0; i < BATCH; i++) memcpy(batch + (size_t)i * flen, frame, flen);
+  /* send until the daemon stops reading for a whole second (or 1.5 M pings went out) */
+  size_t sent = 0, off = 0;
+  while (sent < (size_t)1500 * BATCH) {
+    ssize_t w = send(fd, batch + off, BATCH * flen - off, MSG_NOSIGNAL);
+    if (w > 0) {
+      off += (size_t)w;
+      if (off == BATCH * flen) {
+        off = 0;
+        sent += BATCH;
+      }
+      continue;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    if (poll(&pfd, 1, 1000) == 0) break;
+  }
+  free(batch);
+  assert_true(sent < (size_t)1500 * BATCH); /* reading stopped */
+  ping_ok(d->sock); /* others are served */
+  assert_peak_within_budget(d, "unread ping responses");
+  close(fd);
+  ping_ok(d->sock);
+  stop(d);
+}
+
+/* ---- point 3: fair shares per user --------------------------------------------------------- */
+
+enum { NOBODY = 65534 };
+
+/* In a child running as nobody: open n connections and ping on each; the exit status is how
+ * many pings were answered (the connections stay open until the child exits). */
+static int pings_as_nobody(const char *sock, int n) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (setgroups(0, NULL) != 0 || setresgid(NOBODY, NOBODY, NOBODY) != 0 ||
+        setresuid(NOBODY, NOBODY, NOBODY) != 0) {
+      _exit(120);
+    }
+    int ok = 0;
+    for (int i = 0; i < n; i++) {
+      vl_client *c = NULL;
+      vl_error err;
+      if (vl_client_connect(sock, HARNESS_WAIT_MS, &c, &err) == VL_OK &&
+          vl_client_ping(c, &err) == VL_OK) {
+        ok++; /* c stays open */
+      } else {
+        vl_client_close(c);
+      }
+    }
+    _exit(ok);
+  }
+  return daemon_wait(pid, HARNESS_WAIT_MS);
+}
+
+static daemon_proc *start_shared(const char *const *extra) {
+  daemon_proc *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  daemon_prepare(d);
+  assert_int_equal(chmod(d->dir, 0755), 0);
+  const char *args[16] = {"--socket-mode", "0666", "--allow-uid", "65534"};
+  size_t n = 4;
+  for (size_t i = 0; extra[i] != NULL; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  daemon_start(d, args);
+  return d;
+}
+
+/* One user holding its connection share does not lock another out. */
+static void one_user_cannot_take_every_connection(void **state) {
+  (void)state;
+  if (geteuid() != 0) skip();
+  static const char *const extra[] = {"--max-connections", "8", "--max-connections-per-uid",
+                                      "3", NULL};
+  daemon_proc *d = start_shared(extra);
+  vl_client *mine[3];
+  vl_error err;
+  for (int i = 0; i < 3; i++) {
+    mine[i] = NULL;
+    /* the harness's start-up probe may hold a slot of ours for a moment */
+    for (uint64_t t0 = now_ms(); mine[i] == NULL; sleep_ms(10)) {
+      mine[i] = client_open(d);
+      vl_status s = vl_client_ping(mine[i], &err);
+      if (s != VL_OK) {
+        vl_client_close(mine[i]);
+        mine[i] = NULL;
+        assert_int_equal(s, VL_ERR_OVERLOADED);
+        if (now_ms() - t0 > HARNESS_WAIT_MS) fail_msg("no slot: %s", err.message);
+      }
+    }
+  }
+  vl_client *fourth = client_open(d);
+  assert_int_equal(vl_client_ping(fourth, &err), VL_ERR_OVERLOADED);
+  assert_non_null(strstr(err.message, "per user"));
+  vl_client_close(fourth);
+  /* nobody gets its own three, not more */
+  assert_int_equal(pings_as_nobody(d->sock, 5), 3);
+  cJSON *stats = NULL;
+  assert_int_equal(vl_client_stats(mine[0], &stats, &err), VL_OK);
+  assert_true(json_number(stats, "connections.refused.max_connections_per_uid") >= 3);
+  cJSON_Delete(stats);
+  for (int i = 0; i < 3; i++) vl_client_close(mine[i]);
+  stop(d);
+}
+
+/* In a child running as nobody: connect and ping, write a byte to ready, wait for a byte on
+ * go, then one heavy verify; exit 0 when it is answered with a result. */
+static pid_t verify_as_nobody(const char *sock, int ready, int go) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (setgroups(0, NULL) != 0 || setresgid(NOBODY, NOBODY, NOBODY) != 0 ||
+        setresuid(NOBODY, NOBODY, NOBODY) != 0) {
+      _exit(120);
+    }
+    vl_client *c = NULL;
+    vl_error err;
+    cJSON *p = json("{\"seed\":1}"), *res = NULL;
+    cJSON_AddItemToObject(p, "graph", heavy_graph(256, 256));
+    vl_status s = vl_client_connect(sock, 6 * HARNESS_WAIT_MS, &c, &err);
+    if (s == VL_OK) s = vl_client_ping(c, &err);
+    char b = 1;
+    if (write(ready, &b, 1) != 1 || read(go, &b, 1) != 1) _exit(121);
+    if (s == VL_OK) s = vl_client_call(c, "verify", p, NULL, 0, &res, NULL, &err);
+    _exit(s == VL_OK && cJSON_IsTrue(cJSON_GetObjectItem(res, "equal")) ? 0 : 100 + (int)s);
+  }
+  return pid;
+}
+
+/* While another user is connected, a user pipelining heavy requests gets -32005 past its
+ * queue share, at once and with each id; the other user's request is queued and served. */
+static void one_user_cannot_take_every_queue_slot(void **state) {
+  (void)state;
+  if (geteuid() != 0) skip();
+  enum { N = 8 };
+  static const char *const extra[] = {"--workers", "1", "--max-queued-per-uid", "2", NULL};
+  daemon_proc *d = start_shared(extra);
+  int ready[2], go[2];
+  assert_int_equal(pipe(ready), 0);
+  assert_int_equal(pipe(go), 0);
+  pid_t other = verify_as_nobody(d->sock, ready[1], go[0]);
+  char b = 0;
+  assert_int_equal(read(ready[0], &b, 1), 1); /* nobody is connected: shares apply */
+  vl_client *c = client_open(d);
+  vl_error err;
+  cJSON *p = json("{\"seed\":1}");
+  cJSON_AddItemToObject(p, "graph", heavy_graph(1024, 1024));
+  for (uint64_t id = 1; id <= N; id++) {
+    assert_int_equal(vl_client_send(c, id, "verify", p, NULL, 0, &err), VL_OK);
+  }
+  cJSON_Delete(p);
+  assert_int_equal(write(go[1], &b, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  close(go[0]);
+  close(go[1]);
+  int served = 0, refused = 0;
+  bool seen[N + 1] = {false};
+  for (int i = 0; i < N; i++) {
+    uint64_t id = 0;
+    cJSON *res = NULL;
+    vl_status s = vl_client_recv(c, &id, &res, NULL, &err);
+    cJSON_Delete(res);
+    assert_true(id >= 1 && id <= N && !seen[id]);
+    seen[id] = true;
+    if (s == VL_OK) {
+      served++;
+    } else {
+      assert_int_equal(s, VL_ERR_OVERLOADED);
+      assert_non_null(strstr(err.message, "--max-queued-per-uid"));
+      refused++;
+    }
+  }
+  assert_true(served >= 2);
+  assert_true(refused >= 1);
+  assert_int_equal(daemon_wait(other, 6 * HARNESS_WAIT_MS), 0);
+  cJSON *stats = NULL;
+  assert_int_equal(vl_client_stats(c, &stats, &err), VL_OK);
+  assert_int_equal((int)json_number(stats, "requests.overloaded.max_queued_per_uid"), refused);
+  cJSON_Delete(stats);
+  vl_client_close(c);
+  stop(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(empty_tensor_with_huge_sizes_is_served),
@@ -472,6 +858,12 @@ int main(void) {
       cmocka_unit_test(refused_peers_do_not_flood_the_log),
       cmocka_unit_test(missing_socket_directory_is_named),
       cmocka_unit_test(envelope_duplicates_and_bad_utf8_are_refused),
+      cmocka_unit_test(execute_with_values_output_stays_within_the_budget),
+      cmocka_unit_test(small_verify_with_huge_tensors_is_overloaded),
+      cmocka_unit_test(stalled_large_frames_wait_for_memory),
+      cmocka_unit_test(unread_responses_stay_within_the_budget),
+      cmocka_unit_test(one_user_cannot_take_every_connection),
+      cmocka_unit_test(one_user_cannot_take_every_queue_slot),
   };
   return harness_result(cmocka_run_group_tests(tests, NULL, NULL));
 }

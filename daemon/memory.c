@@ -1,0 +1,218 @@
+/* memory.c - the allocator wrappers behind the memory budget (memory.h). Counters are C11
+ * atomics: workers and the loop allocate at once. The guard is thread-local. */
+#define _GNU_SOURCE
+#include "memory.h"
+
+#include <cjson/cJSON.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+void __real_free(void *p);
+void *__real_aligned_alloc(size_t align, size_t n);
+int __real_posix_memalign(void **out, size_t align, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t k, size_t n);
+void *__wrap_realloc(void *p, size_t n);
+void __wrap_free(void *p);
+void *__wrap_aligned_alloc(size_t align, size_t n);
+int __wrap_posix_memalign(void **out, size_t align, size_t n);
+char *__wrap_strdup(const char *s);
+
+#define MIB ((uint64_t)1 << 20)
+
+static uint64_t budget = UINT64_MAX;
+static _Atomic uint64_t in_use;
+static _Atomic uint64_t peak;
+static _Thread_local bool guarded;
+static _Thread_local bool refused;
+
+static void count_in(void *p) {
+  if (p == NULL) {
+    return;
+  }
+  uint64_t now = atomic_fetch_add_explicit(&in_use, malloc_usable_size(p), memory_order_relaxed) +
+                 malloc_usable_size(p);
+  uint64_t old = atomic_load_explicit(&peak, memory_order_relaxed);
+  while (now > old &&
+         !atomic_compare_exchange_weak_explicit(&peak, &old, now, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+}
+
+/* Saturates at 0: a block some library allocated behind our back may be freed through us. */
+static void count_out(void *p) {
+  if (p == NULL) {
+    return;
+  }
+  uint64_t n = malloc_usable_size(p);
+  uint64_t old = atomic_load_explicit(&in_use, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&in_use, &old, old > n ? old - n : 0,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
+/* May this thread take n more bytes? Outside a guard always (the loop's own small blocks). */
+static bool admit(size_t n) {
+  if (!guarded || atomic_load_explicit(&in_use, memory_order_relaxed) + n <= budget) {
+    return true;
+  }
+  refused = true;
+  return false;
+}
+
+void *__wrap_malloc(size_t n) {
+  if (!admit(n)) {
+    return NULL;
+  }
+  void *p = __real_malloc(n);
+  count_in(p);
+  return p;
+}
+
+void *__wrap_calloc(size_t k, size_t n) {
+  size_t total;
+  if (__builtin_mul_overflow(k, n, &total) || !admit(total)) {
+    return NULL;
+  }
+  void *p = __real_calloc(k, n);
+  count_in(p);
+  return p;
+}
+
+void *__wrap_realloc(void *p, size_t n) {
+  size_t old = p != NULL ? malloc_usable_size(p) : 0;
+  if (n > old && !admit(n - old)) {
+    return NULL;
+  }
+  count_out(p);
+  void *q = __real_realloc(p, n);
+  if (q == NULL && n > 0) {
+    count_in(p); /* p is still there */
+    return NULL;
+  }
+  count_in(q);
+  return q;
+}
+
+void __wrap_free(void *p) {
+  count_out(p);
+  __real_free(p);
+}
+
+void *__wrap_aligned_alloc(size_t align, size_t n) {
+  if (!admit(n)) {
+    return NULL;
+  }
+  void *p = __real_aligned_alloc(align, n);
+  count_in(p);
+  return p;
+}
+
+int __wrap_posix_memalign(void **out, size_t align, size_t n) {
+  if (!admit(n)) {
+    return 12; /* ENOMEM */
+  }
+  int rc = __real_posix_memalign(out, align, n);
+  if (rc == 0) {
+    count_in(*out);
+  }
+  return rc;
+}
+
+char *__wrap_strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = __wrap_malloc(n);
+  if (p != NULL) {
+    memcpy(p, s, n);
+  }
+  return p;
+}
+
+/* A number from a one-line file ("max" or unreadable: 0). */
+static uint64_t read_number_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  unsigned long long v = 0;
+  if (f != NULL) {
+    if (fscanf(f, "%llu", &v) != 1) {
+      v = 0;
+    }
+    fclose(f);
+  }
+  return v;
+}
+
+/* memory.max of our own cgroup (v2), 0 when unlimited or unknown. */
+static uint64_t cgroup_limit(void) {
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  char line[512], path[640];
+  uint64_t v = 0;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "0::", 3) == 0) {
+      line[strcspn(line, "\n")] = '\0';
+      snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.max", line + 3);
+      v = read_number_file(path);
+    }
+  }
+  if (f != NULL) {
+    fclose(f);
+  }
+  return v;
+}
+
+uint64_t vld_mem_default(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  uint64_t ram = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 4096 * MIB;
+  uint64_t v = ram / 2, cg = cgroup_limit();
+  if (cg > 0 && cg / 4 * 3 < v) {
+    v = cg / 4 * 3;
+  }
+  return v < 64 * MIB ? 64 * MIB : v;
+}
+
+void vld_mem_init(uint64_t bytes) {
+  budget = bytes > 0 ? bytes : vld_mem_default();
+  cJSON_Hooks hooks = {.malloc_fn = __wrap_malloc, .free_fn = __wrap_free};
+  cJSON_InitHooks(&hooks);
+  uv_replace_allocator(__wrap_malloc, __wrap_realloc, __wrap_calloc, __wrap_free);
+#ifdef M_MMAP_THRESHOLD
+  /* Blocks of 1 MiB and more (tensors, frames, response texts) come from mmap and go back to
+   * the system when freed, so resident memory follows the counted bytes instead of keeping the
+   * heap's high-water mark (glibc would raise the threshold to 32 MiB as such blocks are freed). */
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
+uint64_t vld_mem_budget(void) {
+  return budget;
+}
+
+uint64_t vld_mem_in_use(void) {
+  return atomic_load_explicit(&in_use, memory_order_relaxed);
+}
+
+uint64_t vld_mem_peak(void) {
+  return atomic_load_explicit(&peak, memory_order_relaxed);
+}
+
+bool vld_mem_fits(uint64_t bytes) {
+  uint64_t now = vld_mem_in_use();
+  return now <= budget && bytes <= budget - now;
+}
+
+void vld_mem_guard_begin(void) {
+  guarded = true;
+  refused = false;
+}
+
+bool vld_mem_guard_end(void) {
+  guarded = false;
+  return refused;
+}

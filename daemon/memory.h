@@ -1,0 +1,36 @@
+/* memory.h - the daemon's one memory budget (--max-memory): every heap byte the process holds
+ * through its own code, the core, cJSON and libuv is counted, and the work of a request may not
+ * push the total past the budget.
+ *
+ * How: the daemon links with -Wl,--wrap for malloc, calloc, realloc, free, aligned_alloc,
+ * posix_memalign and strdup (its own objects and the static core), and hands the same wrappers
+ * to cJSON (cJSON_InitHooks) and libuv (uv_replace_allocator) before anything is allocated.
+ * Each block counts malloc_usable_size bytes while it lives. On a thread inside
+ * vld_mem_guard_begin/end (a worker running a request) an allocation that would pass the budget
+ * fails instead (NULL: the core answers out-of-memory, which the daemon turns into -32005 with
+ * the id); elsewhere (the event loop, whose allocations are small or checked first) allocations
+ * always proceed. So the heap stays within the budget plus what the loop holds. */
+#ifndef VIEWLOWERD_MEMORY_H
+#define VIEWLOWERD_MEMORY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Installs the hooks and sets the budget (0: derived from the machine, see vld_mem_default). */
+void vld_mem_init(uint64_t budget);
+/* Half the physical memory, or three quarters of the cgroup's memory.max when that is lower;
+ * never under 64 MiB. */
+uint64_t vld_mem_default(void);
+
+uint64_t vld_mem_budget(void);
+uint64_t vld_mem_in_use(void);
+uint64_t vld_mem_peak(void);
+/* Would bytes more stay within the budget? */
+bool vld_mem_fits(uint64_t bytes);
+
+/* Allocations of this thread beyond the budget fail from now on, until vld_mem_guard_end, which
+ * returns whether one did fail meanwhile. */
+void vld_mem_guard_begin(void);
+bool vld_mem_guard_end(void);
+
+#endif
