@@ -11,7 +11,12 @@
  * "lower": synthetic graphs of 1k..1M nodes mixing view chains, layout changes and in-place
  * ops; io_ms is parse + print alone (vl_graph_parse_unvalidated), lower_ms parse + validate +
  * lower + print, pass_ms vl_lower alone (extra key), lowered_nodes what lower_ms printed (dead
- * views removed). "daemon" (--daemon SOCKET): bench/daemon.c.
+ * views removed); cjson_parse_ms is cJSON_ParseWithLength alone on the same text (the tree
+ * freed outside the timing) and parse_rate_ratio cjson_parse_ms / lower_ms (the target is
+ * >= 0.5: parse + validate + lower + print at half cJSON's parse rate or better); peak_bytes is
+ * the growth of peak RSS during one lowering round (in a forked child whose high-water mark is
+ * reset, the text already resident) and peak_ratio (peak_bytes + text) / text.
+ * "daemon" (--daemon SOCKET): bench/daemon.c.
  * scripts/bench.sh adds the PyTorch and NumPy columns and the socket rate (bench/compare.py). */
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -21,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench_daemon.h"
 #include "viewlower/layout.h"
@@ -503,14 +510,66 @@ static lower_times lower_round(const char *json, size_t len, const vl_limits *li
   return t;
 }
 
+static double cjson_parse_round(const char *json, size_t len) {
+  double t0 = now_s();
+  cJSON *doc = cJSON_ParseWithLength(json, len);
+  double t = now_s() - t0;
+  if (doc == NULL) exit(1);
+  cJSON_Delete(doc);
+  return t;
+}
+
+/* A "kB" field of /proc/self/status (VmRSS, VmHWM), in bytes; -1 when unreadable. */
+static double status_kb(const char *key) {
+  char line[256];
+  size_t n = strlen(key);
+  double v = -1;
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (strncmp(line, key, n) == 0 && line[n] == ':') v = strtod(line + n + 1, NULL) * 1024.0;
+  fclose(f);
+  return v;
+}
+
+/* Peak RSS growth of one parse + validate + lower + print, in a child whose high-water mark is
+ * reset first (clear_refs 5), so the peak is this round's alone; -1 when it cannot be told. */
+static double peak_growth(const char *json, size_t len, const vl_limits *lim) {
+  int fd[2];
+  if (pipe(fd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    close(fd[0]);
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    bool reset = f != NULL && fputs("5", f) >= 0;
+    if (f != NULL) reset = fclose(f) == 0 && reset;
+    double before = status_kb("VmRSS");
+    lower_round(json, len, lim, true);
+    double peak = status_kb("VmHWM");
+    double grown = reset && before >= 0 && peak >= 0 ? peak - before : -1;
+    ssize_t w = write(fd[1], &grown, sizeof grown);
+    _exit(w == (ssize_t)sizeof grown ? 0 : 1);
+  }
+  close(fd[1]);
+  double grown = -1;
+  if (read(fd[0], &grown, sizeof grown) != (ssize_t)sizeof grown) grown = -1;
+  close(fd[0]);
+  int st;
+  waitpid(pid, &st, 0);
+  return grown;
+}
+
 static cJSON *bench_lower_one(long n, int repeats) {
   size_t len;
   char *json = synthetic_graph(n, &len);
   vl_limits lim;
-  double io[16], low[16], pass[16];
+  double io[16], low[16], pass[16], cj[16];
   uint32_t lowered_nodes = 0;
   vl_limits_default(&lim);
+  double peak = peak_growth(json, len, &lim); /* first, before this size's rounds */
   for (int r = 0; r < repeats; r++) {
+    cj[r] = cjson_parse_round(json, len);
     io[r] = lower_round(json, len, &lim, false).total;
     lower_times t = lower_round(json, len, &lim, true);
     low[r] = t.total;
@@ -523,6 +582,11 @@ static cJSON *bench_lower_one(long n, int repeats) {
   cJSON_AddNumberToObject(o, "io_ms", median(io, repeats) * 1e3);
   cJSON_AddNumberToObject(o, "lower_ms", median(low, repeats) * 1e3);
   cJSON_AddNumberToObject(o, "pass_ms", median(pass, repeats) * 1e3);
+  double cjson_ms = median(cj, repeats) * 1e3, lower_ms = median(low, repeats) * 1e3;
+  cJSON_AddNumberToObject(o, "cjson_parse_ms", cjson_ms);
+  cJSON_AddNumberToObject(o, "parse_rate_ratio", cjson_ms / lower_ms);
+  cJSON_AddNumberToObject(o, "peak_bytes", peak);
+  cJSON_AddNumberToObject(o, "peak_ratio", (peak + (double)len) / (double)len);
   cJSON_AddNumberToObject(o, "lowered_nodes", lowered_nodes);
   cJSON_AddNumberToObject(o, "repeats", repeats);
   free(json);

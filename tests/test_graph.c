@@ -483,6 +483,59 @@ static void lowering_changes_no_literal(void **state) {
   free(text);
 }
 
+/* The parser reads one node at a time: a reference to a name no earlier node has is told
+ * "defined later" or "unknown" from the rest of the document, and malformed JSON anywhere
+ * wins over a graph error before it. */
+static void streaming_errors_keep_their_precedence(void **state) {
+  (void)state;
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\","
+                      "\"args\":[[1,[\"z\"]]],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
+                      "{\"name\":\"w\",\"op\":\"bogus\"},"
+                      "{\"args\":[],\"op\":\"placeholder\",\"name\":\"z\"}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/args/0/1/0", "\"z\" is defined later");
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\","
+                      "\"args\":[\"z\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
+                      "{\"name\":\"w\",\"op\":\"bogus\"}," OUT("y") "]}",
+               VL_ERR_INVALID_GRAPH, "/nodes/1/args/0", "unknown node \"z\"");
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"bogus\"},{\"name\":\"z\",\"op\":[1,}," OUT("x") "]}",
+               VL_ERR_PARSE, "", "malformed JSON at byte");
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"bogus\"}," OUT("x") "]} x", VL_ERR_PARSE, "",
+               "trailing data");
+  /* Keys in any order; the header after the nodes. */
+  vl_graph *g = parse_ok("{\"nodes\":[{\"val\":{\"shape\":[2],\"dtype\":\"int64\"},\"op\":"
+                         "\"placeholder\",\"name\":\"x\"},{\"args\":[\"x\"],\"op\":\"output\","
+                         "\"name\":\"out\"}],\"version\":1,\"name\":\"late\",\"format\":"
+                         "\"viewlower.graph\"}");
+  assert_string_equal(g->name, "late");
+  assert_int_equal(g->n_nodes, 2);
+  vl_graph_free(g);
+  expect_error("{\"nodes\":[" OUT("x") "],\"version\":1}", VL_ERR_INVALID_GRAPH, "/nodes/0/args/0",
+               "unknown node \"x\"");
+  expect_error("{\"nodes\":[" X "," OUT("x") "],\"version\":1}", VL_ERR_INVALID_GRAPH, "/format",
+               "unknown format");
+  expect_error(HEAD X "," OUT("x") "],\"nodes\":[]}", VL_ERR_INVALID_GRAPH, "/nodes",
+               "duplicate key \"nodes\"");
+  expect_error("[1,2]", VL_ERR_INVALID_GRAPH, "", "a graph must be a JSON object");
+  expect_error("[1,2", VL_ERR_PARSE, "", "malformed JSON");
+  /* Strict RFC 8259 numbers and escapes. */
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\","
+                      "\"args\":[01],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}",
+               VL_ERR_PARSE, "", "malformed JSON");
+  expect_error(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\","
+                      "\"args\":[1.],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}",
+               VL_ERR_PARSE, "", "malformed JSON");
+  expect_error(HEAD "{\"name\":\"\\ud800\",\"op\":\"placeholder\"}]}", VL_ERR_PARSE, "",
+               "malformed JSON");
+  g = parse_ok(HEAD "{\"name\":\"\\u00e9\\ud83d\\ude00\\n\",\"op\":\"placeholder\",\"val\":"
+                    "{\"dtype\":\"bool\",\"shape\":[]}},{\"name\":\"out\",\"op\":\"output\","
+                    "\"args\":[\"\\u00e9\\ud83d\\ude00\\n\"]}]}");
+  assert_string_equal(g->nodes[0].name, "\xc3\xa9\xf0\x9f\x98\x80\n");
+  char *text = vl_graph_print(g);
+  assert_non_null(strstr(text, "\"name\":\"\xc3\xa9\xf0\x9f\x98\x80\\n\""));
+  free(text);
+  vl_graph_free(g);
+}
+
 static void structural_errors_name_the_place(void **state) {
   (void)state;
   expect_error("{\"format\":\"onnx\",\"version\":1,\"nodes\":[]}", VL_ERR_INVALID_GRAPH, "/format",
@@ -742,6 +795,7 @@ int main(void) {
       cmocka_unit_test(literals_are_exact_and_print_back_unchanged),
       cmocka_unit_test(unrepresentable_literals_are_errors_naming_their_place),
       cmocka_unit_test(lowering_changes_no_literal),
+      cmocka_unit_test(streaming_errors_keep_their_precedence),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,8 @@
  * JSON pointer building. */
 #include "viewlower/status.h"
 
+#include "base/json_num.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -117,6 +119,6 @@ void vl_pointer_append(char *buf, size_t n, const char *token) {
 
 void vl_pointer_append_index(char *buf, size_t n, size_t index) {
   char tok[32];
-  snprintf(tok, sizeof tok, "%zu", index);
+  vl__num_format_int((int64_t)index, tok); /* no snprintf: the parsers build paths per item */
   vl_pointer_append(buf, n, tok);
 }
