@@ -144,14 +144,14 @@ def decode_tensor(spec: dict, payload: memoryview, kind: str) -> Any:
     start, n = int(blob["offset"]), int(blob["nbytes"])
     if start < 0 or n < 0 or start + n > len(payload):
         raise TransportError(f"blob [{start}, {start + n}) is outside the {len(payload)}-byte payload")
-    raw = bytes(payload[start:start + n])
+    raw = bytearray(payload[start:start + n])  # the one copy: the result owns its bytes
     shape, order = list(spec["shape"]), list(spec.get("dim_order", range(len(spec["shape"]))))
     phys = [shape[d] for d in order]
     inverse = [order.index(d) for d in range(len(order))]
     if kind == "torch":
         import torch
         dt = getattr(torch, spec["dtype"])
-        flat = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+        flat = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
         return flat.view(dt).reshape(phys).permute(inverse)
     import numpy as np
     dt = np.dtype("bool" if spec["dtype"] == "bool" else spec["dtype"]).newbyteorder("<")
@@ -262,7 +262,7 @@ class Client:
                 % (rid, json.dumps(method), dumps(lifted))).encode()
         header = HEADER.pack(MAGIC, len(text), payload.size)
         try:
-            self._sock.sendall(b"".join([header, text] + [bytes(p) for p in payload.parts]))
+            self._sock.sendall(b"".join([header, text, *payload.parts]))
         except _socket.timeout:
             raise CallTimeout(f"{self.path}: sending {method} timed out")
         except OSError as e:

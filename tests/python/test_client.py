@@ -174,3 +174,92 @@ def test_dumps_keeps_integers_exact_and_floats_as_float_tokens():
         "[9223372036854775807,2.0,0.30000000000000004,1e-05,true,null]"
     with pytest.raises(ValueError):
         vc.dumps(float("inf"))
+
+
+class FakeDaemon:
+    """A socket that answers each request with the frames `reply(request_id)` returns."""
+
+    def __init__(self, reply):
+        self.dir = tempfile.mkdtemp()
+        self.path = os.path.join(self.dir, "fake.sock")
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(self.path)
+        self.srv.listen(1)
+        self.reply = reply
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        import json as _json
+        conn, _ = self.srv.accept()
+        buf = b""
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            buf += chunk
+            while len(buf) >= 16:
+                _, jlen, plen = vc.HEADER.unpack(buf[:16])
+                if len(buf) < 16 + jlen + plen:
+                    break
+                req = _json.loads(buf[16:16 + jlen])
+                buf = buf[16 + jlen + plen:]
+                for frame in self.reply(req["id"]):
+                    conn.sendall(frame)
+
+    def close(self):
+        self.srv.close()
+        os.unlink(self.path)
+        os.rmdir(self.dir)
+
+
+def frame(text, magic=b"VLW1", payload=b""):
+    t = text.encode()
+    return vc.HEADER.pack(magic, len(t), len(payload)) + t + payload
+
+
+def test_a_frame_with_bad_magic_is_a_transport_error():
+    d = FakeDaemon(lambda rid: [frame('{"jsonrpc":"2.0","id":%d,"result":{}}' % rid, magic=b"XXXX")])
+    try:
+        with Client(d.path, timeout=5) as c:
+            with pytest.raises(viewlower.TransportError):
+                c.ping()
+    finally:
+        d.close()
+
+
+def test_an_error_with_null_id_raises_its_code_and_responses_out_of_order_are_matched():
+    replies = {1: [], 2: [frame('{"jsonrpc":"2.0","id":2,"result":{"n":2}}'),
+                          frame('{"jsonrpc":"2.0","id":1,"result":{"n":1}}')],
+               3: [frame('{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad frame",'
+                         '"data":{"kind":"invalid_request","path":""}}}')]}
+    d = FakeDaemon(lambda rid: replies[rid])
+    try:
+        with Client(d.path, timeout=5) as c:
+            a, b = c.send("ping", {}), c.send("ping", {})
+            assert c.receive(b) == {"n": 2} and c.receive(a) == {"n": 1}
+            with pytest.raises(viewlower.RemoteError) as e:
+                c.ping()
+        assert e.value.code == -32600 and e.value.kind == "invalid_request"
+        assert e.value.exit_code == 3
+    finally:
+        d.close()
+
+
+def test_a_blob_outside_the_payload_is_a_transport_error():
+    bad = ('{"jsonrpc":"2.0","id":1,"result":{"output":{"dtype":"float32","shape":[4],'
+           '"dim_order":[0],"blob":{"offset":0,"nbytes":16}}}}')
+    d = FakeDaemon(lambda rid: [frame(bad, payload=b"\0" * 8)])
+    try:
+        with Client(d.path, timeout=5, tensors="torch") as c:
+            with pytest.raises(viewlower.TransportError):
+                c.view_copy(torch.zeros(4), [4])
+    finally:
+        d.close()
+
+
+def test_execute_takes_numpy_inputs_and_returns_numpy(daemon):
+    x = np.arange(12, dtype=np.float32).reshape(1, 2, 2, 3)
+    with Client(daemon, tensors="numpy") as c:
+        (out,) = c.execute(PATCH, {"x": x})
+    # PATCH declares x channels-last: the array (default order) is converted to it
+    assert out.tolist() == x.reshape(1, 2, 6).transpose(0, 2, 1).tolist()
