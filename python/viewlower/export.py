@@ -102,7 +102,11 @@ def build_model(spec: str, kwargs: Dict[str, Any], train: bool = False,
     """The model `spec` names, called with `kwargs`, in eval() (or train()) mode; channels-last
     moves its 4-D parameters and buffers to channels-last."""
     torch.manual_seed(0)
-    model = load_callable(spec)(**kwargs)
+    fn = load_callable(spec)
+    try:
+        model = fn(**kwargs)
+    except TypeError as e:  # a keyword the callable does not take
+        raise UsageError(f"MODEL {spec!r}: {e}")
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"MODEL {spec!r} returned a {type(model).__name__}, not a torch.nn.Module")
     model.train(train)
@@ -180,8 +184,13 @@ def trace(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Tuple[Any, 
     state = {n: t for n, t in params + buffers}
     args = [t.clone(memory_format=torch.preserve_format) for _, t in params + buffers]
     args += [x.clone(memory_format=torch.preserve_format) for x in inputs]
-    with torch.no_grad(), _unfused_attention(model), _memory_format_contiguous():
-        gm = make_fx(functionalize(f, remove="mutations_and_views"))(*args)
+    try:
+        with torch.no_grad(), _unfused_attention(model), _memory_format_contiguous():
+            gm = make_fx(functionalize(f, remove="mutations_and_views"))(*args)
+    except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ExportError(f"tracing the model failed: {type(e).__name__}: {first}",
+                          kind="trace_failed")
     return gm, [n for n, _ in params], [n for n, _ in buffers], state
 
 

@@ -73,3 +73,14 @@ def test_lower_of_an_invalid_graph_exits_2_with_the_pointer(tmp_path, daemon):
     p = cli("lower", str(g), "--socket", daemon)
     assert p.returncode == 2
     assert p.stderr.startswith(f"viewlower: {g}: /nodes/0")
+
+
+def test_a_keyword_the_model_does_not_take_is_a_usage_error():
+    p = cli("export", "torchvision.models:resnet18", "--kwarg", "nope=1", "--input", "1,3,32,32")
+    assert p.returncode == 64 and "nope" in p.stderr
+
+
+def test_inputs_the_model_cannot_run_on_are_invalid_input_with_torch_message():
+    p = cli("export", "torchvision.models:resnet18", "--input", "1,5,32,32")
+    assert p.returncode == 2
+    assert p.stderr.startswith("viewlower: tracing the model failed: RuntimeError:")
