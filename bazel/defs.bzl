@@ -4,6 +4,8 @@
 
     viewlower_lower(name = "model_lowered", graph = "model.json")
         -> model_lowered.json (the lowered graph) and model_lowered.report.json (the report)
+    viewlower_export(name = "resnet", model = "torchvision.models:resnet18", inputs = ["1,3,64,64"])
+        -> resnet.json, the graph the PyTorch front end exports (host python3 + torch; see below)
     viewlower_verify(name = "model_verify", graph = "model.json")
         -> a test (rule viewlower_verify_test): the graph and its lowering give bit-equal
            outputs (viewlowerctl verify)
@@ -15,6 +17,11 @@ strategy (Bazel's default for actions that support it, or --strategy=ViewlowerLo
 `viewlowerctl worker` process serves them all; with any other strategy each runs
 `viewlowerctl worker @ARGSFILE` once, with the same bytes out. Bazel 4 needs
 --experimental_worker_allow_json_protocol for JSON workers (examples/bazel/.bazelrc sets it).
+
+viewlower_export is the one action that is not hermetic: it runs the host's python3 with the
+host's torch (Debian python3-torch), which Bazel does not see as inputs, so it is tagged
+no-remote-exec (it runs on this host only). Its inputs are the front end's sources; its result
+is cached by them, so a change of the host's torch needs `bazel clean` (or a new cache).
 """
 
 _POLICIES = ["safe", "legacy"]
@@ -91,6 +98,60 @@ viewlower_lower = rule(
     attrs = dict(_OPTIONS, **_TOOL),
     doc = "Lowers graph: <name>.json is the lowered graph, <name>.report.json the report " +
           "(SPEC §3), byte for byte as `viewlowerctl --local lower` prints them.",
+)
+
+def _viewlower_export_impl(ctx):
+    out = ctx.actions.declare_file(ctx.label.name + ".json")
+    args = ctx.actions.args()
+    args.add_all(["-m", "viewlower", "export", ctx.attr.model])
+    args.add_all(ctx.attr.kwargs, before_each = "--kwarg")
+    args.add_all(ctx.attr.inputs, before_each = "--input")
+    if ctx.attr.channels_last:
+        args.add("--channels-last")
+    if ctx.attr.train:
+        args.add("--train")
+    args.add("--layout", ctx.attr.layout)
+    args.add("-o", out)
+
+    # python/viewlower/__init__.py -> python: the directory that holds the package.
+    init = [f for f in ctx.files._frontend if f.path.endswith("viewlower/__init__.py")][0]
+    ctx.actions.run(
+        executable = ctx.attr.python,
+        arguments = [args],
+        inputs = ctx.files._frontend,
+        outputs = [out],
+        env = {
+            "PYTHONPATH": init.dirname.rpartition("/")[0],
+            "PYTHONDONTWRITEBYTECODE": "1",
+        },
+        mnemonic = "ViewlowerExport",
+        progress_message = "Exporting %s into %s" % (ctx.attr.model, out.short_path),
+        execution_requirements = {"no-remote-exec": "1"},
+    )
+    return [DefaultInfo(files = depset([out]))]
+
+viewlower_export = rule(
+    implementation = _viewlower_export_impl,
+    attrs = {
+        "model": attr.string(
+            mandatory = True,
+            doc = "package.module:callable, as `python3 -m viewlower export MODEL`.",
+        ),
+        "inputs": attr.string_list(
+            mandatory = True,
+            doc = "One SHAPE[:DTYPE] per model input (--input), e.g. 1,3,64,64.",
+        ),
+        "kwargs": attr.string_list(doc = "NAME=VALUE arguments of the callable (--kwarg)."),
+        "channels_last": attr.bool(doc = "Model and rank-4 inputs in channels-last."),
+        "train": attr.bool(doc = "train() mode instead of eval()."),
+        "layout": attr.string(default = "edge", values = ["edge", "traced"]),
+        "python": attr.string(
+            default = "/usr/bin/python3",
+            doc = "The host's Python with torch (Debian's python3-torch): not hermetic.",
+        ),
+        "_frontend": attr.label(default = Label("//:python_frontend")),
+    },
+    doc = "Exports a PyTorch model to graph JSON (<name>.json) with the front end (SPEC §10).",
 )
 
 def _shell_quote(s):
