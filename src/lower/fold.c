@@ -245,6 +245,9 @@ static vl_status record(folder *x, uint32_t n, uint32_t reasons, const lower_fac
 
 static vl_status replace_with(folder *x, uint32_t n, uint32_t root, int64_t offset,
                               lower_facts *f) {
+  int64_t numel = 0;
+  /* An empty alias reads nothing: its offset is 0, so it stays inside every base. */
+  if (vl_spec_numel(&x->g->nodes[n].val, &numel) && numel == 0) offset = 0;
   f->offset = offset;
   vl_status st = record(x, n, 0, f);
   if (st == VL_OK) st = make_alias(x, n, root, offset);
