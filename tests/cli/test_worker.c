@@ -301,6 +301,36 @@ static void a_request_leaves_nothing_behind_for_the_next(void **state) {
   result_free(&r);
 }
 
+static void paths_are_relative_to_the_sandbox_dir(void **state) {
+  (void)state;
+  /* a multiplex sandbox: the request's relative paths are under sandboxDir */
+  char dir[300], graph[400], in[1024];
+  snprintf(dir, sizeof dir, "%s/sandbox", tmpdir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(graph, sizeof graph, "%s/g.json", dir);
+  size_t n;
+  char *text = slurp(EX "reshape_chain.json", &n);
+  write_bytes(graph, text, n);
+  free(text);
+  snprintf(in, sizeof in,
+           "{\"requestId\":9,\"sandboxDir\":\"%s\",\"arguments\":[\"--graph-out\",\"out.json\","
+           "\"--report-out\",\"out.report.json\",\"lower\",\"g.json\"]}",
+           dir);
+  result r = serve(in);
+  cJSON *resp[2];
+  assert_int_equal(responses(&r, resp, 2), 1);
+  assert_int_equal(exit_code(resp[0]), 0);
+  assert_int_equal(request_id(resp[0]), 9);
+  char g[400], rep[400];
+  snprintf(g, sizeof g, "%s/out.json", dir);
+  snprintf(rep, sizeof rep, "%s/out.report.json", dir);
+  char *want = cli_lower(EX "reshape_chain.json", NULL);
+  assert_split_matches(g, rep, want);
+  free(want);
+  free_all(resp, 1);
+  result_free(&r);
+}
+
 static void the_worker_writes_what_the_one_shot_run_writes(void **state) {
   (void)state;
   char req[2048], args[1024], argsfile[300];
@@ -545,6 +575,7 @@ int main(void) {
       cmocka_unit_test(options_reach_the_lowering),
       cmocka_unit_test(multiplexed_requests_are_each_answered_once_with_their_id),
       cmocka_unit_test(a_request_leaves_nothing_behind_for_the_next),
+      cmocka_unit_test(paths_are_relative_to_the_sandbox_dir),
       cmocka_unit_test(the_worker_writes_what_the_one_shot_run_writes),
       cmocka_unit_test(one_shot_exit_codes_are_the_commands),
       cmocka_unit_test(worker_usage_errors_exit_64),
