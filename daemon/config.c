@@ -30,7 +30,7 @@ typedef struct option {
   const char *help;
 } option;
 
-#define FIELD(f) offsetof(vl_config, f), sizeof(((vl_config *)0)->f)
+#define FIELD(f) offsetof(vld_config, f), sizeof(((vld_config *)0)->f)
 #define MIB ((uint64_t)1 << 20)
 #define GIB ((uint64_t)1 << 30)
 
@@ -53,7 +53,7 @@ static const option options[] = {
     {"allow-gid", "GID", ARG_GID, 0, UINT32_MAX - 1, 0, false, FIELD(allow_gid),
      "also let peers in whose primary or supplementary group is GID (number or name; "
      "repeatable)"},
-    {"log-level", "LEVEL", ARG_LEVEL, 0, 0, VL_LOG_INFO, false, FIELD(log_level),
+    {"log-level", "LEVEL", ARG_LEVEL, 0, 0, VLD_LOG_INFO, false, FIELD(log_level),
      "debug, info, warn or error"},
     {"max-inflight", "N", ARG_UINT, 1, 65536, 16, false, FIELD(max_inflight),
      "requests in flight per connection before the daemon stops reading it"},
@@ -84,7 +84,7 @@ static const option options[] = {
 
 enum { N_OPTIONS = sizeof options / sizeof options[0] };
 
-static void store_uint(vl_config *cfg, const option *o, uint64_t v) {
+static void store_uint(vld_config *cfg, const option *o, uint64_t v) {
   uint8_t *at = (uint8_t *)cfg + o->offset;
   if (o->width == sizeof(uint32_t)) {
     uint32_t x = (uint32_t)v;
@@ -94,7 +94,7 @@ static void store_uint(vl_config *cfg, const option *o, uint64_t v) {
   }
 }
 
-static uint64_t load_uint(const vl_config *cfg, const option *o) {
+static uint64_t load_uint(const vld_config *cfg, const option *o) {
   const uint8_t *at = (const uint8_t *)cfg + o->offset;
   if (o->width == sizeof(uint32_t)) {
     uint32_t x;
@@ -106,7 +106,7 @@ static uint64_t load_uint(const vl_config *cfg, const option *o) {
   return v;
 }
 
-void vl_config_init(vl_config *cfg) {
+void vld_config_init(vld_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
   vl_limits_default(&cfg->limits);
   for (size_t i = 0; i < N_OPTIONS; i++) {
@@ -171,12 +171,12 @@ static bool parse_id(const option *o, const char *s, uint64_t *out) {
   return gr != NULL;
 }
 
-static bool add_id(vl_config *cfg, const option *o, uint64_t v, char *errbuf, size_t n) {
+static bool add_id(vld_config *cfg, const option *o, uint64_t v, char *errbuf, size_t n) {
   bool uid = o->kind == ARG_UID;
   size_t *count = uid ? &cfg->n_allow_uid : &cfg->n_allow_gid;
   uint32_t *list = uid ? cfg->allow_uid : cfg->allow_gid;
-  if (*count == VL_CONFIG_MAX_IDS) {
-    snprintf(errbuf, n, "--%s: at most %d entries", o->name, VL_CONFIG_MAX_IDS);
+  if (*count == VLD_CONFIG_MAX_IDS) {
+    snprintf(errbuf, n, "--%s: at most %d entries", o->name, VLD_CONFIG_MAX_IDS);
     return false;
   }
   list[(*count)++] = (uint32_t)v;
@@ -184,14 +184,14 @@ static bool add_id(vl_config *cfg, const option *o, uint64_t v, char *errbuf, si
 }
 
 /* Parses and stores one flag's value. */
-static bool apply(vl_config *cfg, const option *o, const char *value, char *errbuf, size_t n) {
+static bool apply(vld_config *cfg, const option *o, const char *value, char *errbuf, size_t n) {
   uint64_t v = 0;
-  vl_log_level level;
+  vld_log_level level;
   bool ok = true;
   switch (o->kind) {
   case ARG_PATH: memcpy((uint8_t *)cfg + o->offset, &value, sizeof value); return true;
   case ARG_LEVEL:
-    ok = vl_log_level_from_name(value, &level);
+    ok = vld_log_level_from_name(value, &level);
     v = (uint64_t)level;
     break;
   case ARG_MODE: ok = parse_number(value, 8, &v); break;
@@ -220,34 +220,34 @@ static const option *find_option(const char *name, size_t len) {
   return NULL;
 }
 
-vl_config_result vl_config_parse(vl_config *cfg, int argc, char **argv, char *errbuf, size_t n) {
-  vl_config_init(cfg);
+vld_config_result vld_config_parse(vld_config *cfg, int argc, char **argv, char *errbuf, size_t n) {
+  vld_config_init(cfg);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      return VL_CONFIG_HELP;
+      return VLD_CONFIG_HELP;
     }
     if (strcmp(a, "--version") == 0) {
-      return VL_CONFIG_VERSION;
+      return VLD_CONFIG_VERSION;
     }
     if (strncmp(a, "--", 2) != 0) {
       snprintf(errbuf, n, "unexpected argument '%s' (see --help)", a);
-      return VL_CONFIG_ERROR;
+      return VLD_CONFIG_ERROR;
     }
     const char *eq = strchr(a + 2, '=');
     size_t len = eq != NULL ? (size_t)(eq - (a + 2)) : strlen(a + 2);
     const option *o = find_option(a + 2, len);
     if (o == NULL) {
       snprintf(errbuf, n, "unknown flag '%.*s' (see --help)", (int)(len + 2), a);
-      return VL_CONFIG_ERROR;
+      return VLD_CONFIG_ERROR;
     }
     const char *value = eq != NULL ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
     if (value == NULL) {
       snprintf(errbuf, n, "--%s needs a value", o->name);
-      return VL_CONFIG_ERROR;
+      return VLD_CONFIG_ERROR;
     }
     if (!apply(cfg, o, value, errbuf, n)) {
-      return VL_CONFIG_ERROR;
+      return VLD_CONFIG_ERROR;
     }
   }
   /* Shares left at 0 are three quarters of the whole, rounded up: others keep a quarter. */
@@ -257,14 +257,14 @@ vl_config_result vl_config_parse(vl_config *cfg, int argc, char **argv, char *er
   if (cfg->max_queued_per_uid == 0) {
     cfg->max_queued_per_uid = (uint32_t)(((uint64_t)cfg->max_queued * 3 + 3) / 4);
   }
-  return VL_CONFIG_OK;
+  return VLD_CONFIG_OK;
 }
 
-static void print_default(FILE *out, const vl_config *def, const option *o) {
+static void print_default(FILE *out, const vld_config *def, const option *o) {
   switch (o->kind) {
   case ARG_MODE: fprintf(out, " (default %04" PRIo64 ")", load_uint(def, o)); break;
   case ARG_LEVEL:
-    fprintf(out, " (default %s)", vl_log_level_name((vl_log_level)load_uint(def, o)));
+    fprintf(out, " (default %s)", vld_log_level_name((vld_log_level)load_uint(def, o)));
     break;
   case ARG_UINT:
     fprintf(out, " (%" PRIu64 "..%" PRIu64 ", default %" PRIu64 ")", o->min, o->max,
@@ -275,9 +275,9 @@ static void print_default(FILE *out, const vl_config *def, const option *o) {
   }
 }
 
-void vl_config_usage(FILE *out) {
-  vl_config def;
-  vl_config_init(&def);
+void vld_config_usage(FILE *out) {
+  vld_config def;
+  vld_config_init(&def);
   fputs("usage: viewlowerd [FLAG VALUE | FLAG=VALUE]...\n"
         "Serves the viewlower methods (JSON-RPC 2.0 over framed messages) on a Unix socket,\n"
         "in the foreground. Stop it with SIGTERM or SIGINT.\n\n",

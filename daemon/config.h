@@ -10,20 +10,20 @@
 #include "log.h"
 #include "viewlower/tensor.h"
 
-#define VL_CONFIG_MAX_IDS 64
+#define VLD_CONFIG_MAX_IDS 64
 
-typedef struct vl_config {
+typedef struct vld_config {
   const char *socket;       /* --socket; NULL: resolved as SPEC §7 says */
   uint32_t socket_mode;     /* permission bits given to a socket file we create */
   uint32_t workers;         /* UV_THREADPOOL_SIZE */
   uint64_t max_frame_bytes; /* JSON + payload of one frame, both ways */
   uint32_t max_connections; /* open client connections */
   uint64_t idle_timeout_ms; /* no bytes and nothing in flight for this long: close; 0 never */
-  uint32_t allow_uid[VL_CONFIG_MAX_IDS];
+  uint32_t allow_uid[VLD_CONFIG_MAX_IDS];
   size_t n_allow_uid;
-  uint32_t allow_gid[VL_CONFIG_MAX_IDS];
+  uint32_t allow_gid[VLD_CONFIG_MAX_IDS];
   size_t n_allow_gid;
-  uint32_t log_level;        /* a vl_log_level */
+  uint32_t log_level;        /* a vld_log_level */
   uint32_t max_inflight;     /* requests in flight per connection before reading stops */
   uint32_t max_queued;       /* requests on the workers, all connections, before -32005 */
   uint64_t max_write_queue;  /* response bytes queued per connection before reading stops */
@@ -32,15 +32,15 @@ typedef struct vl_config {
   uint32_t max_conns_per_uid;  /* open connections of one uid */
   uint32_t max_queued_per_uid; /* requests of one uid queued or running on the workers */
   vl_limits limits;          /* core limits: nodes, tensor bytes, execution bytes */
-} vl_config;
+} vld_config;
 
-typedef enum { VL_CONFIG_OK, VL_CONFIG_HELP, VL_CONFIG_VERSION, VL_CONFIG_ERROR } vl_config_result;
+typedef enum { VLD_CONFIG_OK, VLD_CONFIG_HELP, VLD_CONFIG_VERSION, VLD_CONFIG_ERROR } vld_config_result;
 
 /* Fills cfg with every default. */
-void vl_config_init(vl_config *cfg);
-/* Parses flags into cfg (initialized first). On VL_CONFIG_ERROR, errbuf holds one line. */
-vl_config_result vl_config_parse(vl_config *cfg, int argc, char **argv, char *errbuf, size_t n);
+void vld_config_init(vld_config *cfg);
+/* Parses flags into cfg (initialized first). On VLD_CONFIG_ERROR, errbuf holds one line. */
+vld_config_result vld_config_parse(vld_config *cfg, int argc, char **argv, char *errbuf, size_t n);
 /* The --help text, with each flag's bounds and default. */
-void vl_config_usage(FILE *out);
+void vld_config_usage(FILE *out);
 
 #endif

@@ -2,8 +2,8 @@
  * back-pressure, idle timeout and close.
  *
  * Reading: libuv reads into the connection's fixed buffer; the bytes are fed to the frame
- * decoder, and each whole frame goes to dispatch. When the in-flight or write-queue limit is
- * hit, reading stops and the unconsumed rest of the buffer is kept; vl_conn_settle resumes
+ * decoder, and each whole frame goes to the owner (on_frame). When the in-flight or write-queue limit is
+ * hit, reading stops and the unconsumed rest of the buffer is kept; vld_conn_settle resumes
  * from it once responses went out. Memory per connection is thus bounded by one read buffer,
  * one partial frame, --max-inflight requests and the write-queue bound.
  * Closing: a connection whose input is done (EOF, broken framing, refused, shutdown) closes
@@ -11,20 +11,21 @@
  * (read error, failed write, or an EOF after which the socket reports a hang-up) closes the
  * connection at once, which cancels its queued requests. An EOF alone is not enough: a peer
  * that only shut down its writing side is still reading and gets every response. */
+#include "conn.h"
+
 #include <malloc.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "log.h"
 #include "memory.h"
 #include "wire/envelope.h"
-#include "server.h"
 
 typedef struct out_msg {
   uv_write_t req;
-  vl_conn *conn;
+  vld_conn *conn;
   uint8_t header[VL_FRAME_HEADER_SIZE];
   char *json;
   bool json_static;
@@ -36,7 +37,7 @@ typedef struct out_msg {
  * is not read (back-pressure). A frame over half the budget is refused outright: working on
  * it would need at least as much again. Small frames (pings, stats) are always taken. */
 static vl_frame_admission admit_frame(void *ctx, uint64_t bytes) {
-  vl_conn *c = ctx;
+  vld_conn *c = ctx;
   if (bytes <= VLD_SMALL_FRAME) {
     return VL_FRAME_ADMIT; /* health checks never wait; bounded by --max-inflight each */
   }
@@ -46,99 +47,77 @@ static vl_frame_admission admit_frame(void *ctx, uint64_t bytes) {
   if (vld_mem_fits(bytes)) {
     return VL_FRAME_ADMIT;
   }
-  vl_server_watch_memory(c->srv);
+  c->cb->on_wait_memory(c);
   return VL_FRAME_WAIT;
 }
 
-vl_conn *vl_conn_new(vl_server *srv) {
-  vl_conn *c = calloc(1, sizeof *c);
-  uint8_t *rbuf = malloc(VL_READ_BUF_SIZE);
+vld_conn *vld_conn_new(uv_loop_t *loop, const vld_conn_limits *lim, const vld_conn_callbacks *cb,
+                       void *owner) {
+  vld_conn *c = calloc(1, sizeof *c);
+  uint8_t *rbuf = malloc(VLD_READ_BUF_SIZE);
   if (c == NULL || rbuf == NULL) {
     free(c);
     free(rbuf);
     return NULL;
   }
-  c->srv = srv;
+  c->lim = lim;
+  c->cb = cb;
+  c->owner = owner;
   c->rbuf = rbuf;
-  c->serial = ++srv->next_serial;
   c->refs = 1; /* the handles */
-  vl_frame_decoder_init(&c->dec, srv->cfg->max_frame_bytes);
+  vl_frame_decoder_init(&c->dec, lim->max_frame_bytes);
   c->dec.admit = admit_frame;
   c->dec.admit_ctx = c;
-  uv_pipe_init(srv->loop, &c->pipe, 0);
-  uv_timer_init(srv->loop, &c->idle);
+  uv_pipe_init(loop, &c->pipe, 0);
+  uv_timer_init(loop, &c->idle);
   c->pipe.data = c;
   c->idle.data = c;
   c->handles_open = 2;
-  srv->n_open++;
-  c->next = srv->conns;
-  if (srv->conns != NULL) {
-    srv->conns->prev = c;
-  }
-  srv->conns = c;
   return c;
 }
 
-static void conn_free(vl_conn *c) {
-  vl_server *srv = c->srv;
-  if (c->prev != NULL) {
-    c->prev->next = c->next;
-  } else {
-    srv->conns = c->next;
-  }
-  if (c->next != NULL) {
-    c->next->prev = c->prev;
-  }
+static void conn_free(vld_conn *c) {
+  c->cb->on_free(c);
   vl_frame_decoder_free(&c->dec);
   free(c->rbuf);
   free(c);
-  vl_server_conn_gone(srv);
 }
 
-void vl_conn_ref(vl_conn *c) {
+void vld_conn_ref(vld_conn *c) {
   c->refs++;
 }
 
-void vl_conn_unref(vl_conn *c) {
+void vld_conn_unref(vld_conn *c) {
   if (--c->refs == 0) {
     conn_free(c);
   }
 }
 
 static void on_handle_closed(uv_handle_t *h) {
-  vl_conn *c = h->data;
+  vld_conn *c = h->data;
   if (--c->handles_open == 0) {
-    c->srv->n_open--;
-    /* The slot is free now: work still running holds c only to be freed, never answered. */
-    if (c->counted) {
-      c->counted = false;
-      c->srv->n_conns--;
-      vld_uid_use *u = vld_uid_find(c->srv, c->uid); /* present: it counts this connection */
-      if (u != NULL) {
-        u->conns--;
-        vld_uid_forget(c->srv, u);
-      }
-    }
-    vl_conn_unref(c);
+    /* The socket is gone: work still running holds c only to be freed, never answered. */
+    c->cb->on_closed(c);
+    vld_conn_unref(c);
   }
 }
 
-void vl_conn_close(vl_conn *c) {
+void vld_conn_close(vld_conn *c) {
   if (c->closing) {
     return;
   }
   c->closing = true;
   c->input_done = true;
   c->reading = false;
-  vl_log_debug("conn %llu: closed (%u in flight)", (unsigned long long)c->serial, c->inflight);
-  vl_dispatch_cancel(c); /* nobody will read the answers of work that has not started */
+  vld_log_debug("conn %llu: closed (%u in flight)", (unsigned long long)c->serial, c->inflight);
+  c->cb->on_closing(c); /* nobody will read the answers of work that has not started */
   uv_close((uv_handle_t *)&c->pipe, on_handle_closed);
   uv_close((uv_handle_t *)&c->idle, on_handle_closed);
 }
 
 /* Restarts the idle timer: bytes arrived, or a response was queued or delivered. */
-static void mark_activity(vl_conn *c) {
-  if (c->counted && !c->closing && c->srv->cfg->idle_timeout_ms > 0) {
+static void mark_activity(vld_conn *c) {
+  if (c->started && !c->closing && c->lim->idle_timeout_ms > 0) {
     uv_timer_again(&c->idle);
   }
 }
@@ -155,7 +134,7 @@ static void out_msg_free(out_msg *m) {
 
 static void on_written(uv_write_t *req, int status) {
   out_msg *m = req->data;
-  vl_conn *c = m->conn;
+  vld_conn *c = m->conn;
   c->writes--;
   c->write_bytes -= m->bytes;
   out_msg_free(m);
@@ -163,15 +142,15 @@ static void on_written(uv_write_t *req, int status) {
     mark_activity(c);
   }
   if (status < 0 && !c->closing) {
-    vl_log_debug("conn %llu: write failed: %s", (unsigned long long)c->serial, uv_strerror(status));
-    vl_conn_close(c);
+    vld_log_debug("conn %llu: write failed: %s", (unsigned long long)c->serial, uv_strerror(status));
+    vld_conn_close(c);
   }
-  vl_conn_settle(c);
-  vl_conn_unref(c);
+  vld_conn_settle(c);
+  vld_conn_unref(c);
 }
 
 /* Allocates the message; NULL on out-of-memory (then json and payload were released). */
-static out_msg *out_msg_new(vl_conn *c, char *json, size_t json_len, bool json_static,
+static out_msg *out_msg_new(vld_conn *c, char *json, size_t json_len, bool json_static,
                             vl_buf *payload) {
   out_msg *m = calloc(1, sizeof *m);
   if (m == NULL) {
@@ -197,7 +176,7 @@ static out_msg *out_msg_new(vl_conn *c, char *json, size_t json_len, bool json_s
   return m;
 }
 
-void vl_conn_send(vl_conn *c, char *json, size_t json_len, bool json_static, vl_buf *payload) {
+void vld_conn_send(vld_conn *c, char *json, size_t json_len, bool json_static, vl_buf *payload) {
   if (c->closing) {
     if (!json_static) {
       free(json);
@@ -207,8 +186,8 @@ void vl_conn_send(vl_conn *c, char *json, size_t json_len, bool json_static, vl_
   }
   out_msg *m = out_msg_new(c, json, json_len, json_static, payload);
   if (m == NULL) {
-    vl_log_error("conn %llu: out of memory for a response; closing", (unsigned long long)c->serial);
-    vl_conn_close(c);
+    vld_log_error("conn %llu: out of memory for a response; closing", (unsigned long long)c->serial);
+    vld_conn_close(c);
     return;
   }
   uv_buf_t bufs[3] = {{.base = (char *)m->header, .len = VL_FRAME_HEADER_SIZE},
@@ -217,69 +196,66 @@ void vl_conn_send(vl_conn *c, char *json, size_t json_len, bool json_static, vl_
   int rc =
       uv_write(&m->req, (uv_stream_t *)&c->pipe, bufs, m->payload.len > 0 ? 3u : 2u, on_written);
   if (rc != 0) {
-    vl_log_debug("conn %llu: write: %s", (unsigned long long)c->serial, uv_strerror(rc));
+    vld_log_debug("conn %llu: write: %s", (unsigned long long)c->serial, uv_strerror(rc));
     out_msg_free(m);
-    vl_conn_close(c);
+    vld_conn_close(c);
     return;
   }
   c->writes++;
   c->write_bytes += m->bytes;
-  vl_conn_ref(c);
+  vld_conn_ref(c);
   mark_activity(c);
 }
 
-void vl_conn_send_error(vl_conn *c, const vl_error *err) {
+void vld_conn_send_error(vld_conn *c, const vl_error *err) {
   size_t len = 0;
   char *text = vl__rpc_error_text(NULL, err, &len);
   if (text == NULL) {
-    vl_conn_send(c, (char *)vl__rpc_nomem_response, vl__rpc_nomem_response_len, true, NULL);
+    vld_conn_send(c, (char *)vl__rpc_nomem_response, vl__rpc_nomem_response_len, true, NULL);
     return;
   }
-  vl_conn_send(c, text, len, false, NULL);
+  vld_conn_send(c, text, len, false, NULL);
 }
 
-void vl_conn_refuse(vl_conn *c, const vl_error *err) {
+void vld_conn_refuse(vld_conn *c, const vl_error *err) {
   c->input_done = true;
-  vl_conn_send_error(c, err);
-  vl_conn_settle(c);
+  vld_conn_send_error(c, err);
+  vld_conn_settle(c);
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
 /* Reading stops at the connection's limits, while its next frame waits for memory, and, while
  * the daemon is over its memory budget, for a connection with responses it has not taken yet
- * (one that pipelines requests without reading the answers; vl_server_watch_memory resumes). */
-static bool over_limits(const vl_conn *c) {
-  const vl_config *cfg = c->srv->cfg;
-  if (c->inflight >= cfg->max_inflight || c->write_bytes >= cfg->max_write_queue ||
+ * (one that pipelines requests without reading the answers; the owner settles it again, on_wait_memory). */
+static bool over_limits(vld_conn *c) {
+  if (c->inflight >= c->lim->max_inflight || c->write_bytes >= c->lim->max_write_queue ||
       vl_frame_decoder_waiting(&c->dec)) {
     return true;
   }
   if (c->writes > 0 && !vld_mem_fits(0)) {
-    vl_server_watch_memory(c->srv);
+    c->cb->on_wait_memory(c);
     return true;
   }
   return false;
 }
 
 /* A broken frame stream: answer with id null (SPEC §6), read nothing more, close when done. */
-static void frame_error(vl_conn *c, vl_error *err) {
+static void frame_error(vld_conn *c, vl_error *err) {
   if (err->code == VL_ERR_PROTOCOL) {
     err->code = VL_ERR_INVALID_REQUEST; /* bad magic: -32600 invalid_request on the wire */
   }
-  if (err->code == VL_ERR_OVERLOADED) {
-    c->srv->stats.shed[VLD_SHED_MEMORY]++;
-  }
-  vl_log_info("conn %llu (uid %u, pid %d): %s; closing", (unsigned long long)c->serial,
+  c->cb->on_stream_error(c, err);
+  vld_log_info("conn %llu (uid %u, pid %d): %s; closing", (unsigned long long)c->serial,
               (unsigned)c->uid, (int)c->pid, err->message);
   c->input_done = true;
   c->rbuf_off = c->rbuf_len;
-  vl_conn_send_error(c, err);
+  vld_conn_send_error(c, err);
 }
 
 /* Feeds buffered bytes to the decoder and dispatches whole frames until the bytes run out
  * or a limit is hit. */
-static void process_input(vl_conn *c) {
+static void process_input(vld_conn *c) {
   while (c->rbuf_off < c->rbuf_len && !c->input_done && !over_limits(c)) {
     size_t used = 0;
     bool ready = false;
@@ -293,21 +269,21 @@ static void process_input(vl_conn *c) {
       return;
     }
     if (ready) {
-      vl_dispatch_frame(c, &frame);
+      c->cb->on_frame(c, &frame);
     }
   }
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
-  vl_conn *c = h->data;
+  vld_conn *c = h->data;
   buf->base = (char *)c->rbuf;
-  buf->len = VL_READ_BUF_SIZE;
+  buf->len = VLD_READ_BUF_SIZE;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   (void)buf;
-  vl_conn *c = s->data;
+  vld_conn *c = s->data;
   if (nread > 0) {
     c->rbuf_off = 0;
     c->rbuf_len = (size_t)nread;
@@ -315,61 +291,61 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     process_input(c);
   } else if (nread < 0) {
     if (nread != UV_EOF) {
-      vl_log_debug("conn %llu: read: %s", (unsigned long long)c->serial, uv_strerror((int)nread));
-      vl_conn_close(c); /* ECONNRESET and the like: nothing can be written either */
+      vld_log_debug("conn %llu: read: %s", (unsigned long long)c->serial, uv_strerror((int)nread));
+      vld_conn_close(c); /* ECONNRESET and the like: nothing can be written either */
       return;
     }
     if (!vl_frame_decoder_idle(&c->dec)) {
-      vl_log_info("conn %llu: peer closed in the middle of a frame", (unsigned long long)c->serial);
+      vld_log_info("conn %llu: peer closed in the middle of a frame", (unsigned long long)c->serial);
     }
     c->input_done = true;
-    vl_conn_probe_hangup(c); /* a full close, or only shutdown(SHUT_WR)? */
+    vld_conn_probe_hangup(c); /* a full close, or only shutdown(SHUT_WR)? */
   }
-  vl_conn_settle(c);
+  vld_conn_settle(c);
 }
 
 /* On a Unix stream socket, POLLHUP means the peer closed both directions (close() or
  * shutdown(SHUT_RDWR)): responses can no longer be delivered. A half-close sets only
  * POLLRDHUP, so such a peer keeps getting its responses. */
-void vl_conn_probe_hangup(vl_conn *c) {
+void vld_conn_probe_hangup(vld_conn *c) {
   uv_os_fd_t fd;
   if (c->closing || uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0) {
     return;
   }
   struct pollfd p = {.fd = fd, .events = POLLOUT};
   if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0) {
-    vl_log_debug("conn %llu: peer hung up with %u requests in flight",
+    vld_log_debug("conn %llu: peer hung up with %u requests in flight",
                  (unsigned long long)c->serial, c->inflight);
-    vl_conn_close(c);
+    vld_conn_close(c);
   }
 }
 
-static void set_reading(vl_conn *c, bool on) {
+static void set_reading(vld_conn *c, bool on) {
   if (on == c->reading) {
     return;
   }
   int rc = on ? uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read)
               : uv_read_stop((uv_stream_t *)&c->pipe);
   if (rc != 0) {
-    vl_log_warn("conn %llu: read start: %s", (unsigned long long)c->serial, uv_strerror(rc));
-    vl_conn_close(c);
+    vld_log_warn("conn %llu: read start: %s", (unsigned long long)c->serial, uv_strerror(rc));
+    vld_conn_close(c);
     return;
   }
   c->reading = on;
 }
 
-void vl_conn_settle(vl_conn *c) {
+void vld_conn_settle(vld_conn *c) {
   if (c->closing) {
     return;
   }
   process_input(c);
   bool leftover = c->rbuf_off < c->rbuf_len;
-  if (c->srv->shutting_down && !leftover) {
+  if (c->draining && !leftover) {
     c->input_done = true; /* whole frames already buffered were served; read nothing new */
   }
   set_reading(c, !c->input_done && !leftover && !over_limits(c));
   if (c->input_done && !leftover && c->inflight == 0 && c->writes == 0) {
-    vl_conn_close(c);
+    vld_conn_close(c);
   }
 }
 
@@ -377,7 +353,7 @@ void vl_conn_settle(vl_conn *c) {
  * before I/O in each loop iteration, so after the daemon was stopped (SIGSTOP, a frozen cgroup,
  * a paused VM) the idle timer fires before the requests that arrived meanwhile are read: idle
  * means nothing to read and nothing writable, not merely no callback. */
-static bool peer_is_active(vl_conn *c) {
+static bool peer_is_active(vld_conn *c) {
   uv_os_fd_t fd;
   int avail = 0;
   if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0) {
@@ -395,22 +371,39 @@ static bool peer_is_active(vl_conn *c) {
  * requests in flight the client is waiting for us: look again a period later. With responses
  * still unsent, the client has stopped reading them. */
 static void on_idle(uv_timer_t *t) {
-  vl_conn *c = t->data;
+  vld_conn *c = t->data;
   if (c->inflight > 0 || peer_is_active(c)) {
     return;
   }
   const char *why = c->writes > 0                     ? " and not reading its responses"
                     : !vl_frame_decoder_idle(&c->dec) ? " in the middle of a frame"
                                                       : "";
-  vl_log_info("conn %llu (uid %u): idle for %llu ms%s; closing", (unsigned long long)c->serial,
-              (unsigned)c->uid, (unsigned long long)c->srv->cfg->idle_timeout_ms, why);
-  vl_conn_close(c);
+  vld_log_info("conn %llu (uid %u): idle for %llu ms%s; closing", (unsigned long long)c->serial,
+              (unsigned)c->uid, (unsigned long long)c->lim->idle_timeout_ms, why);
+  vld_conn_close(c);
 }
 
-void vl_conn_start(vl_conn *c) {
-  uint64_t ms = c->srv->cfg->idle_timeout_ms;
+void vld_conn_hold(vld_conn *c) {
+  c->inflight++;
+  vld_conn_ref(c);
+}
+
+void vld_conn_release(vld_conn *c) {
+  c->inflight--;
+  vld_conn_settle(c);
+  vld_conn_unref(c);
+}
+
+void vld_conn_drain(vld_conn *c) {
+  c->draining = true;
+  vld_conn_settle(c);
+}
+
+void vld_conn_start(vld_conn *c) {
+  c->started = true;
+  uint64_t ms = c->lim->idle_timeout_ms;
   if (ms > 0) {
     uv_timer_start(&c->idle, on_idle, ms, ms);
   }
-  vl_conn_settle(c);
+  vld_conn_settle(c);
 }

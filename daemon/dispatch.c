@@ -1,5 +1,6 @@
-/* dispatch.c - the method table and the life of one request: frame -> JSON-RPC checks ->
- * method -> response text -> statistics -> write.
+/* dispatch.c - the life of one request: frame -> JSON-RPC checks -> method -> response text ->
+ * statistics -> write. The methods are the core's one table (name, handler, weight: light on
+ * the loop, heavy on the pool) plus the daemon's "stats"; transport and statistics are ours.
  *
  * Where the work happens: anything that costs CPU in proportion to the request (parsing a
  * large JSON text, lowering, executing, verifying, printing a result) runs on libuv's thread
@@ -12,53 +13,65 @@
  * The pool is shared by every connection: past --max-queued requests on it, a heavy request
  * is answered -32005 on the loop instead of queued, so neither memory nor the wait of
  * everybody else grows with the number of clients. */
+#include "dispatch.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "memory.h"
 #include "wire/envelope.h"
-#include "server.h"
 #include "viewlower/service.h"
 
 enum { LOOP_PARSE_MAX = VLD_SMALL_FRAME };
 
+/* Where a method runs: the core's by their weight; the daemon's own on the loop, with the
+ * loop's state. Indexes: the core's methods (vl_service_method), then the daemon's. */
 typedef enum {
-  RUN_POOL,  /* a core method, on the thread pool */
-  RUN_LIGHT, /* a core method cheap enough for the loop when its frame is small */
-  RUN_LOOP,  /* the daemon's own method: on the loop, with the loop's state */
+  RUN_POOL,  /* a heavy core method, on the thread pool */
+  RUN_LIGHT, /* a light core method: on the loop when its frame is small */
+  RUN_LOOP,  /* the daemon's own method */
 } run_where;
 
-typedef cJSON *(*loop_method)(vl_server *srv);
+static const char *const daemon_methods[] = {"stats"};
+enum { N_DAEMON_METHODS = sizeof daemon_methods / sizeof daemon_methods[0] };
 
-typedef struct method {
-  const char *name;
-  run_where where;
-  loop_method on_loop; /* RUN_LOOP only */
-} method;
+size_t vld_dispatch_method_count(void) {
+  return vl_service_method_count() + N_DAEMON_METHODS;
+}
 
-static cJSON *stats_method(vl_server *srv);
+const char *vld_dispatch_method_name(size_t i) {
+  size_t n = vl_service_method_count();
+  return i < n ? vl_service_method(i)->name : i - n < N_DAEMON_METHODS ? daemon_methods[i - n] : "?";
+}
 
-static const method methods[] = {
-    {"ping", RUN_LIGHT, NULL},     {"version", RUN_LIGHT, NULL},      {"validate", RUN_POOL, NULL},
-    {"lower", RUN_POOL, NULL},     {"execute", RUN_POOL, NULL},       {"verify", RUN_POOL, NULL},
-    {"view_copy", RUN_POOL, NULL}, {"stats", RUN_LOOP, stats_method},
-};
+static run_where where_of(int m) {
+  const vl_method_info *info = vl_service_method((size_t)m);
+  if (info == NULL) return RUN_LOOP;
+  return info->weight == VL_METHOD_LIGHT ? RUN_LIGHT : RUN_POOL;
+}
 
-enum { N_METHODS = sizeof methods / sizeof methods[0] };
-_Static_assert(N_METHODS <= VL_STATS_MAX_METHODS, "stats has a slot per method");
+/* Index of a method by name, or -1. */
+static int method_index(const char *name) {
+  int m = vl_service_method_index(name);
+  for (size_t i = 0; m < 0 && i < N_DAEMON_METHODS; i++) {
+    if (strcmp(daemon_methods[i], name) == 0) m = (int)(vl_service_method_count() + i);
+  }
+  return m;
+}
 
-typedef struct vl_work {
+typedef struct vld_work {
   uv_work_t req;
-  vl_conn *conn;
-  struct vl_work *prev, *next; /* the connection's list of work on the pool */
-  const vl_config *cfg;
+  vld_dispatcher *d;
+  vld_conn *conn;
+  struct vld_work *prev, *next; /* the connection's list of work on the pool */
+  const vld_config *cfg;
   vl_frame frame;
   uint64_t start_ns;
   vl__rpc_request rpc;
-  int method;   /* index into methods, -1 until known */
+  int method;   /* a method index (method_index), -1 until known */
   bool parsed;  /* rpc was parsed (and found valid) on the loop */
-  bool expired; /* the drain timed out while it was on the pool (vl_dispatch_expire) */
+  bool expired; /* the drain timed out while it was on the pool (vld_dispatch_expire) */
   bool over_memory; /* its work passed the memory budget: answered -32005 */
   bool uid_counted; /* counted in its user's queued requests */
   vl_status status;
@@ -70,20 +83,20 @@ typedef struct vl_work {
 } work;
 
 static void link_work(work *w) {
-  vl_conn *c = w->conn;
-  w->next = c->works;
-  if (c->works != NULL) {
-    c->works->prev = w;
+  vld_conn *c = w->conn;
+  w->next = c->user;
+  if (c->user != NULL) {
+    ((work *)c->user)->prev = w;
   }
-  c->works = w;
+  c->user = w;
 }
 
 static void unlink_work(work *w) {
-  vl_conn *c = w->conn;
+  vld_conn *c = w->conn;
   if (w->prev != NULL) {
     w->prev->next = w->next;
   } else {
-    c->works = w->next;
+    c->user = w->next;
   }
   if (w->next != NULL) {
     w->next->prev = w->prev;
@@ -97,11 +110,9 @@ static vl_status parse(work *w, vl_error *err) {
   if (s != VL_OK) {
     return s;
   }
-  for (size_t i = 0; i < N_METHODS; i++) {
-    if (strcmp(methods[i].name, w->rpc.method) == 0) {
-      w->method = (int)i;
-      return VL_OK;
-    }
+  w->method = method_index(w->rpc.method);
+  if (w->method >= 0) {
+    return VL_OK;
   }
   return vl_error_set(err, VL_ERR_UNKNOWN_METHOD, "", "unknown method \"%.64s\"", w->rpc.method);
 }
@@ -184,7 +195,7 @@ static void run_work(uv_work_t *req) {
   vl_error err;
   vl_error_clear(&err);
   vl_status s = w->parsed ? VL_OK : parse(w, &err);
-  if (s == VL_OK && methods[w->method].where == RUN_LOOP) {
+  if (s == VL_OK && where_of(w->method) == RUN_LOOP) {
     vl_frame_free(&w->frame);
     return;
   }
@@ -193,31 +204,15 @@ static void run_work(uv_work_t *req) {
 
 /* ---- event loop ------------------------------------------------------------------------- */
 
-static cJSON *stats_method(vl_server *srv) {
-  const char *names[N_METHODS];
-  for (size_t i = 0; i < N_METHODS; i++) {
-    names[i] = methods[i].name;
-  }
-  vl_stats_view v = {.method_names = names,
-                     .n_methods = N_METHODS,
-                     .conns_current = srv->n_conns,
-                     .requests_in_flight = srv->inflight,
-                     .now_ns = uv_hrtime(),
-                     .open_files_limit = srv->nofile,
-                     .memory_budget = vld_mem_budget(),
-                     .memory_in_use = vld_mem_in_use(),
-                     .memory_peak = vld_mem_peak()};
-  return vl_stats_to_json(&srv->stats, &v);
-}
-
 static void run_on_loop(work *w) {
   vl_frame_free(&w->frame);
-  cJSON *result = methods[w->method].on_loop(w->conn->srv);
+  cJSON *result = w->d->stats_result(w->d->owner); /* the one daemon method */
   if (result != NULL) {
     respond_result(w, result);
   } else {
     vl_error err;
-    vl_error_set(&err, VL_ERR_NOMEM, "", "cannot build the %s result", methods[w->method].name);
+    vl_error_set(&err, VL_ERR_NOMEM, "", "cannot build the %s result",
+                 vld_dispatch_method_name((size_t)w->method));
     respond_error(w, &err);
   }
   vl__rpc_request_free(&w->rpc);
@@ -225,25 +220,25 @@ static void run_on_loop(work *w) {
 
 /* Counts the answered request, queues its response and frees w. */
 static void complete(work *w) {
-  vl_conn *c = w->conn;
-  vl_server *srv = c->srv;
+  vld_conn *c = w->conn;
+  vld_stats *st = w->d->stats;
   uint64_t elapsed = uv_hrtime() - w->start_ns;
-  vl_stats_record(&srv->stats, w->method, w->status != VL_OK, elapsed);
-  srv->stats.shed[VLD_SHED_MEMORY] += w->over_memory;
-  srv->stats.views_replaced += w->call.views_replaced;
+  vld_stats_record(st, w->method, w->status != VL_OK, elapsed);
+  st->shed[VLD_SHED_MEMORY] += w->over_memory;
+  st->views_replaced += w->call.views_replaced;
   /* A client controls bytes_saved (huge dynamic upper bounds): saturate, never overflow. */
-  if (__builtin_add_overflow(srv->stats.bytes_saved, w->call.bytes_saved, &srv->stats.bytes_saved))
-    srv->stats.bytes_saved = INT64_MAX;
-  vl_log_debug("conn %llu: %s -> %s in %.3f ms", (unsigned long long)c->serial,
-               w->method >= 0 ? methods[w->method].name : "(invalid)", vl_status_kind(w->status),
-               (double)elapsed / 1e6);
-  vl_conn_send(c, w->json, w->json_len, w->json_static, &w->payload);
+  if (__builtin_add_overflow(st->bytes_saved, w->call.bytes_saved, &st->bytes_saved))
+    st->bytes_saved = INT64_MAX;
+  vld_log_debug("conn %llu: %s -> %s in %.3f ms", (unsigned long long)c->serial,
+                w->method >= 0 ? vld_dispatch_method_name((size_t)w->method) : "(invalid)",
+                vl_status_kind(w->status), (double)elapsed / 1e6);
+  vld_conn_send(c, w->json, w->json_len, w->json_static, &w->payload);
   free(w);
 }
 
 /* Work cancelled before it started (its connection closed): nobody is there to answer. */
 static void drop_cancelled(work *w) {
-  w->conn->srv->stats.cancelled++;
+  w->d->stats->cancelled++;
   vl_frame_free(&w->frame);
   vl__rpc_request_free(&w->rpc);
   free(w);
@@ -265,14 +260,14 @@ static void respond_shutting_down(work *w) {
 
 static void after_work(uv_work_t *req, int status) {
   work *w = req->data;
-  vl_conn *c = w->conn;
+  vld_conn *c = w->conn;
+  vld_dispatcher *d = w->d;
   unlink_work(w);
-  c->inflight--;
-  c->srv->inflight--;
-  vld_uid_use *u = w->uid_counted ? vld_uid_find(c->srv, c->uid) : NULL;
+  d->inflight--;
+  vld_uid_use *u = w->uid_counted ? vld_shares_find(d->shares, c->uid) : NULL;
   if (u != NULL) {
     u->queued--;
-    vld_uid_forget(c->srv, u);
+    vld_shares_forget(d->shares, u);
   }
   if (status == UV_ECANCELED && w->expired && !c->closing) {
     respond_shutting_down(w);
@@ -284,19 +279,18 @@ static void after_work(uv_work_t *req, int status) {
     }
     complete(w);
   }
-  vl_conn_settle(c);
-  vl_conn_unref(c);
+  vld_conn_release(c);
 }
 
-void vl_dispatch_cancel(vl_conn *c) {
-  for (work *w = c->works; w != NULL; w = w->next) {
+void vld_dispatch_cancel(vld_conn *c) {
+  for (work *w = c->user; w != NULL; w = w->next) {
     /* Fails (UV_EBUSY) for work already running or done; that is answered as usual. */
     uv_cancel((uv_req_t *)&w->req);
   }
 }
 
-void vl_dispatch_expire(vl_conn *c) {
-  for (work *w = c->works; w != NULL; w = w->next) {
+void vld_dispatch_expire(vld_conn *c) {
+  for (work *w = c->user; w != NULL; w = w->next) {
     w->expired = true;
     uv_cancel((uv_req_t *)&w->req); /* running work (UV_EBUSY) finishes and is answered */
   }
@@ -305,35 +299,29 @@ void vl_dispatch_expire(vl_conn *c) {
 /* May c queue one more request on the pool? Not past --max-queued for everybody, nor, while
  * another user is connected or has work, past --max-queued-per-uid for its user: one user
  * alone may use the whole queue, but cannot keep the others out of it. */
-static bool pool_full(const vl_conn *c) {
-  const vl_server *srv = c->srv;
-  if (srv->inflight >= srv->cfg->max_queued) {
+static bool pool_full(const vld_dispatcher *d, const vld_conn *c) {
+  if (d->inflight >= d->cfg->max_queued) {
     return true;
   }
-  for (size_t i = 0; srv->n_uids > 1 && i < srv->n_uids; i++) {
-    if (srv->uids[i].uid == c->uid) {
-      return srv->uids[i].queued >= srv->cfg->max_queued_per_uid;
-    }
-  }
-  return false;
+  const vld_uid_use *u = d->shares->n > 1 ? vld_shares_peek(d->shares, c->uid) : NULL;
+  return u != NULL && u->queued >= d->cfg->max_queued_per_uid;
 }
 
 /* Answers -32005 at once, on the loop, and frees w; the connection stays usable. */
 static void respond_overloaded(work *w) {
-  vl_server *srv = w->conn->srv;
+  vld_dispatcher *d = w->d;
   vl_error err;
-  if (srv->inflight >= srv->cfg->max_queued) {
-    srv->stats.shed[VLD_SHED_QUEUE]++;
+  if (d->inflight >= d->cfg->max_queued) {
+    d->stats->shed[VLD_SHED_QUEUE]++;
     vl_error_set(&err, VL_ERR_OVERLOADED, "",
                  "overloaded: %u requests are queued or running (--max-queued %u); retry later",
-                 srv->inflight, srv->cfg->max_queued);
+                 d->inflight, d->cfg->max_queued);
   } else {
-    srv->stats.shed[VLD_SHED_UID]++;
+    d->stats->shed[VLD_SHED_UID]++;
     vl_error_set(&err, VL_ERR_OVERLOADED, "",
-                 "overloaded: uid %u has %u requests queued or running (--max-queued-per-uid "
-                 "%u); retry later",
-                 (unsigned)w->conn->uid, srv->cfg->max_queued_per_uid,
-                 srv->cfg->max_queued_per_uid);
+                 "overloaded: uid %u has %u requests queued or running while other users are "
+                 "connected (--max-queued-per-uid); retry later",
+                 (unsigned)w->conn->uid, d->cfg->max_queued_per_uid);
   }
   vl_frame_free(&w->frame);
   respond_error(w, &err);
@@ -356,15 +344,15 @@ static bool answered_on_loop(work *w) {
   vl_error err;
   vl_error_clear(&err);
   vl_status s = parse(w, &err);
-  if (s == VL_OK && methods[w->method].where == RUN_POOL) {
-    if (pool_full(w->conn)) {
+  if (s == VL_OK && where_of(w->method) == RUN_POOL) {
+    if (pool_full(w->d, w->conn)) {
       respond_overloaded(w);
       return true;
     }
     w->parsed = true;
     return false;
   }
-  if (s == VL_OK && methods[w->method].where == RUN_LOOP) {
+  if (s == VL_OK && where_of(w->method) == RUN_LOOP) {
     run_on_loop(w);
   } else {
     serve(w, s, &err, false);
@@ -373,20 +361,20 @@ static bool answered_on_loop(work *w) {
   return true;
 }
 
-void vl_dispatch_frame(vl_conn *c, vl_frame *frame) {
-  vl_server *srv = c->srv;
+void vld_dispatch_frame(vld_dispatcher *d, vld_conn *c, vl_frame *frame) {
   work *w = calloc(1, sizeof *w);
   if (w == NULL) {
     vl_error err;
     vl_error_set(&err, VL_ERR_NOMEM, "", "out of memory");
     vl_frame_free(frame);
-    vl_stats_record(&srv->stats, -1, 1, 0);
-    vl_conn_send_error(c, &err);
+    vld_stats_record(d->stats, -1, 1, 0);
+    vld_conn_send_error(c, &err);
     return;
   }
   w->req.data = w;
+  w->d = d;
   w->conn = c;
-  w->cfg = srv->cfg;
+  w->cfg = d->cfg;
   w->frame = *frame;
   w->start_ns = uv_hrtime();
   w->method = -1;
@@ -394,20 +382,19 @@ void vl_dispatch_frame(vl_conn *c, vl_frame *frame) {
     if (answered_on_loop(w)) {
       return;
     }
-  } else if (pool_full(c)) {
+  } else if (pool_full(d, c)) {
     refuse_unparsed(w);
     return;
   }
   /* uv_queue_work fails only for a NULL work callback. */
-  uv_queue_work(srv->loop, &w->req, run_work, after_work);
+  uv_queue_work(d->loop, &w->req, run_work, after_work);
   link_work(w);
-  c->inflight++;
-  srv->inflight++;
-  vld_uid_use *u = vld_uid_find(srv, c->uid);
+  d->inflight++;
+  vld_uid_use *u = vld_shares_find(d->shares, c->uid);
   w->uid_counted = u != NULL;
   if (u != NULL) {
     u->queued++;
   }
-  vl_conn_ref(c);
-  vl_server_watch_hangups(srv);
+  vld_conn_hold(c);
+  d->on_queued(d->owner);
 }

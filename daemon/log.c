@@ -17,26 +17,26 @@ static const struct {
   const char *name;
   int syslog_priority; /* <N> prefix for journald: 7 debug, 6 info, 4 warning, 3 err */
 } levels[] = {
-    [VL_LOG_DEBUG] = {"debug", 7},
-    [VL_LOG_INFO] = {"info", 6},
-    [VL_LOG_WARN] = {"warn", 4},
-    [VL_LOG_ERROR] = {"error", 3},
+    [VLD_LOG_DEBUG] = {"debug", 7},
+    [VLD_LOG_INFO] = {"info", 6},
+    [VLD_LOG_WARN] = {"warn", 4},
+    [VLD_LOG_ERROR] = {"error", 3},
 };
 
-static vl_log_level threshold = VL_LOG_INFO;
+static vld_log_level threshold = VLD_LOG_INFO;
 static bool to_journal;
 
-bool vl_log_level_from_name(const char *name, vl_log_level *out) {
+bool vld_log_level_from_name(const char *name, vld_log_level *out) {
   for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
     if (strcmp(name, levels[i].name) == 0) {
-      *out = (vl_log_level)i;
+      *out = (vld_log_level)i;
       return true;
     }
   }
   return false;
 }
 
-const char *vl_log_level_name(vl_log_level level) {
+const char *vld_log_level_name(vld_log_level level) {
   return levels[level].name;
 }
 
@@ -55,17 +55,17 @@ static bool stderr_is_journal(void) {
   return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
-void vl_log_init(vl_log_level level) {
+void vld_log_init(vld_log_level level) {
   threshold = level;
   to_journal = stderr_is_journal();
 }
 
-bool vl_log_enabled(vl_log_level level) {
+bool vld_log_enabled(vld_log_level level) {
   return level >= threshold;
 }
 
 /* "2024-05-01T12:00:00Z viewlowerd info: " for terminals, "<6>" for journald. */
-static int line_prefix(char *buf, size_t n, vl_log_level level) {
+static int line_prefix(char *buf, size_t n, vld_log_level level) {
   if (to_journal) {
     return snprintf(buf, n, "<%d>", levels[level].syslog_priority);
   }
@@ -78,8 +78,8 @@ static int line_prefix(char *buf, size_t n, vl_log_level level) {
   return snprintf(buf, n, "%sviewlowerd %s: ", stamp, levels[level].name);
 }
 
-void vl_log(vl_log_level level, const char *fmt, ...) {
-  if (!vl_log_enabled(level)) {
+void vld_log(vld_log_level level, const char *fmt, ...) {
+  if (!vld_log_enabled(level)) {
     return;
   }
   char line[LOG_LINE_MAX];
@@ -108,8 +108,8 @@ static uint64_t monotonic_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u + 1u; /* never 0 */
 }
 
-void vld_log_limited(vld_log_limit *lim, vl_log_level level, const char *fmt, ...) {
-  if (!vl_log_enabled(level)) {
+void vld_log_limited(vld_log_limit *lim, vld_log_level level, const char *fmt, ...) {
+  if (!vld_log_enabled(level)) {
     return;
   }
   uint64_t now = monotonic_ms();
@@ -123,10 +123,10 @@ void vld_log_limited(vld_log_limit *lim, vl_log_level level, const char *fmt, ..
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
   if (lim->held > 0) {
-    vl_log(level, "%s (%llu more like this in the last %llu s)", text,
+    vld_log(level, "%s (%llu more like this in the last %llu s)", text,
            (unsigned long long)lim->held, (unsigned long long)((now - lim->last_ms) / 1000u));
   } else {
-    vl_log(level, "%s", text);
+    vld_log(level, "%s", text);
   }
   lim->last_ms = now;
   lim->held = 0;

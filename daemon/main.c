@@ -42,43 +42,43 @@ static void tune_malloc(void) {
 #endif
 }
 
-static int serve(const vl_config *cfg) {
+static int serve(const vld_config *cfg) {
   uv_loop_t loop;
   int rc = uv_loop_init(&loop);
   if (rc != 0) {
-    vl_log_error("uv_loop_init: %s", uv_strerror(rc));
+    vld_log_error("uv_loop_init: %s", uv_strerror(rc));
     return EXIT_FAILURE;
   }
-  vl_server srv;
-  int status = vl_server_start(&srv, &loop, cfg) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+  vld_server srv;
+  int status = vld_server_start(&srv, &loop, cfg) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
   uv_run(&loop, UV_RUN_DEFAULT);
   rc = uv_loop_close(&loop);
   if (rc != 0) {
-    vl_log_error("uv_loop_close: %s", uv_strerror(rc));
+    vld_log_error("uv_loop_close: %s", uv_strerror(rc));
     return EXIT_FAILURE;
   }
   return status;
 }
 
 int main(int argc, char **argv) {
-  vl_config cfg;
+  vld_config cfg;
   char msg[256];
-  switch (vl_config_parse(&cfg, argc, argv, msg, sizeof msg)) {
-  case VL_CONFIG_HELP: vl_config_usage(stdout); return EXIT_SUCCESS;
-  case VL_CONFIG_VERSION:
+  switch (vld_config_parse(&cfg, argc, argv, msg, sizeof msg)) {
+  case VLD_CONFIG_HELP: vld_config_usage(stdout); return EXIT_SUCCESS;
+  case VLD_CONFIG_VERSION:
     printf("viewlowerd %s (protocol %d)\n", vl_version(), VL_PROTOCOL_VERSION);
     return EXIT_SUCCESS;
-  case VL_CONFIG_ERROR: fprintf(stderr, "viewlowerd: %s\n", msg); return EXIT_USAGE;
-  case VL_CONFIG_OK: break;
+  case VLD_CONFIG_ERROR: fprintf(stderr, "viewlowerd: %s\n", msg); return EXIT_USAGE;
+  case VLD_CONFIG_OK: break;
   }
-  vl_log_init((vl_log_level)cfg.log_level);
+  vld_log_init((vld_log_level)cfg.log_level);
   if (ignore_sigpipe() != 0 || size_thread_pool(cfg.workers) != 0) {
-    vl_log_error("cannot set up the process");
+    vld_log_error("cannot set up the process");
     return EXIT_FAILURE;
   }
   tune_malloc();
   vld_mem_init(cfg.max_memory); /* before the loop or cJSON allocate anything */
-  vl_log_info("memory budget: %llu bytes%s", (unsigned long long)vld_mem_budget(),
+  vld_log_info("memory budget: %llu bytes%s", (unsigned long long)vld_mem_budget(),
               cfg.max_memory == 0 ? " (derived from the machine; set with --max-memory)" : "");
   return serve(&cfg);
 }

@@ -44,7 +44,7 @@ enum { FD_RESERVE = 32, FD_REFUSING = 64 /* room for refused peers being answere
 static int set_path(char *out, size_t n, const char *a, const char *b) {
   int w = snprintf(out, n, "%s%s", a, b);
   if (w < 0 || (size_t)w >= n) {
-    vl_log_error("socket path %s%s is longer than %zu bytes", a, b, n - 1);
+    vld_log_error("socket path %s%s is longer than %zu bytes", a, b, n - 1);
     return -1;
   }
   return 0;
@@ -52,7 +52,7 @@ static int set_path(char *out, size_t n, const char *a, const char *b) {
 
 /* --socket, $VIEWLOWER_SOCKET, $RUNTIME_DIRECTORY (its first entry), root's default,
  * $XDG_RUNTIME_DIR. */
-static int resolve_path(const vl_config *cfg, char *out, size_t n) {
+static int resolve_path(const vld_config *cfg, char *out, size_t n) {
   const char *env = getenv("VIEWLOWER_SOCKET");
   const char *rt = getenv("RUNTIME_DIRECTORY");
   const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -69,7 +69,7 @@ static int resolve_path(const vl_config *cfg, char *out, size_t n) {
   }
   if (geteuid() == 0) {
     if (mkdir("/run/viewlower", 0755) != 0 && errno != EEXIST) {
-      vl_log_error("cannot create /run/viewlower: %s", strerror(errno));
+      vld_log_error("cannot create /run/viewlower: %s", strerror(errno));
       return -1;
     }
     return set_path(out, n, "/run/viewlower/viewlower.sock", "");
@@ -77,7 +77,7 @@ static int resolve_path(const vl_config *cfg, char *out, size_t n) {
   if (xdg != NULL && xdg[0] != '\0') {
     return set_path(out, n, xdg, "/viewlower.sock");
   }
-  vl_log_error("no socket path: give --socket, or set VIEWLOWER_SOCKET or XDG_RUNTIME_DIR");
+  vld_log_error("no socket path: give --socket, or set VIEWLOWER_SOCKET or XDG_RUNTIME_DIR");
   return -1;
 }
 
@@ -103,22 +103,22 @@ static int clear_path(const char *path) {
     if (errno == ENOENT) {
       return 0;
     }
-    vl_log_error("%s: %s", path, strerror(errno));
+    vld_log_error("%s: %s", path, strerror(errno));
     return -1;
   }
   if (!S_ISSOCK(st.st_mode)) {
-    vl_log_error("%s exists and is not a socket; not touching it", path);
+    vld_log_error("%s exists and is not a socket; not touching it", path);
     return -1;
   }
   if (socket_is_live(path)) {
-    vl_log_error("another daemon is already listening on %s", path);
+    vld_log_error("another daemon is already listening on %s", path);
     return -1;
   }
   if (unlink(path) != 0 && errno != ENOENT) {
-    vl_log_error("cannot remove the stale socket %s: %s", path, strerror(errno));
+    vld_log_error("cannot remove the stale socket %s: %s", path, strerror(errno));
     return -1;
   }
-  vl_log_info("replaced the stale socket %s", path);
+  vld_log_info("replaced the stale socket %s", path);
   return 0;
 }
 
@@ -133,12 +133,12 @@ static int check_directory(const char *path) {
   snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
   struct stat st;
   if (stat(dir, &st) != 0) {
-    vl_log_error("cannot listen on %s: the directory %s %s", path, dir,
+    vld_log_error("cannot listen on %s: the directory %s %s", path, dir,
                  errno == ENOENT ? "does not exist" : strerror(errno));
     return -1;
   }
   if (!S_ISDIR(st.st_mode)) {
-    vl_log_error("cannot listen on %s: %s is not a directory", path, dir);
+    vld_log_error("cannot listen on %s: %s is not a directory", path, dir);
     return -1;
   }
   return 0;
@@ -149,17 +149,17 @@ static int check_directory(const char *path) {
  * another's (one would otherwise take the other's fresh socket, bound but not yet listening,
  * for stale and replace it). The second then finds the first listening and stops. The lock
  * file stays: removing it would reopen the race. */
-static int lock_path(vl_server *srv, const char *path) {
+static int lock_path(vld_server *srv, const char *path) {
   char lock[PATH_BUF + 8];
   snprintf(lock, sizeof lock, "%s.lock", path);
   int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
-    vl_log_error("cannot open the lock file %s: %s", lock, strerror(errno));
+    vld_log_error("cannot open the lock file %s: %s", lock, strerror(errno));
     return -1;
   }
   while (flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
-      vl_log_error("cannot lock %s: %s", lock, strerror(errno));
+      vld_log_error("cannot lock %s: %s", lock, strerror(errno));
       close(fd);
       return -1;
     }
@@ -168,7 +168,7 @@ static int lock_path(vl_server *srv, const char *path) {
   return 0;
 }
 
-static void unlock_path(vl_server *srv) {
+static void unlock_path(vld_server *srv) {
   if (srv->lock_fd >= 0) {
     close(srv->lock_fd);
     srv->lock_fd = -1;
@@ -177,7 +177,7 @@ static void unlock_path(vl_server *srv) {
 
 /* Binds our own socket file; srv->socket_path is set only once the file is ours, with the
  * device and inode that tell it from a file another daemon bound there later. */
-static int bind_path(vl_server *srv) {
+static int bind_path(vld_server *srv) {
   char path[PATH_BUF];
   if (resolve_path(srv->cfg, path, sizeof path) != 0 || check_directory(path) != 0 ||
       lock_path(srv, path) != 0 || clear_path(path) != 0) {
@@ -194,7 +194,7 @@ static int bind_path(vl_server *srv) {
   int rc = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? 0 : -errno;
   umask(old);
   if (rc != 0) {
-    vl_log_error("cannot bind %s: %s", path, strerror(-rc));
+    vld_log_error("cannot bind %s: %s", path, strerror(-rc));
     if (fd >= 0) {
       close(fd);
     }
@@ -203,13 +203,13 @@ static int bind_path(vl_server *srv) {
   memcpy(srv->socket_path, path, sizeof path);
   rc = uv_pipe_open(&srv->listener, fd);
   if (rc != 0) {
-    vl_log_error("cannot use the socket %s: %s", path, uv_strerror(rc));
+    vld_log_error("cannot use the socket %s: %s", path, uv_strerror(rc));
     close(fd);
     return -1;
   }
   struct stat st;
   if (chmod(path, (mode_t)srv->cfg->socket_mode) != 0 || lstat(path, &st) != 0) {
-    vl_log_error("chmod %s: %s", path, strerror(errno));
+    vld_log_error("chmod %s: %s", path, strerror(errno));
     return -1;
   }
   srv->socket_dev = st.st_dev;
@@ -230,7 +230,7 @@ static bool listed(const uint32_t *ids, size_t n, uint32_t id) {
 }
 
 /* Reads the peer's credentials; false when they cannot be read (then the peer is refused). */
-static bool peer_credentials(vl_conn *c) {
+static bool peer_credentials(vld_conn *c) {
   uv_os_fd_t fd;
   struct ucred cred;
   socklen_t len = sizeof cred;
@@ -249,8 +249,8 @@ static bool peer_credentials(vl_conn *c) {
  * USER` adds a supplementary group. The group list is read only when --allow-gid is given and
  * the uid and primary gid did not already decide; a list that cannot be read admits nobody by
  * it. It holds at most NGROUPS_MAX (65536) entries, so its buffer is bounded. */
-static bool permitted(const vl_server *srv, const vl_conn *c) {
-  const vl_config *cfg = srv->cfg;
+static bool permitted(const vld_server *srv, const vld_conn *c) {
+  const vld_config *cfg = srv->cfg;
   if (c->uid == srv->self_uid || listed(cfg->allow_uid, cfg->n_allow_uid, c->uid) ||
       listed(cfg->allow_gid, cfg->n_allow_gid, c->gid)) {
     return true;
@@ -279,51 +279,23 @@ static bool permitted(const vl_server *srv, const vl_conn *c) {
 
 /* Counts a refusal and warns about its condition, at most once per VLD_LOG_LIMIT_MS each (a
  * flood of refused peers must not flood the log); every peer gets a debug line. */
-static void count_refusal(vl_server *srv, vld_refusal why, const char *text) {
+static void count_refusal(vld_server *srv, vld_refusal why, const char *text) {
   srv->stats.conns_rejected++;
   srv->stats.refused[why]++;
-  vld_log_limited(&srv->refusal_log[why], VL_LOG_WARN, "refusing connections (%s): %s",
+  vld_log_limited(&srv->refusal_log[why], VLD_LOG_WARN, "refusing connections (%s): %s",
                   vld_refusal_names[why], text);
 }
 
-/* ---- per-user shares (--max-connections-per-uid, --max-queued-per-uid) -------------------- */
-
-vld_uid_use *vld_uid_find(vl_server *srv, uid_t uid) {
-  for (size_t i = 0; i < srv->n_uids; i++) {
-    if (srv->uids[i].uid == uid) {
-      return &srv->uids[i];
-    }
-  }
-  if (srv->n_uids == srv->cap_uids) {
-    size_t cap = srv->cap_uids > 0 ? srv->cap_uids * 2 : 16;
-    vld_uid_use *p = realloc(srv->uids, cap * sizeof *p);
-    if (p == NULL) {
-      return NULL;
-    }
-    srv->uids = p;
-    srv->cap_uids = cap;
-  }
-  vld_uid_use *u = &srv->uids[srv->n_uids++];
-  *u = (vld_uid_use){.uid = uid};
-  return u;
-}
-
-void vld_uid_forget(vl_server *srv, vld_uid_use *u) {
-  if (u->conns == 0 && u->queued == 0) {
-    *u = srv->uids[--srv->n_uids]; /* the last entry takes its place */
-  }
-}
-
-static void refuse(vl_server *srv, vl_conn *c, vld_refusal why, vl_status code, const char *text) {
+static void refuse(vld_server *srv, vld_conn *c, vld_refusal why, vl_status code, const char *text) {
   vl_error err;
   vl_error_set(&err, code, "", "%s", text);
   count_refusal(srv, why, text);
-  vl_log_debug("conn %llu (uid %u, gid %u, pid %d) refused: %s", (unsigned long long)c->serial,
+  vld_log_debug("conn %llu (uid %u, gid %u, pid %d) refused: %s", (unsigned long long)c->serial,
                (unsigned)c->uid, (unsigned)c->gid, (int)c->pid, text);
-  vl_conn_refuse(c, &err);
+  vld_conn_refuse(c, &err);
 }
 
-static void admit(vl_server *srv, vl_conn *c) {
+static void admit(vld_server *srv, vld_conn *c) {
   char why[128];
   if (!peer_credentials(c)) {
     refuse(srv, c, VLD_REFUSE_NOT_PERMITTED, VL_ERR_NOT_PERMITTED,
@@ -340,7 +312,7 @@ static void admit(vl_server *srv, vl_conn *c) {
     refuse(srv, c, VLD_REFUSE_CONNECTIONS, VL_ERR_OVERLOADED, why);
     return;
   }
-  vld_uid_use *u = vld_uid_find(srv, c->uid);
+  vld_uid_use *u = vld_shares_find(&srv->shares, c->uid);
   if (u == NULL) {
     refuse(srv, c, VLD_REFUSE_NOMEM, VL_ERR_OVERLOADED, "out of memory");
     return;
@@ -348,7 +320,7 @@ static void admit(vl_server *srv, vl_conn *c) {
   if (u->conns >= srv->cfg->max_conns_per_uid) {
     snprintf(why, sizeof why, "too many connections of uid %u (limit %u per user)",
              (unsigned)c->uid, srv->cfg->max_conns_per_uid);
-    vld_uid_forget(srv, u);
+    vld_shares_forget(&srv->shares, u);
     refuse(srv, c, VLD_REFUSE_UID, VL_ERR_OVERLOADED, why);
     return;
   }
@@ -356,15 +328,15 @@ static void admit(vl_server *srv, vl_conn *c) {
   c->counted = true;
   srv->n_conns++;
   srv->stats.conns_total++;
-  vl_log_debug("conn %llu: uid %u pid %d connected", (unsigned long long)c->serial,
+  vld_log_debug("conn %llu: uid %u pid %d connected", (unsigned long long)c->serial,
                (unsigned)c->uid, (int)c->pid);
-  vl_conn_start(c);
+  vld_conn_start(c);
 }
 
-static void drop_connection(vl_server *srv);
+static void drop_connection(vld_server *srv);
 
 static void on_spare_closed(uv_handle_t *h) {
-  vl_server *srv = h->data;
+  vld_server *srv = h->data;
   srv->spare_busy = false;
   if (srv->accept_pending && srv->listening) {
     drop_connection(srv); /* libuv holds that connection and pauses accepting until taken */
@@ -373,7 +345,7 @@ static void on_spare_closed(uv_handle_t *h) {
 
 /* Without memory for a connection, accept it into the spare handle and close it at once, so
  * that the listener keeps going. */
-static void drop_connection(vl_server *srv) {
+static void drop_connection(vld_server *srv) {
   if (srv->spare_busy) {
     srv->accept_pending = true;
     return;
@@ -386,8 +358,82 @@ static void drop_connection(vl_server *srv) {
   uv_close((uv_handle_t *)&srv->spare, on_spare_closed);
 }
 
+/* ---- the connections' callbacks ------------------------------------------------------- */
+
+static void link_conn(vld_server *srv, vld_conn *c) {
+  c->serial = ++srv->next_serial;
+  c->next = srv->conns;
+  if (srv->conns != NULL) {
+    srv->conns->prev = c;
+  }
+  srv->conns = c;
+  srv->n_open++;
+}
+
+static void conn_on_frame(vld_conn *c, vl_frame *frame) {
+  vld_server *srv = c->owner;
+  vld_dispatch_frame(&srv->dispatch, c, frame);
+}
+
+static void conn_on_closing(vld_conn *c) {
+  vld_dispatch_cancel(c);
+}
+
+/* The socket is closed: its descriptor and its connection slot (and its user's) are free, even
+ * while running work still holds c (that work will not be answered). */
+static void conn_on_closed(vld_conn *c) {
+  vld_server *srv = c->owner;
+  srv->n_open--;
+  if (c->counted) {
+    c->counted = false;
+    srv->n_conns--;
+    vld_uid_use *u = vld_shares_find(&srv->shares, c->uid); /* present: it counts c */
+    if (u != NULL) {
+      u->conns--;
+      vld_shares_forget(&srv->shares, u);
+    }
+  }
+}
+
+static void finish_if_done(vld_server *srv);
+static void watch_memory(vld_server *srv);
+static void watch_hangups(vld_server *srv);
+
+static void conn_on_free(vld_conn *c) {
+  vld_server *srv = c->owner;
+  if (c->prev != NULL) {
+    c->prev->next = c->next;
+  } else {
+    srv->conns = c->next;
+  }
+  if (c->next != NULL) {
+    c->next->prev = c->prev;
+  }
+  finish_if_done(srv);
+}
+
+static void conn_on_wait_memory(vld_conn *c) {
+  watch_memory(c->owner);
+}
+
+static void conn_on_stream_error(vld_conn *c, const vl_error *err) {
+  vld_server *srv = c->owner;
+  if (err->code == VL_ERR_OVERLOADED) {
+    srv->stats.shed[VLD_SHED_MEMORY]++; /* a frame that can never fit the budget */
+  }
+}
+
+static const vld_conn_callbacks conn_callbacks = {
+    .on_frame = conn_on_frame,
+    .on_closing = conn_on_closing,
+    .on_closed = conn_on_closed,
+    .on_free = conn_on_free,
+    .on_wait_memory = conn_on_wait_memory,
+    .on_stream_error = conn_on_stream_error,
+};
+
 static void on_connection(uv_stream_t *listener, int status) {
-  vl_server *srv = listener->data;
+  vld_server *srv = listener->data;
   char text[160];
   if (status < 0) {
     snprintf(text, sizeof text, "accept: %s", uv_strerror(status));
@@ -403,7 +449,10 @@ static void on_connection(uv_stream_t *listener, int status) {
     drop_connection(srv);
     return;
   }
-  vl_conn *c = vl_conn_new(srv);
+  vld_conn *c = vld_conn_new(srv->loop, &srv->conn_limits, &conn_callbacks, srv);
+  if (c != NULL) {
+    link_conn(srv, c);
+  }
   if (c == NULL) {
     count_refusal(srv, VLD_REFUSE_NOMEM, "out of memory: dropping a new connection");
     drop_connection(srv);
@@ -411,8 +460,8 @@ static void on_connection(uv_stream_t *listener, int status) {
   }
   int rc = uv_accept(listener, (uv_stream_t *)&c->pipe);
   if (rc != 0) {
-    vl_log_warn("accept: %s", uv_strerror(rc));
-    vl_conn_close(c);
+    vld_log_warn("accept: %s", uv_strerror(rc));
+    vld_conn_close(c);
     return;
   }
   admit(srv, c);
@@ -427,7 +476,7 @@ static void close_if_open(uv_handle_t *h) {
 }
 
 /* The last connection is gone during a shutdown: close the server's own handles. */
-static void finish(vl_server *srv) {
+static void finish(vld_server *srv) {
   if (srv->finished) {
     return;
   }
@@ -441,21 +490,20 @@ static void finish(vl_server *srv) {
   close_if_open((uv_handle_t *)&srv->watchdog);
   close_if_open((uv_handle_t *)&srv->hup_probe);
   close_if_open((uv_handle_t *)&srv->mem_wait);
-  free(srv->uids);
-  srv->uids = NULL;
-  srv->n_uids = srv->cap_uids = 0;
-  vl_log_info("stopped");
+  vld_shares_free(&srv->shares);
+  vld_log_info("stopped");
 }
 
-void vl_server_conn_gone(vl_server *srv) {
+/* A connection was freed: a shutdown is finished once no connection is left. */
+static void finish_if_done(vld_server *srv) {
   if (srv->shutting_down && srv->conns == NULL) {
     finish(srv);
   }
 }
 
-static void close_all(vl_server *srv) {
-  for (vl_conn *c = srv->conns; c != NULL; c = c->next) {
-    vl_conn_close(c);
+static void close_all(vld_server *srv) {
+  for (vld_conn *c = srv->conns; c != NULL; c = c->next) {
+    vld_conn_close(c);
   }
 }
 
@@ -465,16 +513,16 @@ static void close_all(vl_server *srv) {
  * they end anyway), after which their connections close as they drain, or at their idle
  * timeout if the client stops reading. */
 static void on_drain_timeout(uv_timer_t *t) {
-  vl_server *srv = t->data;
-  vl_log_warn("drain timeout of %llu ms: %u connections, %u requests in flight; queued requests "
+  vld_server *srv = t->data;
+  vld_log_warn("drain timeout of %llu ms: %u connections, %u requests in flight; queued requests "
               "are answered -32007, running ones finish",
-              (unsigned long long)srv->cfg->drain_timeout_ms, srv->n_conns, srv->inflight);
-  for (vl_conn *c = srv->conns; c != NULL;) {
-    vl_conn *next = c->next; /* closing never frees c: its handles hold a ref */
+              (unsigned long long)srv->cfg->drain_timeout_ms, srv->n_conns, srv->dispatch.inflight);
+  for (vld_conn *c = srv->conns; c != NULL;) {
+    vld_conn *next = c->next; /* closing never frees c: its handles hold a ref */
     if (c->inflight == 0) {
-      vl_conn_close(c);
+      vld_conn_close(c);
     } else {
-      vl_dispatch_expire(c);
+      vld_dispatch_expire(c);
     }
     c = next;
   }
@@ -484,7 +532,7 @@ static void on_drain_timeout(uv_timer_t *t) {
  * and (inode numbers are reused at once on ext4) whoever listens there must be this process:
  * SO_PEERCRED of a connection tells the listener's pid. When nobody can be asked (the backlog
  * is full), the change time recorded after bind decides. Called while still listening. */
-static bool path_is_ours(const vl_server *srv) {
+static bool path_is_ours(const vld_server *srv) {
   struct stat st;
   if (lstat(srv->socket_path, &st) != 0 || st.st_dev != srv->socket_dev ||
       st.st_ino != srv->socket_ino) {
@@ -509,7 +557,7 @@ static bool path_is_ours(const vl_server *srv) {
          st.st_ctim.tv_nsec == srv->socket_ctime.tv_nsec;
 }
 
-static void stop_listening(vl_server *srv) {
+static void stop_listening(vld_server *srv) {
   if (!srv->listening) {
     return;
   }
@@ -523,30 +571,30 @@ static void stop_listening(vl_server *srv) {
   unlock_path(srv);
 }
 
-void vl_server_shutdown(vl_server *srv) {
+void vld_server_shutdown(vld_server *srv) {
   if (srv->shutting_down) {
-    vl_log_warn("second stop signal: closing every connection now");
+    vld_log_warn("second stop signal: closing every connection now");
     close_all(srv);
     return;
   }
   srv->shutting_down = true;
   char status[96];
-  snprintf(status, sizeof status, "STOPPING=1\nSTATUS=draining %u requests", srv->inflight);
-  vl_systemd_notify(status);
-  vl_log_info("stopping: %u connections, %u requests in flight", srv->n_conns, srv->inflight);
+  snprintf(status, sizeof status, "STOPPING=1\nSTATUS=draining %u requests", srv->dispatch.inflight);
+  vld_systemd_notify(status);
+  vld_log_info("stopping: %u connections, %u requests in flight", srv->n_conns, srv->dispatch.inflight);
   stop_listening(srv);
   uv_timer_start(&srv->drain, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
-  for (vl_conn *c = srv->conns; c != NULL;) {
-    vl_conn *next = c->next; /* settle may close c, never free it: its handles hold a ref */
-    vl_conn_settle(c);
+  for (vld_conn *c = srv->conns; c != NULL;) {
+    vld_conn *next = c->next; /* drain may close c, never free it: its handles hold a ref */
+    vld_conn_drain(c);
     c = next;
   }
-  vl_server_conn_gone(srv);
+  finish_if_done(srv);
 }
 
 static void on_signal(uv_signal_t *s, int signum) {
-  vl_log_info("received %s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
-  vl_server_shutdown(s->data);
+  vld_log_info("received %s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  vld_server_shutdown(s->data);
 }
 
 /* SIGHUP, SIGUSR1 and SIGUSR2 would end the process (their default action) with requests in
@@ -556,7 +604,7 @@ static const int ignored_signals[VLD_N_IGNORED_SIGNALS] = {SIGHUP, SIGUSR1, SIGU
 
 static void on_ignored_signal(uv_signal_t *s, int signum) {
   (void)s;
-  vl_log_info("received %s: ignored (nothing to reload; stop with SIGTERM)",
+  vld_log_info("received %s: ignored (nothing to reload; stop with SIGTERM)",
               signum == SIGHUP ? "SIGHUP" : signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
 }
 
@@ -574,13 +622,13 @@ static void release_idle_memory(void) {
  * its peer leaving only when a response fails to be written, after all its queued work ran
  * for nobody. So while work is on the pool, look for hung-up peers of such connections. */
 static void on_hup_probe(uv_timer_t *t) {
-  vl_server *srv = t->data;
-  for (vl_conn *c = srv->conns; c != NULL; c = c->next) {
-    if (c->works != NULL && !c->reading) {
-      vl_conn_probe_hangup(c); /* may close c, never frees it: its handles hold a ref */
+  vld_server *srv = t->data;
+  for (vld_conn *c = srv->conns; c != NULL; c = c->next) {
+    if (c->inflight > 0 && !c->reading) {
+      vld_conn_probe_hangup(c); /* may close c, never frees it: its handles hold a ref */
     }
   }
-  if (srv->inflight == 0) {
+  if (srv->dispatch.inflight == 0) {
     uv_timer_stop(t);
     release_idle_memory();
   }
@@ -589,11 +637,11 @@ static void on_hup_probe(uv_timer_t *t) {
 /* Connections paused for memory (their next frame, or the whole daemon over the budget) get
  * another try as memory is released; the timer stops once nothing waits. */
 static void on_mem_wait(uv_timer_t *t) {
-  vl_server *srv = t->data;
+  vld_server *srv = t->data;
   bool waiting = false;
-  for (vl_conn *c = srv->conns; c != NULL; c = c->next) {
+  for (vld_conn *c = srv->conns; c != NULL; c = c->next) {
     if (!c->reading && !c->closing) {
-      vl_conn_settle(c); /* may close c, never frees it: its handles hold a ref */
+      vld_conn_settle(c); /* may close c, never frees it: its handles hold a ref */
       waiting |= !c->closing && (vl_frame_decoder_waiting(&c->dec) ||
                                  (c->writes > 0 && !vld_mem_fits(0)));
     }
@@ -603,13 +651,13 @@ static void on_mem_wait(uv_timer_t *t) {
   }
 }
 
-void vl_server_watch_memory(vl_server *srv) {
+static void watch_memory(vld_server *srv) {
   if (!srv->finished && !uv_is_active((uv_handle_t *)&srv->mem_wait)) {
     uv_timer_start(&srv->mem_wait, on_mem_wait, MEM_WAIT_MS, MEM_WAIT_MS);
   }
 }
 
-void vl_server_watch_hangups(vl_server *srv) {
+static void watch_hangups(vld_server *srv) {
   if (!srv->finished && !uv_is_active((uv_handle_t *)&srv->hup_probe)) {
     uv_timer_start(&srv->hup_probe, on_hup_probe, HUP_PROBE_MS, HUP_PROBE_MS);
   }
@@ -617,23 +665,50 @@ void vl_server_watch_hangups(vl_server *srv) {
 
 static void on_watchdog(uv_timer_t *t) {
   (void)t;
-  vl_systemd_notify("WATCHDOG=1");
+  vld_systemd_notify("WATCHDOG=1");
+}
+
+/* ---- the dispatcher's callbacks ------------------------------------------------------- */
+
+static void on_work_queued(void *owner) {
+  watch_hangups(owner);
+}
+
+/* The "stats" method: the counters and what only the server knows. */
+static cJSON *stats_result(void *owner) {
+  vld_server *srv = owner;
+  const char *names[VLD_STATS_MAX_METHODS];
+  size_t n = vld_dispatch_method_count();
+  n = n < VLD_STATS_MAX_METHODS ? n : VLD_STATS_MAX_METHODS;
+  for (size_t i = 0; i < n; i++) {
+    names[i] = vld_dispatch_method_name(i);
+  }
+  vld_stats_view v = {.method_names = names,
+                      .n_methods = n,
+                      .conns_current = srv->n_conns,
+                      .requests_in_flight = srv->dispatch.inflight,
+                      .now_ns = uv_hrtime(),
+                      .open_files_limit = srv->nofile,
+                      .memory_budget = vld_mem_budget(),
+                      .memory_in_use = vld_mem_in_use(),
+                      .memory_peak = vld_mem_peak()};
+  return vld_stats_to_json(&srv->stats, &v);
 }
 
 /* ---- start ---------------------------------------------------------------------------- */
 
-static int start_listening(vl_server *srv) {
+static int start_listening(vld_server *srv) {
   uv_pipe_init(srv->loop, &srv->listener, 0);
   srv->listener.data = srv;
   srv->listening = true;
-  int fd = vl_systemd_listen_fd();
+  int fd = vld_systemd_listen_fd();
   int rc = 0;
   if (fd == -2) {
     return -1;
   }
   if (fd >= 0) {
     rc = uv_pipe_open(&srv->listener, fd);
-    vl_log_info("using the socket passed by systemd (fd %d)", fd);
+    vld_log_info("using the socket passed by systemd (fd %d)", fd);
   } else if (bind_path(srv) != 0) {
     return -1;
   }
@@ -642,13 +717,13 @@ static int start_listening(vl_server *srv) {
   }
   unlock_path(srv); /* listening (or failed): the next daemon's probe sees which */
   if (rc != 0) {
-    vl_log_error("cannot listen: %s", uv_strerror(rc));
+    vld_log_error("cannot listen: %s", uv_strerror(rc));
     return -1;
   }
   return 0;
 }
 
-static void start_handles(vl_server *srv) {
+static void start_handles(vld_server *srv) {
   uv_signal_init(srv->loop, &srv->sigterm);
   uv_signal_init(srv->loop, &srv->sigint);
   for (size_t i = 0; i < VLD_N_IGNORED_SIGNALS; i++) {
@@ -664,11 +739,11 @@ static void start_handles(vl_server *srv) {
   srv->sigint.data = srv;
   srv->drain.data = srv;
   srv->watchdog.data = srv;
-  uint64_t usec = vl_systemd_watchdog_usec();
+  uint64_t usec = vld_systemd_watchdog_usec();
   if (usec > 0) {
     uint64_t ms = usec / 2000 > 0 ? usec / 2000 : 1;
     uv_timer_start(&srv->watchdog, on_watchdog, ms, ms);
-    vl_log_info("watchdog: pinging every %llu ms", (unsigned long long)ms);
+    vld_log_info("watchdog: pinging every %llu ms", (unsigned long long)ms);
   }
 }
 
@@ -688,7 +763,7 @@ static unsigned fds_open(void) {
 
 /* Raises the soft RLIMIT_NOFILE to what --max-connections needs (as far as the hard limit
  * allows) and caps open connections below it, so accept never runs out of descriptors. */
-static void size_fd_limit(vl_server *srv) {
+static void size_fd_limit(vld_server *srv) {
   struct rlimit rl;
   uint64_t base = (uint64_t)fds_open() + FD_RESERVE;
   uint64_t need = base + FD_REFUSING + srv->cfg->max_connections;
@@ -706,14 +781,14 @@ static void size_fd_limit(vl_server *srv) {
   uint64_t cap = srv->nofile > base ? srv->nofile - base : 1;
   srv->fd_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
   if (srv->nofile < need) {
-    vl_log_warn("the file descriptor limit is %llu (hard limit %llu): --max-connections %u needs "
+    vld_log_warn("the file descriptor limit is %llu (hard limit %llu): --max-connections %u needs "
                 "%llu; at most %u connections (refused ones included) will be open",
                 (unsigned long long)srv->nofile, (unsigned long long)rl.rlim_max,
                 srv->cfg->max_connections, (unsigned long long)need, srv->fd_cap);
   }
 }
 
-static int start_signals(vl_server *srv) {
+static int start_signals(vld_server *srv) {
   if (uv_signal_start(&srv->sigterm, on_signal, SIGTERM) != 0 ||
       uv_signal_start(&srv->sigint, on_signal, SIGINT) != 0) {
     return -1;
@@ -726,13 +801,24 @@ static int start_signals(vl_server *srv) {
   return 0;
 }
 
-int vl_server_start(vl_server *srv, uv_loop_t *loop, const vl_config *cfg) {
+int vld_server_start(vld_server *srv, uv_loop_t *loop, const vld_config *cfg) {
   memset(srv, 0, sizeof *srv);
   srv->loop = loop;
   srv->cfg = cfg;
   srv->lock_fd = -1;
   srv->self_uid = geteuid();
-  vl_stats_init(&srv->stats, uv_hrtime());
+  srv->conn_limits = (vld_conn_limits){.max_frame_bytes = cfg->max_frame_bytes,
+                                       .max_inflight = cfg->max_inflight,
+                                       .max_write_queue = cfg->max_write_queue,
+                                       .idle_timeout_ms = cfg->idle_timeout_ms};
+  srv->dispatch = (vld_dispatcher){.loop = loop,
+                                   .cfg = cfg,
+                                   .stats = &srv->stats,
+                                   .shares = &srv->shares,
+                                   .owner = srv,
+                                   .on_queued = on_work_queued,
+                                   .stats_result = stats_result};
+  vld_stats_init(&srv->stats, uv_hrtime());
   start_handles(srv);
   size_fd_limit(srv);
   if (start_signals(srv) != 0 || start_listening(srv) != 0) {
@@ -744,8 +830,8 @@ int vl_server_start(vl_server *srv, uv_loop_t *loop, const vl_config *cfg) {
   char status[160];
   snprintf(status, sizeof status, "READY=1\nSTATUS=listening on %s",
            srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd");
-  vl_systemd_notify(status);
-  vl_log_info("listening on %s (%u workers, max %u connections, max %u queued)",
+  vld_systemd_notify(status);
+  vld_log_info("listening on %s (%u workers, max %u connections, max %u queued)",
               srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd",
               cfg->workers, cfg->max_connections, cfg->max_queued);
   return 0;

@@ -1,4 +1,4 @@
-/* stats.c - counters and latency percentiles (nearest rank over the latest VL_STATS_WINDOW
+/* stats.c - counters and latency percentiles (nearest rank over the latest VLD_STATS_WINDOW
  * requests; the maximum is over the daemon's whole life). */
 #include "stats.h"
 
@@ -32,19 +32,19 @@ static cJSON *counters_json(const char *const *names, const uint64_t *counts, si
   return o;
 }
 
-void vl_stats_init(vl_stats *s, uint64_t now_ns) {
+void vld_stats_init(vld_stats *s, uint64_t now_ns) {
   memset(s, 0, sizeof *s);
   s->start_ns = now_ns;
 }
 
-void vl_stats_record(vl_stats *s, int method, int is_error, uint64_t latency_ns) {
-  vl_method_counts *c =
-      method >= 0 && method < VL_STATS_MAX_METHODS ? &s->by_method[method] : &s->invalid;
+void vld_stats_record(vld_stats *s, int method, int is_error, uint64_t latency_ns) {
+  vld_method_counts *c =
+      method >= 0 && method < VLD_STATS_MAX_METHODS ? &s->by_method[method] : &s->invalid;
   c->requests++;
   c->errors += is_error ? 1u : 0u;
   uint64_t us = latency_ns / 1000;
   uint32_t sample = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
-  s->latency_us[s->latency_count % VL_STATS_WINDOW] = sample;
+  s->latency_us[s->latency_count % VLD_STATS_WINDOW] = sample;
   s->latency_count++;
   if (sample > s->latency_max_us) {
     s->latency_max_us = sample;
@@ -63,9 +63,9 @@ static uint32_t percentile(const uint32_t *sorted, size_t n, unsigned p) {
   return sorted[rank > 0 ? rank - 1 : 0];
 }
 
-static cJSON *latency_json(const vl_stats *s) {
-  size_t n = s->latency_count < VL_STATS_WINDOW ? s->latency_count : VL_STATS_WINDOW;
-  uint32_t sorted[VL_STATS_WINDOW];
+static cJSON *latency_json(const vld_stats *s) {
+  size_t n = s->latency_count < VLD_STATS_WINDOW ? s->latency_count : VLD_STATS_WINDOW;
+  uint32_t sorted[VLD_STATS_WINDOW];
   memcpy(sorted, s->latency_us, n * sizeof sorted[0]);
   qsort(sorted, n, sizeof sorted[0], cmp_u32);
   cJSON *o = cJSON_CreateObject();
@@ -89,7 +89,7 @@ static cJSON *latency_json(const vl_stats *s) {
   return o;
 }
 
-static cJSON *counts_json(const vl_method_counts *c) {
+static cJSON *counts_json(const vld_method_counts *c) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL || cJSON_AddNumberToObject(o, "requests", (double)c->requests) == NULL ||
       cJSON_AddNumberToObject(o, "errors", (double)c->errors) == NULL) {
@@ -111,9 +111,9 @@ static int add(cJSON *o, const char *key, cJSON *item) {
 /* {"total","errors","in_flight","cancelled","invalid":{..},
  *  "by_method":{name:{"requests","errors"}}}; cancelled requests were never answered, so they
  * are not in total. */
-static cJSON *requests_json(const vl_stats *s, const vl_stats_view *v) {
+static cJSON *requests_json(const vld_stats *s, const vld_stats_view *v) {
   cJSON *by = cJSON_CreateObject();
-  vl_method_counts total = s->invalid;
+  vld_method_counts total = s->invalid;
   for (size_t i = 0; i < v->n_methods; i++) {
     if (by != NULL && !add(by, v->method_names[i], counts_json(&s->by_method[i]))) {
       cJSON_Delete(by);
@@ -139,7 +139,7 @@ static cJSON *requests_json(const vl_stats *s, const vl_stats_view *v) {
   return o;
 }
 
-static cJSON *connections_json(const vl_stats *s, const vl_stats_view *v) {
+static cJSON *connections_json(const vld_stats *s, const vld_stats_view *v) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL || cJSON_AddNumberToObject(o, "current", v->conns_current) == NULL ||
       cJSON_AddNumberToObject(o, "total", (double)s->conns_total) == NULL ||
@@ -152,7 +152,7 @@ static cJSON *connections_json(const vl_stats *s, const vl_stats_view *v) {
   return o;
 }
 
-static cJSON *memory_json(const vl_stats_view *v) {
+static cJSON *memory_json(const vld_stats_view *v) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL || cJSON_AddNumberToObject(o, "budget_bytes", (double)v->memory_budget) == NULL ||
       cJSON_AddNumberToObject(o, "in_use_bytes", (double)v->memory_in_use) == NULL ||
@@ -163,7 +163,7 @@ static cJSON *memory_json(const vl_stats_view *v) {
   return o;
 }
 
-cJSON *vl_stats_to_json(const vl_stats *s, const vl_stats_view *v) {
+cJSON *vld_stats_to_json(const vld_stats *s, const vld_stats_view *v) {
   cJSON *o = cJSON_CreateObject();
   double uptime_ms = (double)((v->now_ns - s->start_ns) / 1000000);
   if (o == NULL || cJSON_AddNumberToObject(o, "uptime_ms", uptime_ms) == NULL ||

@@ -8,13 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VL_STATS_MAX_METHODS 16
-#define VL_STATS_WINDOW 4096 /* latency samples kept */
+#define VLD_STATS_MAX_METHODS 16
+#define VLD_STATS_WINDOW 4096 /* latency samples kept */
 
-typedef struct vl_method_counts {
+typedef struct vld_method_counts {
   uint64_t requests;
   uint64_t errors;
-} vl_method_counts;
+} vld_method_counts;
 
 /* Why a connection was refused or dropped; each has a counter and a rate-limited warning. */
 typedef enum {
@@ -38,28 +38,28 @@ typedef enum {
 extern const char *const vld_refusal_names[VLD_REFUSE_COUNT];
 extern const char *const vld_shed_names[VLD_SHED_COUNT];
 
-typedef struct vl_stats {
+typedef struct vld_stats {
   uint64_t start_ns;
   uint64_t conns_total;    /* accepted and let in */
   uint64_t conns_rejected; /* refused or dropped, any reason */
   uint64_t refused[VLD_REFUSE_COUNT];
   uint64_t shed[VLD_SHED_COUNT];
-  vl_method_counts by_method[VL_STATS_MAX_METHODS];
-  vl_method_counts invalid; /* requests that named no known method, or none at all */
+  vld_method_counts by_method[VLD_STATS_MAX_METHODS];
+  vld_method_counts invalid; /* requests that named no known method, or none at all */
   uint64_t cancelled;       /* dropped unstarted and unanswered: their connection closed */
   uint64_t views_replaced;
   int64_t bytes_saved;
-  uint32_t latency_us[VL_STATS_WINDOW]; /* ring of the latest samples */
+  uint32_t latency_us[VLD_STATS_WINDOW]; /* ring of the latest samples */
   size_t latency_count;                 /* samples ever taken */
   uint32_t latency_max_us;
-} vl_stats;
+} vld_stats;
 
-void vl_stats_init(vl_stats *s, uint64_t now_ns);
+void vld_stats_init(vld_stats *s, uint64_t now_ns);
 /* Counts one answered request; method < 0 for an invalid one. */
-void vl_stats_record(vl_stats *s, int method, int is_error, uint64_t latency_ns);
+void vld_stats_record(vld_stats *s, int method, int is_error, uint64_t latency_ns);
 
 /* What the stats method reports besides the counters. */
-typedef struct vl_stats_view {
+typedef struct vld_stats_view {
   const char *const *method_names; /* one per by_method slot */
   size_t n_methods;
   uint32_t conns_current;
@@ -69,9 +69,9 @@ typedef struct vl_stats_view {
   uint64_t memory_in_use;
   uint64_t memory_peak;
   uint64_t open_files_limit; /* the soft RLIMIT_NOFILE the daemon runs with */
-} vl_stats_view;
+} vld_stats_view;
 
 /* The stats result object; NULL on out-of-memory. */
-cJSON *vl_stats_to_json(const vl_stats *s, const vl_stats_view *v);
+cJSON *vld_stats_to_json(const vld_stats *s, const vld_stats_view *v);
 
 #endif

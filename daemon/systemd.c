@@ -41,18 +41,18 @@ static int check_listener(int fd) {
   if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
       getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening ||
       getsockname(fd, (struct sockaddr *)&sa, &salen) != 0 || sa.sun_family != AF_UNIX) {
-    vl_log_error("socket activation: fd %d is not a listening Unix stream socket", fd);
+    vld_log_error("socket activation: fd %d is not a listening Unix stream socket", fd);
     return -2;
   }
   int flags = fcntl(fd, F_GETFD);
   if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) != 0) {
-    vl_log_error("socket activation: fcntl on fd %d: %s", fd, strerror(errno));
+    vld_log_error("socket activation: fcntl on fd %d: %s", fd, strerror(errno));
     return -2;
   }
   return fd;
 }
 
-int vl_systemd_listen_fd(void) {
+int vld_systemd_listen_fd(void) {
   uint64_t pid = env_number("LISTEN_PID", UINT32_MAX);
   uint64_t n = env_number("LISTEN_FDS", 1024);
   unsetenv("LISTEN_PID");
@@ -62,7 +62,7 @@ int vl_systemd_listen_fd(void) {
     return -1;
   }
   if (n > 1) {
-    vl_log_warn("socket activation passed %llu sockets; serving the first (fd %d)",
+    vld_log_warn("socket activation passed %llu sockets; serving the first (fd %d)",
                 (unsigned long long)n, LISTEN_FDS_START);
   }
   return check_listener(LISTEN_FDS_START);
@@ -84,7 +84,7 @@ static socklen_t notify_address(const char *name, struct sockaddr_un *sa) {
   return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
 }
 
-int vl_systemd_notify(const char *state) {
+int vld_systemd_notify(const char *state) {
   const char *name = getenv("NOTIFY_SOCKET");
   if (name == NULL || name[0] == '\0') {
     return 0;
@@ -92,25 +92,25 @@ int vl_systemd_notify(const char *state) {
   struct sockaddr_un sa;
   socklen_t salen = notify_address(name, &sa);
   if (salen == 0) {
-    vl_log_debug("sd_notify: unusable NOTIFY_SOCKET '%s'", name);
+    vld_log_debug("sd_notify: unusable NOTIFY_SOCKET '%s'", name);
     return -EINVAL;
   }
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     int e = errno;
-    vl_log_debug("sd_notify: socket: %s", strerror(e));
+    vld_log_debug("sd_notify: socket: %s", strerror(e));
     return -e;
   }
   int rc = 0;
   if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, salen) < 0) {
     rc = -errno;
-    vl_log_debug("sd_notify to %s: %s", name, strerror(errno));
+    vld_log_debug("sd_notify to %s: %s", name, strerror(errno));
   }
   close(fd);
   return rc;
 }
 
-uint64_t vl_systemd_watchdog_usec(void) {
+uint64_t vld_systemd_watchdog_usec(void) {
   uint64_t usec = env_number("WATCHDOG_USEC", UINT64_MAX);
   uint64_t pid = env_number("WATCHDOG_PID", UINT32_MAX);
   const char *pid_set = getenv("WATCHDOG_PID");

@@ -9,14 +9,14 @@
 /* The first fd passed by socket activation, or -1 when the environment passes none to this
  * process. The fd is checked to be a listening Unix stream socket (else -2 and a logged
  * error) and gets FD_CLOEXEC; LISTEN_* are removed from the environment either way. */
-int vl_systemd_listen_fd(void);
+int vld_systemd_listen_fd(void);
 
 /* Sends state ("READY=1\nSTATUS=...") to $NOTIFY_SOCKET; a no-op without it. Returns 0, or
  * -errno when sending failed (logged at debug level only: notification is best effort). */
-int vl_systemd_notify(const char *state);
+int vld_systemd_notify(const char *state);
 
 /* The watchdog interval in microseconds ($WATCHDOG_USEC, when $WATCHDOG_PID is unset or is this
  * process), or 0 when the watchdog is off. */
-uint64_t vl_systemd_watchdog_usec(void);
+uint64_t vld_systemd_watchdog_usec(void);
 
 #endif

@@ -26,8 +26,25 @@ typedef struct vl_call_stats {
   int64_t bytes_saved;
 } vl_call_stats;
 
-/* True when method is one of the core methods below (lower, execute, verify, view_copy,
- * validate, ping, version). stats belongs to the daemon. */
+/* How heavy a method is, for a server that runs requests off its I/O thread: a light one is
+ * cheap enough to answer where the request was read (when its request is small), a heavy one
+ * belongs on a worker. */
+typedef enum { VL_METHOD_LIGHT, VL_METHOD_HEAVY } vl_method_weight;
+
+/* The core's methods, published once (src/wire/service.c holds the one table: name, handler,
+ * weight): ping, version, validate, lower, execute, verify, view_copy. stats belongs to the
+ * daemon. Indexes are stable for a build: 0 .. vl_service_method_count() - 1. */
+typedef struct vl_method_info {
+  const char *name;
+  vl_method_weight weight;
+} vl_method_info;
+
+VL_API size_t vl_service_method_count(void);
+/* The i-th method, NULL when i is out of range. */
+VL_API const vl_method_info *vl_service_method(size_t i);
+/* Index of the method named name, or -1. */
+VL_API int vl_service_method_index(const char *name);
+/* True when method is one of the core methods. */
 VL_API bool vl_service_has_method(const char *method);
 
 /* Runs method with params (an object; NULL is treated as {}). On success *result is a new

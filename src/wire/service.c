@@ -327,22 +327,35 @@ static vl_status m_view_copy(call *c, cJSON *result) {
   return st;
 }
 
+/* The one method table: adding a method is adding a row (plus its client wrapper and CLI row). */
 static const struct {
-  const char *name;
+  vl_method_info info;
   method_fn fn;
 } methods[] = {
-    {"ping", m_ping},       {"version", m_version}, {"validate", m_validate},   {"lower", m_lower},
-    {"execute", m_execute}, {"verify", m_verify},   {"view_copy", m_view_copy},
+    {{"ping", VL_METHOD_LIGHT}, m_ping},          {{"version", VL_METHOD_LIGHT}, m_version},
+    {{"validate", VL_METHOD_HEAVY}, m_validate},  {{"lower", VL_METHOD_HEAVY}, m_lower},
+    {{"execute", VL_METHOD_HEAVY}, m_execute},    {{"verify", VL_METHOD_HEAVY}, m_verify},
+    {{"view_copy", VL_METHOD_HEAVY}, m_view_copy},
 };
 
-static method_fn find_method(const char *name) {
-  for (size_t i = 0; i < sizeof methods / sizeof *methods; i++)
-    if (strcmp(methods[i].name, name) == 0) return methods[i].fn;
-  return NULL;
+enum { N_METHODS = sizeof methods / sizeof methods[0] };
+
+size_t vl_service_method_count(void) {
+  return N_METHODS;
+}
+
+const vl_method_info *vl_service_method(size_t i) {
+  return i < N_METHODS ? &methods[i].info : NULL;
+}
+
+int vl_service_method_index(const char *name) {
+  for (size_t i = 0; i < N_METHODS; i++)
+    if (strcmp(methods[i].info.name, name) == 0) return (int)i;
+  return -1;
 }
 
 bool vl_service_has_method(const char *method) {
-  return find_method(method) != NULL;
+  return vl_service_method_index(method) >= 0;
 }
 
 vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t *payload,
@@ -354,7 +367,8 @@ vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t
     lim = &dflt;
   }
   vl_error_clear(err);
-  method_fn fn = find_method(method);
+  int m = vl_service_method_index(method);
+  method_fn fn = m >= 0 ? methods[m].fn : NULL;
   if (fn == NULL)
     return vl_error_set(err, VL_ERR_UNKNOWN_METHOD, "", "unknown method \"%.64s\"", method);
   cJSON empty = {0};

@@ -1,0 +1,105 @@
+/* conn.h - one client connection, a handle with callbacks in the manner of libuv: it reads
+ * bytes into frames and hands each whole frame to its owner, writes response frames, applies
+ * back-pressure and the idle timeout, and closes. It knows nothing of what a frame asks for,
+ * of the server or of the thread pool: the owner (server.c) sets the callbacks, and whoever
+ * works on a frame holds the connection (vld_conn_hold) until it answered.
+ *
+ * Lifetimes: a connection embeds its two handles (the pipe and the idle timer) and is
+ * reference counted: one reference for the handles (dropped when both close callbacks ran),
+ * one per request held, one per write not yet called back. It is freed when the count reaches
+ * zero (on_free first), so work finishing after the client left touches valid memory and
+ * simply drops its response. Only the event loop thread calls these functions. */
+#ifndef VIEWLOWERD_CONN_H
+#define VIEWLOWERD_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "viewlower/buf.h"
+#include "viewlower/frame.h"
+
+#define VLD_READ_BUF_SIZE 65536
+#define VLD_SMALL_FRAME 4096 /* JSON + payload bytes parsed on the loop, admitted at once */
+
+typedef struct vld_conn vld_conn;
+
+typedef struct vld_conn_callbacks {
+  /* A whole frame: the callee owns it and answers it exactly once (vld_conn_send). */
+  void (*on_frame)(vld_conn *c, vl_frame *frame);
+  /* Closing begins: requests not started yet will never be read, cancel them. */
+  void (*on_closing)(vld_conn *c);
+  /* Both handles are closed: the socket is gone (work may still hold c). */
+  void (*on_closed)(vld_conn *c);
+  /* The last reference is gone; c is freed right after. */
+  void (*on_free)(vld_conn *c);
+  /* c stopped reading until memory is released: settle it again later. */
+  void (*on_wait_memory)(vld_conn *c);
+  /* The frame stream broke (err says how), just before the error is answered. */
+  void (*on_stream_error)(vld_conn *c, const vl_error *err);
+} vld_conn_callbacks;
+
+typedef struct vld_conn_limits {
+  uint64_t max_frame_bytes;
+  uint32_t max_inflight;    /* requests held before reading stops */
+  uint64_t max_write_queue; /* memory of unsent responses before reading stops */
+  uint64_t idle_timeout_ms; /* 0: never */
+} vld_conn_limits;
+
+struct vld_conn {
+  uv_pipe_t pipe;
+  uv_timer_t idle;
+  const vld_conn_limits *lim;
+  const vld_conn_callbacks *cb;
+  /* The owner's: */
+  void *owner;
+  void *user;                   /* whoever holds requests of c (the work list) */
+  struct vld_conn *prev, *next; /* the owner's list of connections */
+  uint64_t serial;              /* for logs */
+  pid_t pid;
+  uid_t uid;
+  gid_t gid;
+  bool counted; /* counts against the owner's limits (not a refused peer) */
+  /* The connection's own: */
+  vl_frame_decoder dec;
+  uint8_t *rbuf;   /* VLD_READ_BUF_SIZE bytes, read into only while nothing is left over */
+  size_t rbuf_off; /* unconsumed bytes are rbuf[rbuf_off..rbuf_len) */
+  size_t rbuf_len;
+  unsigned refs;
+  unsigned handles_open;
+  uint32_t inflight;    /* requests held (vld_conn_hold) */
+  uint32_t writes;      /* write requests not yet called back */
+  uint64_t write_bytes; /* the memory they hold */
+  bool started;
+  bool reading;
+  bool input_done; /* no more frames will be read: EOF, broken framing or refused peer */
+  bool draining;   /* read nothing new once the frames already buffered are served */
+  bool closing;
+};
+
+/* A connection on loop, not yet accepted into; NULL on out-of-memory. lim and cb outlive it. */
+vld_conn *vld_conn_new(uv_loop_t *loop, const vld_conn_limits *lim, const vld_conn_callbacks *cb,
+                       void *owner);
+/* Starts reading an accepted, admitted connection. */
+void vld_conn_start(vld_conn *c);
+/* Queues an error response with id null. */
+void vld_conn_send_error(vld_conn *c, const vl_error *err);
+/* Sends an error response with id null and closes the connection once it is written. */
+void vld_conn_refuse(vld_conn *c, const vl_error *err);
+/* Queues a response frame; takes json (malloc'd, or static when json_static) and payload. */
+void vld_conn_send(vld_conn *c, char *json, size_t json_len, bool json_static, vl_buf *payload);
+/* A request of c is being worked on / was answered or dropped (reference, --max-inflight). */
+void vld_conn_hold(vld_conn *c);
+void vld_conn_release(vld_conn *c);
+/* Re-evaluates reading, leftover input and closing after any change of state. */
+void vld_conn_settle(vld_conn *c);
+/* Serves what is buffered, reads nothing new, closes once drained (shutdown). */
+void vld_conn_drain(vld_conn *c);
+void vld_conn_close(vld_conn *c);
+void vld_conn_ref(vld_conn *c);
+void vld_conn_unref(vld_conn *c);
+/* Closes c when its peer has hung up (nothing can be written any more). */
+void vld_conn_probe_hangup(vld_conn *c);
+
+#endif

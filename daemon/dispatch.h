@@ -1,0 +1,46 @@
+/* dispatch.h - the life of one request: frame -> JSON-RPC envelope -> method -> response ->
+ * statistics -> the connection's write queue. The methods are the core's table
+ * (viewlower/service.h: name, weight) plus the daemon's own "stats". A dispatcher knows the
+ * connections it answers (conn.h) and nothing of the server: what it needs from its owner
+ * comes through the two callbacks below. Event loop thread only, but for the work itself. */
+#ifndef VIEWLOWERD_DISPATCH_H
+#define VIEWLOWERD_DISPATCH_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "conn.h"
+#include "shares.h"
+#include "stats.h"
+
+typedef struct vld_dispatcher {
+  uv_loop_t *loop;
+  const vld_config *cfg;
+  vld_stats *stats;
+  vld_shares *shares;
+  uint32_t inflight; /* requests on the thread pool, all connections (--max-queued) */
+  void *owner;
+  /* Work went to the pool. */
+  void (*on_queued)(void *owner);
+  /* The result of the daemon's own "stats" method (NULL on out-of-memory). */
+  cJSON *(*stats_result)(void *owner);
+} vld_dispatcher;
+
+/* Takes frame (a complete request of c) and answers it exactly once: on the loop when it is
+ * small and light (or invalid, or "stats"), else on the thread pool; past --max-queued (or the
+ * user's share) a heavy one gets -32005 at once. */
+void vld_dispatch_frame(vld_dispatcher *d, vld_conn *c, vl_frame *frame);
+/* Cancels c's requests that wait for a worker; their after_work frees them unanswered. */
+void vld_dispatch_cancel(vld_conn *c);
+/* The drain timed out: c's requests still queued on the pool are answered -32007 (shutting
+ * down) instead of run; those already running finish and are answered. */
+void vld_dispatch_expire(vld_conn *c);
+
+/* The methods counted by stats: the core's, then "stats". */
+size_t vld_dispatch_method_count(void);
+const char *vld_dispatch_method_name(size_t i);
+
+#endif
