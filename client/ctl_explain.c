@@ -84,8 +84,7 @@ static bool read_row(checker *ck, const cJSON *d, size_t i, row *r) {
   r->target = string_of(ck, d, i, "target", false);
   const cJSON *off = cJSON_GetObjectItemCaseSensitive(d, "offset");
   r->offset = cJSON_IsNumber(off) ? off->valuedouble : 0;
-  if (off != NULL && !cJSON_IsNumber(off))
-    missing(ck, i, "offset", "a number");
+  if (off != NULL && !cJSON_IsNumber(off)) missing(ck, i, "offset", "a number");
   return join_reasons(ck, d, i, r->reasons) && ck->missing[0] == '\0';
 }
 

@@ -44,12 +44,12 @@ static const struct {
      "  --inputs FILE      a JSON object: placeholder name -> tensor (SPEC section 5)\n"
      "  --seed N           generate the inputs not given from seed N (0 to 2^53)\n"
      "Lower flags as for lower.\n"},
-    {"run",
-     "usage: viewlowerctl run GRAPH --inputs FILE [-o OUT] [--encoding values|base64]\n"
-     "Executes GRAPH with the interpreter and prints {\"outputs\": [tensor, ...]}.\n"
-     "  --inputs FILE      a JSON object: placeholder name -> tensor (required)\n"
-     "  -o OUT             write to the file OUT instead of stdout\n"
-     "  --encoding E       values (default; logical order) or base64 (raw bytes, physical order)\n"},
+    {"run", "usage: viewlowerctl run GRAPH --inputs FILE [-o OUT] [--encoding values|base64]\n"
+            "Executes GRAPH with the interpreter and prints {\"outputs\": [tensor, ...]}.\n"
+            "  --inputs FILE      a JSON object: placeholder name -> tensor (required)\n"
+            "  -o OUT             write to the file OUT instead of stdout\n"
+            "  --encoding E       values (default; logical order) or base64 (raw bytes, physical "
+            "order)\n"},
     {"view-copy",
      "usage: viewlowerctl view-copy TENSOR --size 1,2,-1 [--out-dim-order 0,1,2] [-o OUT]\n"
      "                              [--encoding values|base64]\n"
@@ -58,18 +58,16 @@ static const struct {
      "  --out-dim-order LIST the output's dim order (default: contiguous)\n"
      "  -o OUT               write to the file OUT instead of stdout\n"
      "  --encoding E         values (default) or base64\n"},
-    {"ping",
-     "usage: viewlowerctl ping\n"
-     "Asks the daemon for {\"pong\":true}: exit 0 when it answers, 3 when it cannot be\n"
-     "reached. A health check.\n"},
-    {"stats",
-     "usage: viewlowerctl stats [--format json|openmetrics|prometheus]\n"
-     "Prints the daemon's counters (not with --local).\n"
-     "  --format json         the stats result as JSON (default)\n"
-     "  --format openmetrics  OpenMetrics 1.0 text (ends with # EOF)\n"
-     "  --format prometheus   Prometheus text format 0.0.4, for node_exporter's textfile\n"
-     "                        collector\n"
-     "The metric names are listed in viewlowerctl(1) and docs/deployment.md.\n"},
+    {"ping", "usage: viewlowerctl ping\n"
+             "Asks the daemon for {\"pong\":true}: exit 0 when it answers, 3 when it cannot be\n"
+             "reached. A health check.\n"},
+    {"stats", "usage: viewlowerctl stats [--format json|openmetrics|prometheus]\n"
+              "Prints the daemon's counters (not with --local).\n"
+              "  --format json         the stats result as JSON (default)\n"
+              "  --format openmetrics  OpenMetrics 1.0 text (ends with # EOF)\n"
+              "  --format prometheus   Prometheus text format 0.0.4, for node_exporter's textfile\n"
+              "                        collector\n"
+              "The metric names are listed in viewlowerctl(1) and docs/deployment.md.\n"},
     {"worker",
      "usage: viewlowerctl worker --persistent_worker | @ARGSFILE | --flagfile=ARGSFILE\n"
      "Bazel's JSON persistent worker: reads WorkRequests on stdin and answers each with one\n"

@@ -16,41 +16,56 @@ typedef struct {
   const char *name; /* without _total */
   metric_type type;
   const char *unit; /* OpenMetrics unit ("seconds", "bytes"), or NULL */
-  const char *path; /* of the number in the stats result; "by_method/?/KEY" fans out by method */
-  double scale;     /* multiplies the JSON number (milliseconds and microseconds to seconds) */
+  const char *path; /* of the number in the stats result; a "?" step fans out over the keys of
+                       the object there, each a sample labelled `label` (the rest of the path,
+                       if any, is followed in each) */
+  const char *label;
+  double scale; /* multiplies the JSON number (milliseconds and microseconds to seconds) */
   const char *help;
 } metric;
 
 static const metric metrics[] = {
-    {"viewlower_uptime_seconds", GAUGE, "seconds", "uptime_ms", 1e-3,
+    {"viewlower_uptime_seconds", GAUGE, "seconds", "uptime_ms", NULL, 1e-3,
      "Time since the daemon started."},
-    {"viewlower_connections", GAUGE, NULL, "connections/current", 1, "Open connections."},
-    {"viewlower_connections_accepted", COUNTER, NULL, "connections/total", 1,
+    {"viewlower_connections", GAUGE, NULL, "connections/current", NULL, 1, "Open connections."},
+    {"viewlower_connections_accepted", COUNTER, NULL, "connections/total", NULL, 1,
      "Connections admitted since start."},
-    {"viewlower_connections_rejected", COUNTER, NULL, "connections/rejected", 1,
+    {"viewlower_connections_rejected", COUNTER, NULL, "connections/rejected", NULL, 1,
      "Connections refused (not permitted, or over --max-connections)."},
-    {"viewlower_requests", COUNTER, NULL, "requests/by_method/?/requests", 1,
+    {"viewlower_requests", COUNTER, NULL, "requests/by_method/?/requests", "method", 1,
      "Requests answered, by method (invalid: requests that named no known method)."},
-    {"viewlower_request_errors", COUNTER, NULL, "requests/by_method/?/errors", 1,
+    {"viewlower_request_errors", COUNTER, NULL, "requests/by_method/?/errors", "method", 1,
      "Requests answered with an error, by method."},
-    {"viewlower_requests_in_flight", GAUGE, NULL, "requests/in_flight", 1,
+    {"viewlower_connections_refused", COUNTER, NULL, "connections/refused/?", "reason", 1,
+     "Connections refused or dropped, by reason."},
+    {"viewlower_open_files_limit", GAUGE, NULL, "connections/open_files_limit", NULL, 1,
+     "The daemon's soft limit of open files."},
+    {"viewlower_requests_in_flight", GAUGE, NULL, "requests/in_flight", NULL, 1,
      "Requests received and not yet answered."},
-    {"viewlower_requests_cancelled", COUNTER, NULL, "requests/cancelled", 1,
+    {"viewlower_requests_cancelled", COUNTER, NULL, "requests/cancelled", NULL, 1,
      "Requests never answered because their connection went away."},
-    {"viewlower_views_replaced", COUNTER, NULL, "views_replaced", 1,
+    {"viewlower_requests_overloaded", COUNTER, NULL, "requests/overloaded/?", "limit", 1,
+     "Requests refused with -32005 (overloaded), by the limit they met."},
+    {"viewlower_views_replaced", COUNTER, NULL, "views_replaced", NULL, 1,
      "Layout-only copies replaced by memory.view aliases."},
-    {"viewlower_saved_bytes", COUNTER, "bytes", "bytes_saved", 1,
+    {"viewlower_saved_bytes", COUNTER, "bytes", "bytes_saved", NULL, 1,
      "Bytes of copies that lowering removed."},
-    {"viewlower_request_latency_p50_seconds", GAUGE, "seconds", "latency_us/p50", 1e-6,
+    {"viewlower_request_latency_p50_seconds", GAUGE, "seconds", "latency_us/p50", NULL, 1e-6,
      "Median request latency over the latest requests."},
-    {"viewlower_request_latency_p90_seconds", GAUGE, "seconds", "latency_us/p90", 1e-6,
+    {"viewlower_request_latency_p90_seconds", GAUGE, "seconds", "latency_us/p90", NULL, 1e-6,
      "90th percentile request latency over the latest requests."},
-    {"viewlower_request_latency_p99_seconds", GAUGE, "seconds", "latency_us/p99", 1e-6,
+    {"viewlower_request_latency_p99_seconds", GAUGE, "seconds", "latency_us/p99", NULL, 1e-6,
      "99th percentile request latency over the latest requests."},
-    {"viewlower_request_latency_max_seconds", GAUGE, "seconds", "latency_us/max", 1e-6,
+    {"viewlower_request_latency_max_seconds", GAUGE, "seconds", "latency_us/max", NULL, 1e-6,
      "Largest request latency since start."},
-    {"viewlower_request_latency_samples", GAUGE, NULL, "latency_us/samples", 1,
+    {"viewlower_request_latency_samples", GAUGE, NULL, "latency_us/samples", NULL, 1,
      "Requests the latency percentiles are computed over."},
+    {"viewlower_memory_budget_bytes", GAUGE, "bytes", "memory/budget_bytes", NULL, 1,
+     "Bytes the daemon's requests may hold at once (0: no budget)."},
+    {"viewlower_memory_in_use_bytes", GAUGE, "bytes", "memory/in_use_bytes", NULL, 1,
+     "Bytes held by requests now."},
+    {"viewlower_memory_peak_bytes", GAUGE, "bytes", "memory/peak_bytes", NULL, 1,
+     "Most bytes held by requests at once since start."},
 };
 
 /* Follows "a/b/c" from o; NULL when a step is missing. */
@@ -94,11 +109,11 @@ static void number(FILE *out, double v) {
   fputs(text, out);
 }
 
-static void sample(FILE *out, const metric *m, const char *method, const cJSON *value) {
+static void sample(FILE *out, const metric *m, const char *label_value_text, const cJSON *value) {
   fprintf(out, "%s%s", m->name, m->type == COUNTER ? "_total" : "");
-  if (method != NULL) {
-    fputs("{method=\"", out);
-    label_value(out, method);
+  if (label_value_text != NULL) {
+    fprintf(out, "{%s=\"", m->label);
+    label_value(out, label_value_text);
     fputs("\"}", out);
   }
   fputc(' ', out);
@@ -113,9 +128,11 @@ static void family(FILE *out, const metric *m, bool openmetrics) {
   if (openmetrics && m->unit != NULL) fprintf(out, "# UNIT %s %s\n", m->name, m->unit);
 }
 
-/* One metric row: a plain number, or one sample per method (by_method plus "invalid"). */
+/* One metric row: a plain number, or one sample per key of the object at the "?" step (for
+ * requests by method, also the requests that named no known method, method="invalid"). The
+ * family is printed only when it has a sample. */
 static void print_metric(FILE *out, const cJSON *stats, const metric *m, bool openmetrics) {
-  const char *q = strstr(m->path, "/?/");
+  const char *q = strchr(m->path, '?');
   if (q == NULL) {
     const cJSON *v = at_path(stats, m->path, strlen(m->path));
     if (!cJSON_IsNumber(v)) return;
@@ -124,16 +141,19 @@ static void print_metric(FILE *out, const cJSON *stats, const metric *m, bool op
     return;
   }
   const cJSON *by = at_path(stats, m->path, (size_t)(q - m->path));
-  const cJSON *invalid = at_path(stats, "requests/invalid", 16);
-  const char *key = q + 3;
-  if (!cJSON_IsObject(by)) return;
-  family(out, m, openmetrics);
-  for (const cJSON *c = by->child; c != NULL; c = c->next) {
+  const char *key = q[1] == '/' ? q + 2 : "";
+  bool any = false;
+  for (const cJSON *c = cJSON_IsObject(by) ? by->child : NULL; c != NULL; c = c->next) {
     const cJSON *v = at_path(c, key, strlen(key));
-    if (c->string != NULL && cJSON_IsNumber(v)) sample(out, m, c->string, v);
+    if (c->string == NULL || !cJSON_IsNumber(v)) continue;
+    if (!any) family(out, m, openmetrics);
+    any = true;
+    sample(out, m, c->string, v);
   }
-  const cJSON *v = at_path(invalid, key, strlen(key));
-  if (cJSON_IsNumber(v)) sample(out, m, "invalid", v);
+  const cJSON *v = strstr(m->path, "by_method") != NULL
+                       ? at_path(at_path(stats, "requests/invalid", 16), key, strlen(key))
+                       : NULL;
+  if (any && cJSON_IsNumber(v)) sample(out, m, "invalid", v);
 }
 
 bool vl__ctl_format_from_name(const char *name, vl__ctl_format *out) {

@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Installs what viewlower needs to build and test on Debian (run as root). Idempotent.
-#   build: cmake ninja pkg-config gcc libuv libcjson libcmocka
-#   tests: clang + libclang-rt (libFuzzer harnesses), valgrind, systemd (systemd-analyze verify of
-#          the units), util-linux (setpriv), python3-torch/numpy (outside oracle for layouts),
-#          bazel-bootstrap (Bazel 4.2: the examples/bazel stage, scripts/bazel-test.sh),
-#          python3-torchvision + python3-pytest (the Python front end's tests and model zoo)
+# install-deps.sh [demo|test] - installs what is missing on Debian (run as root). Idempotent.
+#   demo: what scripts/demo.sh needs to build and run the daemon and the CLI (no test tools):
+#         gcc, cmake, ninja, pkg-config, libuv, libcjson
+#   test (default): demo's, plus what scripts/test.sh needs: libcmocka (unit tests), clang +
+#         libclang-rt (libFuzzer harnesses), valgrind, systemd (systemd-analyze verify of the
+#         units), util-linux (setpriv), python3-torch/numpy (outside oracle for layouts),
+#         bazel-bootstrap (Bazel 4.2: the examples/bazel stage, scripts/bazel-test.sh),
+#         python3-torchvision + python3-pytest (the Python front end's tests and model zoo),
+#         lintian + man-db (the package and man page checks of tests/packaging)
 set -euo pipefail
-packages=(build-essential cmake ninja-build pkg-config libuv1-dev libcjson-dev libcmocka-dev
-          clang libclang-rt-14-dev valgrind systemd util-linux python3-torch python3-numpy bazel-bootstrap
-          python3-torchvision python3-pytest)
+demo=(build-essential cmake ninja-build pkg-config libuv1-dev libcjson-dev)
+test=(libcmocka-dev clang libclang-rt-14-dev valgrind systemd util-linux python3-torch python3-numpy
+      bazel-bootstrap python3-torchvision python3-pytest lintian man-db)
+case ${1:-test} in
+  demo) packages=("${demo[@]}") ;;
+  test) packages=("${demo[@]}" "${test[@]}") ;;
+  *) echo "usage: $0 [demo|test]" >&2; exit 64 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -169,7 +169,8 @@ static uint32_t failed_conditions(replacer *x, uint32_t v, lower_facts *f) {
   const vl_node *base = &x->g->nodes[view->args[0].u.ref];
   uint32_t reasons = 0;
   if (x->is_output[v]) reasons |= 1u << VL_REASON_FEEDS_OUTPUT;
-  if (x->opts->policy == VL_POLICY_LEGACY) return reasons;
+  f->legacy = x->opts->policy == VL_POLICY_LEGACY;
+  if (f->legacy) return reasons;
   if (!vl_layout_view_keeps_offsets(&base->val, &view->val)) {
     if (!vl_layout_rule_contiguous(&base->val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
     if (!vl_layout_rule_contiguous(&view->val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;

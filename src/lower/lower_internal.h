@@ -12,9 +12,11 @@ typedef struct lower_facts {
   uint32_t base;        /* the base judged against (VL_NO_NODE: the node's args[0]) */
   uint32_t layout_base; /* the base of the layout reasons (VL_NO_NODE: base) */
   int64_t offset;       /* replaced: element offset into base's buffer */
+  bool legacy;          /* policy legacy: only feeds_output was checked */
 } lower_facts;
 
-#define VL__FACTS_NONE {VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, 0}
+#define VL__FACTS_NONE                                                                         \
+  {VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, VL_NO_NODE, 0, false}
 
 /* Fills d for view node v with the given reason bits; messages name the nodes involved. */
 vl_status vl__decision_init(vl_decision *d, const vl_graph *g, uint32_t v, uint32_t reasons,

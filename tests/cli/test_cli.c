@@ -816,6 +816,17 @@ static void explain_names_a_field_the_daemon_left_out(void **state) {
   }
 }
 
+/* Under legacy only feeds_output is checked: the message must not claim the layout and write
+ * checks that policy skips. */
+static void explain_under_legacy_claims_no_check_it_did_not_make(void **state) {
+  (void)state;
+  result r = both(NULL, (const char *[]){"explain", EX "patch_embed.json", "--policy", "legacy", NULL}, 0);
+  assert_non_null(strstr(r.out, "  aliases x_cl under policy legacy, which checks only feeds_output (not layout,\n"
+                                "  not writes); saves 48 bytes\n"));
+  assert_null(strstr(r.out, "keeps its memory offset"));
+  drop(&r);
+}
+
 /* ---- stats as metrics ---- */
 
 static void stats_prints_openmetrics_and_prometheus_text(void **state) {
@@ -886,6 +897,7 @@ int main(void) {
       cmocka_unit_test(explain_fits_80_columns_and_aligns_long_names),
       cmocka_unit_test(explain_lists_the_nodes_removed_as_dead),
       cmocka_unit_test(explain_names_a_field_the_daemon_left_out),
+      cmocka_unit_test(explain_under_legacy_claims_no_check_it_did_not_make),
       cmocka_unit_test(stats_prints_openmetrics_and_prometheus_text),
   };
   int failed = cmocka_run_group_tests(tests, start_daemon, stop_daemon);
