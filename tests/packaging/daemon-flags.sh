@@ -14,24 +14,28 @@ version=$(sed -n 's/^project(viewlower VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLi
 "$d" --help | grep -q -- '--version' || fail "--help does not list --version"
 echo "ok: viewlowerd --version"
 
-# Starts the daemon with stderr appended to LOG and JOURNAL_STREAM=$2, stops it, prints the
-# line that announces the socket (other records, e.g. the memory budget, may come before it).
-listen_line() {
+# Starts the daemon with stderr appended to LOG and JOURNAL_STREAM=$2, stops it, prints the log.
+run_log() {
   local log=$1 stream=$2 pid
   JOURNAL_STREAM=$stream "$d" --socket "$tmp/s" --log-level info 2>>"$log" &
   pid=$!
   for _ in $(seq 200); do [ -S "$tmp/s" ] && break; sleep 0.02; done
   kill "$pid"
   wait "$pid" || fail "viewlowerd exited $? after SIGTERM"
-  grep -m 1 "listening on " "$log" || true
+  cat "$log"
 }
+# journal: every line has a <N> prefix and no timestamp; otherwise none has one.
+journal_lines() { grep -c '^<[0-9]>' <<<"$1" || true; }
 : >"$tmp/match"
-line=$(listen_line "$tmp/match" "$(stat -c '%d:%i' "$tmp/match")")
-[[ $line == "<6>listening on "* ]] || fail "stderr is the journal stream, yet: $line"
+out=$(run_log "$tmp/match" "$(stat -c '%d:%i' "$tmp/match")")
+grep -q '^<6>listening on ' <<<"$out" || fail "stderr is the journal stream, yet: $out"
+[ "$(journal_lines "$out")" = "$(wc -l <<<"$out")" ] || fail "a line without <N>: $out"
 : >"$tmp/other" && : >"$tmp/elsewhere"
-line=$(listen_line "$tmp/other" "$(stat -c '%d:%i' "$tmp/elsewhere")")
-[[ $line == *"viewlowerd info: listening on "* ]] || fail "another file's stream, yet: $line"
+out=$(run_log "$tmp/other" "$(stat -c '%d:%i' "$tmp/elsewhere")")
+grep -q 'viewlowerd info: listening on ' <<<"$out" || fail "another file's stream, yet: $out"
+[ "$(journal_lines "$out")" = 0 ] || fail "<N> prefixes for another file's stream: $out"
 : >"$tmp/junk"
-line=$(listen_line "$tmp/junk" "not-a-stream")
-[[ $line == *"viewlowerd info: listening on "* ]] || fail "malformed JOURNAL_STREAM, yet: $line"
+out=$(run_log "$tmp/junk" "not-a-stream")
+grep -q 'viewlowerd info: listening on ' <<<"$out" || fail "malformed JOURNAL_STREAM, yet: $out"
+[ "$(journal_lines "$out")" = 0 ] || fail "<N> prefixes for a malformed JOURNAL_STREAM: $out"
 echo "ok: <N> prefixes only when stderr is the journal stream"
