@@ -57,6 +57,19 @@ for page in man1/viewlowerctl.1.gz man8/viewlowerd.8.gz; do
   echo "ok: man -l $page renders ($lines lines, no warnings)"
 done
 
+# The man pages keep up with the programs: every flag of viewlowerd --help and every command of
+# viewlowerctl --help is in its page.
+render() { MANWIDTH=1000 man --nh --nj -E ascii -l "$1" 2>/dev/null; }
+dpage=$(render "$prefix/share/man/man8/viewlowerd.8.gz")
+for flag in $("$prefix/sbin/viewlowerd" --help | sed -n 's/^  \(--[a-z-]*\).*/\1/p'); do
+  grep -qF -- "$flag" <<<"$dpage" || fail "viewlowerd(8) does not document $flag"
+done
+cpage=$(render "$prefix/share/man/man1/viewlowerctl.1.gz")
+for cmd in $("$prefix/bin/viewlowerctl" --help | sed -n 's/^  \([a-z][a-z-]*\).*/\1/p'); do
+  grep -qE "^ +$cmd( |$)" <<<"$cpage" || fail "viewlowerctl(1) does not document the command $cmd"
+done
+echo "ok: the man pages document every flag of viewlowerd and every command of viewlowerctl"
+
 sock=$tmp/viewlower.sock
 "$prefix/sbin/viewlowerd" --socket "$sock" --log-level warn &
 daemon=$!
