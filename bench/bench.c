@@ -31,9 +31,9 @@
 #include <unistd.h>
 
 #include "bench_daemon.h"
-#include "viewlower/layout.h"
 #include "viewlower/copy.h"
 #include "viewlower/graph.h"
+#include "viewlower/layout.h"
 #include "viewlower/lower.h"
 #include "viewlower/tensor.h"
 
@@ -77,11 +77,11 @@ typedef struct copy_case {
 } copy_case;
 
 #define CL(name, dt, n, c, h, w)                                                                   \
-  {name, dt, 4, {n, c, h, w}, true, false, 3, {n, c, -1}, NULL}
+  { name, dt, 4, {n, c, h, w}, true, false, 3, {n, c, -1}, NULL }
 #define IMG_IN(name, dt, c, h, w)                                                                  \
-  {name, dt, 4, {1, c, h, w}, true, false, 4, {1, c, h, w}, "nhwc_to_nchw"}
+  { name, dt, 4, {1, c, h, w}, true, false, 4, {1, c, h, w}, "nhwc_to_nchw" }
 #define IMG_OUT(name, dt, c, h, w)                                                                 \
-  {name, dt, 4, {1, c, h, w}, false, true, 4, {1, c, h, w}, "nchw_to_nhwc"}
+  { name, dt, 4, {1, c, h, w}, false, true, 4, {1, c, h, w}, "nchw_to_nhwc" }
 
 /* The first seven are SPEC §9's historical cases (names kept: tools compare runs by name). */
 static const copy_case copy_cases[] = {
@@ -210,8 +210,8 @@ static void run_method(int m, const copy_run *r) {
         fprintf(stderr, "viewlower-bench: %s: %s\n", r->c->name, err.message);
         exit(1);
       }
-    } else if (vl_copy_logical_at(r->level, &r->out->spec, r->out->data, &r->in->spec,
-                                  r->in->data, &err) != VL_OK) {
+    } else if (vl_copy_logical_at(r->level, &r->out->spec, r->out->data, &r->in->spec, r->in->data,
+                                  &err) != VL_OK) {
       fprintf(stderr, "viewlower-bench: %s: %s\n", r->c->name, err.message);
       exit(1);
     }
@@ -310,7 +310,8 @@ static cJSON *bench_copy(bool quick, const char *only, vl_copy_level level) {
     if (only != NULL && strcmp(only, copy_cases[i].name) != 0) continue;
     copy_run r = {.c = &copy_cases[i], .level = level};
     make_tensors(&copy_cases[i], &r.in, &r.out);
-    int rounds = r.in->nbytes > (8 << 20) ? 21 : 41, naive_rounds = r.in->nbytes > (1 << 20) ? 3 : 7;
+    int rounds = r.in->nbytes > (8 << 20) ? 21 : 41,
+        naive_rounds = r.in->nbytes > (1 << 20) ? 3 : 7;
     if (quick) rounds = 7, naive_rounds = 2;
     cJSON_AddItemToArray(list, copy_case_json(&r, copy_measure(&r, rounds, naive_rounds)));
     vl_tensor_free(r.in);
@@ -319,7 +320,8 @@ static cJSON *bench_copy(bool quick, const char *only, vl_copy_level level) {
   return list;
 }
 
-/* ---- one large copy on two threads ------------------------------------------------------------- */
+/* ---- one large copy on two threads -------------------------------------------------------------
+ */
 
 typedef struct half_copy {
   char *d;

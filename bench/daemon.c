@@ -137,7 +137,8 @@ static double blob_roundtrip_s(vl_client *c, const uint8_t *payload, cJSON *para
   return ok ? t : -1.0;
 }
 
-/* ---- plain socket echo ------------------------------------------------------------------------ */
+/* ---- plain socket echo ------------------------------------------------------------------------
+ */
 
 static bool write_all(int fd, const uint8_t *p, size_t n) {
   while (n > 0) {
@@ -204,10 +205,11 @@ static double echo_roundtrip_s(const uint8_t *payload, uint8_t *back, int rounds
 
 static cJSON *view_copy_params(void) {
   char text[256];
-  snprintf(text, sizeof text,
-           "{\"input\":{\"dtype\":\"float32\",\"shape\":[%zu],\"blob\":{\"offset\":0,\"nbytes\":%zu}},"
-           "\"size\":[%zu],\"encoding\":\"blob\"}",
-           BLOB_BYTES / 4, BLOB_BYTES, BLOB_BYTES / 4);
+  snprintf(
+      text, sizeof text,
+      "{\"input\":{\"dtype\":\"float32\",\"shape\":[%zu],\"blob\":{\"offset\":0,\"nbytes\":%zu}},"
+      "\"size\":[%zu],\"encoding\":\"blob\"}",
+      BLOB_BYTES / 4, BLOB_BYTES, BLOB_BYTES / 4);
   return cJSON_Parse(text);
 }
 
@@ -249,7 +251,8 @@ cJSON *vl_bench_daemon(const char *socket_path, bool quick) {
   else
     cJSON_AddNullToObject(o, "blob_64mib_roundtrip_gbps");
   if (eok > 0)
-    cJSON_AddNumberToObject(o, "socket_echo_gbps", (double)BLOB_BYTES / median_of(echoes, eok) / 1e9);
+    cJSON_AddNumberToObject(o, "socket_echo_gbps",
+                            (double)BLOB_BYTES / median_of(echoes, eok) / 1e9);
   else
     cJSON_AddNullToObject(o, "socket_echo_gbps");
   cJSON_AddNumberToObject(o, "blob_repeats", ok);

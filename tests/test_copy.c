@@ -7,8 +7,8 @@
  * the program once per level; a level this CPU cannot run exits 77 (skipped), and so does the
  * CPU's own level, which the plain run covers (unless VL_COPY_LEVEL_RUN_NATIVE is set). */
 #include <setjmp.h>
-#include <stdbool.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "viewlower/layout.h"
 #include "viewlower/copy.h"
+#include "viewlower/layout.h"
 #include "viewlower/tensor.h"
 
 /* The level every engine call in this file uses (set once in main). */
@@ -261,10 +261,12 @@ static void large_layout_changes_cross_tiles_for_every_element_size(void **state
     vl_tensor *x = new_tensor(&a), *y = new_tensor(&b), *want = new_tensor(&b);
     vl_error err;
     fill_random_bytes(&rs, x->data, x->nbytes);
-    assert_int_equal(vl_copy_logical_at(test_level, &y->spec, y->data, &x->spec, x->data, &err), VL_OK);
+    assert_int_equal(vl_copy_logical_at(test_level, &y->spec, y->data, &x->spec, x->data, &err),
+                     VL_OK);
     reference_logical(&want->spec, want->data, &x->spec, x->data);
     assert_memory_equal(y->data, want->data, (size_t)y->nbytes);
-    assert_int_equal(vl_copy_logical_at(test_level, &x->spec, x->data, &y->spec, y->data, &err), VL_OK);
+    assert_int_equal(vl_copy_logical_at(test_level, &x->spec, x->data, &y->spec, y->data, &err),
+                     VL_OK);
     reference_logical(&x->spec, want->data, &y->spec, y->data);
     assert_memory_equal(x->data, want->data, (size_t)x->nbytes);
     vl_tensor_free(x);
@@ -317,10 +319,12 @@ static void narrow_channel_counts_deinterleave_and_interleave_exactly(void **sta
       vl_tensor *x = new_tensor(&a), *y = new_tensor(&b), *want = new_tensor(&b);
       vl_error err;
       fill_random_bytes(&rs, x->data, x->nbytes);
-      assert_int_equal(vl_copy_logical_at(test_level, &y->spec, y->data, &x->spec, x->data, &err), VL_OK);
+      assert_int_equal(vl_copy_logical_at(test_level, &y->spec, y->data, &x->spec, x->data, &err),
+                       VL_OK);
       reference_logical(&want->spec, want->data, &x->spec, x->data);
       assert_memory_equal(y->data, want->data, (size_t)y->nbytes);
-      assert_int_equal(vl_copy_logical_at(test_level, &x->spec, x->data, &y->spec, y->data, &err), VL_OK);
+      assert_int_equal(vl_copy_logical_at(test_level, &x->spec, x->data, &y->spec, y->data, &err),
+                       VL_OK);
       reference_logical(&x->spec, want->data, &y->spec, y->data);
       assert_memory_equal(x->data, want->data, (size_t)x->nbytes);
       vl_tensor_free(x);
@@ -687,7 +691,6 @@ static void permute_matches_reference_on_random_layouts(void **state) {
   }
 }
 
-
 /* Random 2-D planes, destination-contiguous along y and source-contiguous along x, for every
  * element size with a transpose kernel: sizes cross the blocks of every level (16 x 16 bytes,
  * 8 x 8 and 16 x 16 words) with ragged edges; rows are padded and the buffers start at odd
@@ -706,7 +709,8 @@ static void transposes_match_reference_for_every_element_size(void **state) {
     const int64_t dst_st[] = {nx * (ny + dpad), ny + dpad, 1};
     const int64_t src_st[] = {ny * (nx + spad), 1, nx + spad};
     size_t dofs = (size_t)rnd_below(&rs, 16), sofs = (size_t)rnd_below(&rs, 16);
-    size_t nd = (size_t)(outer * dst_st[0]) * es + dofs, ns = (size_t)(outer * src_st[0]) * es + sofs;
+    size_t nd = (size_t)(outer * dst_st[0]) * es + dofs,
+           ns = (size_t)(outer * src_st[0]) * es + sofs;
     char *s = malloc(ns), *d = malloc(nd), *want = malloc(nd);
     assert_true(s && d && want);
     fill_random_bytes(&rs, s, (int64_t)ns);
@@ -715,8 +719,8 @@ static void transposes_match_reference_for_every_element_size(void **state) {
     vl_copy_strided_at(test_level, es, 3, shape, d + dofs, dst_st, s + sofs, src_st);
     reference_strided(es, 3, shape, want + dofs, dst_st, s + sofs, src_st, outer * nx * ny);
     if (memcmp(d, want, nd) != 0)
-      fail_msg("level %s: transpose %zu-byte %lldx%lldx%lld differs", vl_copy_level_name(test_level),
-               es, (long long)outer, (long long)nx, (long long)ny);
+      fail_msg("level %s: transpose %zu-byte %lldx%lldx%lld differs",
+               vl_copy_level_name(test_level), es, (long long)outer, (long long)nx, (long long)ny);
     free(s);
     free(d);
     free(want);
@@ -740,7 +744,8 @@ static void narrow_planes_match_reference_in_both_directions(void **state) {
     const int64_t inter[] = {n * c, 1, c}, planar[] = {c * (n + pad), n + pad, 1};
     const int64_t *dst_st = split ? planar : inter, *src_st = split ? inter : planar;
     size_t dofs = (size_t)rnd_below(&rs, 16), sofs = (size_t)rnd_below(&rs, 16);
-    size_t nd = (size_t)(outer * dst_st[0]) * es + dofs, ns = (size_t)(outer * src_st[0]) * es + sofs;
+    size_t nd = (size_t)(outer * dst_st[0]) * es + dofs,
+           ns = (size_t)(outer * src_st[0]) * es + sofs;
     char *s = malloc(ns + 1), *d = malloc(nd + 1), *want = malloc(nd + 1);
     assert_true(s && d && want);
     fill_random_bytes(&rs, s, (int64_t)ns + 1);
@@ -750,8 +755,8 @@ static void narrow_planes_match_reference_in_both_directions(void **state) {
     reference_strided(es, 3, shape, want + dofs, dst_st, s + sofs, src_st, outer * c * n);
     if (memcmp(d, want, nd + 1) != 0)
       fail_msg("level %s: %s of %lld channels, %zu-byte, %lld pixels differs",
-               vl_copy_level_name(test_level), split ? "deinterleave" : "interleave",
-               (long long)c, es, (long long)n);
+               vl_copy_level_name(test_level), split ? "deinterleave" : "interleave", (long long)c,
+               es, (long long)n);
     free(s);
     free(d);
     free(want);

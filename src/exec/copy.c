@@ -7,8 +7,8 @@
  * 4 and 8) or a typed strided line - under an odometer of pointers over the outer loops.
  * Invariants: inside the engine strides are in bytes; nothing divides or takes a modulus per
  * element; pointers never leave the buffers they walk. */
-#include "viewlower/layout.h"
 #include "viewlower/copy.h"
+#include "viewlower/layout.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -557,9 +557,9 @@ static void loops_run(loops *L, char *d, const char *s, vl_copy_level level) {
 }
 
 /* Peels the outermost dim while there are more dims than the engine holds. */
-static void copy_strided(vl_copy_level level, size_t elem_size, size_t rank,
-                         const int64_t *shape, void *dst, const int64_t *dst_strides,
-                         const void *src, const int64_t *src_strides);
+static void copy_strided(vl_copy_level level, size_t elem_size, size_t rank, const int64_t *shape,
+                         void *dst, const int64_t *dst_strides, const void *src,
+                         const int64_t *src_strides);
 
 static void copy_peel(vl_copy_level level, size_t elem, size_t rank, const int64_t *shape,
                       char *dst, const int64_t *dst_strides, const char *src,
@@ -572,9 +572,9 @@ static void copy_peel(vl_copy_level level, size_t elem, size_t rank, const int64
     copy_strided(level, elem, rank - 1, shape + 1, dst, dst_strides + 1, src, src_strides + 1);
 }
 
-static void copy_strided(vl_copy_level level, size_t elem_size, size_t rank,
-                         const int64_t *shape, void *dst, const int64_t *dst_strides,
-                         const void *src, const int64_t *src_strides) {
+static void copy_strided(vl_copy_level level, size_t elem_size, size_t rank, const int64_t *shape,
+                         void *dst, const int64_t *dst_strides, const void *src,
+                         const int64_t *src_strides) {
   if (rank > MAX_LOOPS) {
     copy_peel(level, elem_size, rank, shape, dst, dst_strides, src, src_strides);
     return;
@@ -651,9 +651,9 @@ static int refine(const vl_spec *a, const int64_t *as, const vl_spec *b, const i
 }
 
 /* Copies through a contiguous buffer when neither side is contiguous and no refinement exists. */
-static vl_status copy_via_temp(vl_copy_level level, const vl_spec *dst_spec, void *dst, const int64_t *dst_strides,
-                               const vl_spec *src_spec, const void *src, const int64_t *src_strides,
-                               int64_t nbytes, vl_error *err) {
+static vl_status copy_via_temp(vl_copy_level level, const vl_spec *dst_spec, void *dst,
+                               const int64_t *dst_strides, const vl_spec *src_spec, const void *src,
+                               const int64_t *src_strides, int64_t nbytes, vl_error *err) {
   size_t es = vl_dtype_size(src_spec->dtype);
   int64_t dense[VL_MAX_RANK];
   void *tmp = malloc((size_t)nbytes);
@@ -743,8 +743,8 @@ vl_status vl_copy_permute_at(vl_copy_level level, const vl_spec *dst_spec, void 
   vl_layout_strides(dst_spec, ds);
   vl_layout_strides(src_spec, ss);
   for (size_t d = 0; d < src_spec->rank; d++) sp[d] = ss[perm[d]];
-  copy_strided(level_clamp(level), vl_dtype_size(src_spec->dtype), dst_spec->rank,
-               dst_spec->shape, dst, ds, src, sp);
+  copy_strided(level_clamp(level), vl_dtype_size(src_spec->dtype), dst_spec->rank, dst_spec->shape,
+               dst, ds, src, sp);
   return VL_OK;
 }
 

@@ -6,7 +6,8 @@
  * 8x8 of 2 bytes (4 registers, 12), 8x8 of 4 bytes (8 registers, 16), 4x4 of 8 bytes (4
  * registers, 4). Ragged edges move element by element.
  * Narrow planes: the SSSE3 byte shuffles of copy_ssse3.c on two groups at once, one per 128-bit
- * lane (vpshufb shuffles within lanes, so the masks are the same). */
+ * lane (vpshufb shuffles within lanes, so the masks are the same); 3 channels by blends and one
+ * shuffle per channel (exec/copy_shuffle.h). */
 #include "exec/copy_kernels.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)
@@ -22,10 +23,10 @@
 /* A register of two 16-byte halves: lane 0 from p, lane 1 from q. */
 #define LOAD2(p, q) _mm256_inserti128_si256(_mm256_castsi128_si256(LOAD16(p)), LOAD16(q), 1)
 #define LOAD2PS(p, q)                                                                              \
-  _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((const float *)(const void *)(p))),    \
+  _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((const float *)(const void *)(p))),     \
                        _mm_loadu_ps((const float *)(const void *)(q)), 1)
 #define LOAD2PD(p, q)                                                                              \
-  _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd((const double *)(const void *)(p))),   \
+  _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd((const double *)(const void *)(p))),    \
                        _mm_loadu_pd((const double *)(const void *)(q)), 1)
 #define STOREPS(p, v) _mm256_storeu_ps((float *)(void *)(p), (v))
 #define STOREPD(p, v) _mm256_storeu_pd((double *)(void *)(p), (v))
@@ -103,7 +104,7 @@ static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
 }
 
 /* Whole K x K blocks along x first (each source line is used up at once), then the edges. */
-#define VL__AVX2_TILE(sfx, K, E, ROW)                                                                  \
+#define VL__AVX2_TILE(sfx, K, E, ROW)                                                              \
   static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,             \
                          ptrdiff_t sy) {                                                           \
     VL__TILE_BODY(K, E, block_##sfx, vl__copy_tiles_portable[ROW], d, s, nx, ny, dx, sy);          \
@@ -116,56 +117,96 @@ VL__AVX2_TILE(u64, 4, 8, 3)
 
 /* ---- narrow planes --------------------------------------------------------------------------- */
 
-#define MASK(F, C, E, k, v) _mm256_broadcastsi128_si256(_mm_setr_epi8(VL__MASK16(F, C, E, k, v)))
-#define MASKS(F, C, E)                                                                             \
-  {                                                                                                \
-    {MASK(F, C, E, 0, 0), MASK(F, C, E, 0, 1), MASK(F, C, E, 0, 2), MASK(F, C, E, 0, 3)},          \
-        {MASK(F, C, E, 1, 0), MASK(F, C, E, 1, 1), MASK(F, C, E, 1, 2), MASK(F, C, E, 1, 3)},      \
-        {MASK(F, C, E, 2, 0), MASK(F, C, E, 2, 1), MASK(F, C, E, 2, 2), MASK(F, C, E, 2, 3)},      \
-    {                                                                                              \
-      MASK(F, C, E, 3, 0), MASK(F, C, E, 3, 1), MASK(F, C, E, 3, 2), MASK(F, C, E, 3, 3)           \
-    }                                                                                              \
-  }
+#define M1(F, E, k, v) _mm256_broadcastsi128_si256(_mm_setr_epi8(VL__MASK16(F, 3, E, k, v)))
 
-/* Per step: two groups of 16 * C bytes, group 0 in lane 0, group 1 in lane 1. */
-#define VL__AVX2_NARROW(C, E, sfx)                                                                 \
-  static void split##C##_##sfx(char *d, const char *s, int64_t n, ptrdiff_t dx) {                  \
-    const __m256i m[4][4] = MASKS(VL__SPLIT_AT, C, E);                                             \
+/* 4 x 4 transpose of 32-bit words within each lane: r[k] word v = t[v] word k. */
+static void transpose4x32(__m256i t[4]) {
+  __m256i lo01 = _mm256_unpacklo_epi32(t[0], t[1]), hi01 = _mm256_unpackhi_epi32(t[0], t[1]);
+  __m256i lo23 = _mm256_unpacklo_epi32(t[2], t[3]), hi23 = _mm256_unpackhi_epi32(t[2], t[3]);
+  t[0] = _mm256_unpacklo_epi64(lo01, lo23);
+  t[1] = _mm256_unpackhi_epi64(lo01, lo23);
+  t[2] = _mm256_unpacklo_epi64(hi01, hi23);
+  t[3] = _mm256_unpackhi_epi64(hi01, hi23);
+}
+
+/* Four channels (exec/copy_shuffle.h): per group, four shuffles and a transpose of words. */
+#define VL__AVX2_NARROW4(E, sfx)                                                                   \
+  static void split4_##sfx(char *d, const char *s, int64_t n, ptrdiff_t dx) {                      \
+    const __m256i g = M1(VL__SPLIT4_GROUP, E, 0, 0);                                               \
     enum { P = 32 / E };                                                                           \
     int64_t y = 0;                                                                                 \
-    for (; y + P <= n; y += P, s += 32 * C) {                                                      \
-      __m256i in[C];                                                                               \
-      for (int v = 0; v < C; v++) in[v] = LOAD2(s + 16 * v, s + 16 * C + 16 * v);                 \
-      for (int k = 0; k < C; k++) {                                                                \
-        __m256i o = _mm256_shuffle_epi8(in[0], m[k][0]);                                           \
-        for (int v = 1; v < C; v++) o = _mm256_or_si256(o, _mm256_shuffle_epi8(in[v], m[k][v]));  \
-        STORE32(d + k * dx + y * E, o);                                                            \
-      }                                                                                            \
+    for (; y + P <= n; y += P, s += 128) {                                                         \
+      __m256i t[4];                                                                                \
+      for (int v = 0; v < 4; v++)                                                                  \
+        t[v] = _mm256_shuffle_epi8(LOAD2(s + 16 * v, s + 64 + 16 * v), g);                         \
+      transpose4x32(t);                                                                            \
+      for (int k = 0; k < 4; k++) STORE32(d + k * dx + y * E, t[k]);                               \
     }                                                                                              \
-    for (; y < n; y++, s += C * E)                                                                 \
-      for (int k = 0; k < C; k++) memcpy(d + k * dx + y * E, s + k * E, E);                        \
+    for (; y < n; y++, s += 4 * E)                                                                 \
+      for (int k = 0; k < 4; k++) memcpy(d + k * dx + y * E, s + k * E, E);                        \
   }                                                                                                \
-  static void merge##C##_##sfx(char *d, const char *s, int64_t n, ptrdiff_t sy) {                  \
-    const __m256i m[4][4] = MASKS(VL__MERGE_AT, C, E);                                             \
+  static void merge4_##sfx(char *d, const char *s, int64_t n, ptrdiff_t sy) {                      \
+    const __m256i g = M1(VL__MERGE4_GROUP, E, 0, 0);                                               \
     enum { P = 32 / E };                                                                           \
     int64_t x = 0;                                                                                 \
-    for (; x + P <= n; x += P, d += 32 * C) {                                                      \
-      __m256i in[C];                                                                               \
-      for (int k = 0; k < C; k++) in[k] = LOAD32(s + k * sy + x * E);                              \
-      for (int v = 0; v < C; v++) {                                                                \
-        __m256i o = _mm256_shuffle_epi8(in[0], m[0][v]);                                           \
-        for (int k = 1; k < C; k++) o = _mm256_or_si256(o, _mm256_shuffle_epi8(in[k], m[k][v]));  \
-        STORE2(d + 16 * v, d + 16 * C + 16 * v, o);                                                \
-      }                                                                                            \
+    for (; x + P <= n; x += P, d += 128) {                                                         \
+      __m256i t[4];                                                                                \
+      for (int k = 0; k < 4; k++) t[k] = LOAD32(s + k * sy + x * E);                               \
+      transpose4x32(t);                                                                            \
+      for (int v = 0; v < 4; v++)                                                                  \
+        STORE2(d + 16 * v, d + 64 + 16 * v, _mm256_shuffle_epi8(t[v], g));                         \
     }                                                                                              \
-    for (; x < n; x++, d += C * E)                                                                 \
-      for (int k = 0; k < C; k++) memcpy(d + k * E, s + k * sy + x * E, E);                        \
+    for (; x < n; x++, d += 4 * E)                                                                 \
+      for (int k = 0; k < 4; k++) memcpy(d + k * E, s + k * sy + x * E, E);                        \
   }
 
-VL__AVX2_NARROW(3, 1, u8)
-VL__AVX2_NARROW(4, 1, u8)
-VL__AVX2_NARROW(3, 2, u16)
-VL__AVX2_NARROW(4, 2, u16)
+/* Three channels (exec/copy_shuffle.h): per group, two blends and one shuffle per channel. */
+#define VL__AVX2_NARROW3(E, sfx)                                                                   \
+  static void split3_##sfx(char *d, const char *s, int64_t n, ptrdiff_t dx) {                      \
+    const __m256i sb[3] = {M1(VL__SPLIT3_SEL, E, 0, 1), M1(VL__SPLIT3_SEL, E, 1, 1),               \
+                           M1(VL__SPLIT3_SEL, E, 2, 1)};                                           \
+    const __m256i sc[3] = {M1(VL__SPLIT3_SEL, E, 0, 2), M1(VL__SPLIT3_SEL, E, 1, 2),               \
+                           M1(VL__SPLIT3_SEL, E, 2, 2)};                                           \
+    const __m256i so[3] = {M1(VL__SPLIT3_ORDER, E, 0, 0), M1(VL__SPLIT3_ORDER, E, 1, 0),           \
+                           M1(VL__SPLIT3_ORDER, E, 2, 0)};                                         \
+    enum { P = 32 / E };                                                                           \
+    int64_t y = 0;                                                                                 \
+    for (; y + P <= n; y += P, s += 96) {                                                          \
+      __m256i a = LOAD2(s, s + 48), b = LOAD2(s + 16, s + 64), c = LOAD2(s + 32, s + 80);          \
+      for (int k = 0; k < 3; k++) {                                                                \
+        __m256i x = _mm256_blendv_epi8(_mm256_blendv_epi8(a, b, sb[k]), c, sc[k]);                 \
+        STORE32(d + k * dx + y * E, _mm256_shuffle_epi8(x, so[k]));                                \
+      }                                                                                            \
+    }                                                                                              \
+    for (; y < n; y++, s += 3 * E)                                                                 \
+      for (int k = 0; k < 3; k++) memcpy(d + k * dx + y * E, s + k * E, E);                        \
+  }                                                                                                \
+  static void merge3_##sfx(char *d, const char *s, int64_t n, ptrdiff_t sy) {                      \
+    const __m256i mo[3] = {M1(VL__MERGE3_ORDER, E, 0, 0), M1(VL__MERGE3_ORDER, E, 1, 0),           \
+                           M1(VL__MERGE3_ORDER, E, 2, 0)};                                         \
+    const __m256i m1[3] = {M1(VL__MERGE3_SEL, E, 1, 0), M1(VL__MERGE3_SEL, E, 1, 1),               \
+                           M1(VL__MERGE3_SEL, E, 1, 2)};                                           \
+    const __m256i m2[3] = {M1(VL__MERGE3_SEL, E, 2, 0), M1(VL__MERGE3_SEL, E, 2, 1),               \
+                           M1(VL__MERGE3_SEL, E, 2, 2)};                                           \
+    enum { P = 32 / E };                                                                           \
+    int64_t x = 0;                                                                                 \
+    for (; x + P <= n; x += P, d += 96) {                                                          \
+      __m256i y0 = _mm256_shuffle_epi8(LOAD32(s + x * E), mo[0]);                                  \
+      __m256i y1 = _mm256_shuffle_epi8(LOAD32(s + sy + x * E), mo[1]);                             \
+      __m256i y2 = _mm256_shuffle_epi8(LOAD32(s + 2 * sy + x * E), mo[2]);                         \
+      for (int v = 0; v < 3; v++) {                                                                \
+        __m256i o = _mm256_blendv_epi8(_mm256_blendv_epi8(y0, y1, m1[v]), y2, m2[v]);              \
+        STORE2(d + 16 * v, d + 48 + 16 * v, o);                                                    \
+      }                                                                                            \
+    }                                                                                              \
+    for (; x < n; x++, d += 3 * E)                                                                 \
+      for (int k = 0; k < 3; k++) memcpy(d + k * E, s + k * sy + x * E, E);                        \
+  }
+
+VL__AVX2_NARROW3(1, u8)
+VL__AVX2_NARROW3(2, u16)
+VL__AVX2_NARROW4(1, u8)
+VL__AVX2_NARROW4(2, u16)
 
 const vl__copy_kernels vl__copy_kernels_avx2 = {
     .tile = {tile_u8, tile_u16, tile_u32, tile_u64},

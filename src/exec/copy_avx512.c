@@ -48,7 +48,7 @@ static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   }
 }
 
-#define VL__AVX512_TILE(sfx, K, E, ROW)                                                                  \
+#define VL__AVX512_TILE(sfx, K, E, ROW)                                                            \
   static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,             \
                          ptrdiff_t sy) {                                                           \
     VL__TILE_BODY(K, E, block_##sfx, vl__copy_tiles_portable[ROW], d, s, nx, ny, dx, sy);          \

@@ -17,8 +17,7 @@
   {                                                                                                \
     {MASK(F, C, E, 0, 0), MASK(F, C, E, 0, 1), MASK(F, C, E, 0, 2), MASK(F, C, E, 0, 3)},          \
         {MASK(F, C, E, 1, 0), MASK(F, C, E, 1, 1), MASK(F, C, E, 1, 2), MASK(F, C, E, 1, 3)},      \
-        {MASK(F, C, E, 2, 0), MASK(F, C, E, 2, 1), MASK(F, C, E, 2, 2), MASK(F, C, E, 2, 3)},      \
-    {                                                                                              \
+        {MASK(F, C, E, 2, 0), MASK(F, C, E, 2, 1), MASK(F, C, E, 2, 2), MASK(F, C, E, 2, 3)}, {    \
       MASK(F, C, E, 3, 0), MASK(F, C, E, 3, 1), MASK(F, C, E, 3, 2), MASK(F, C, E, 3, 3)           \
     }                                                                                              \
   }
@@ -33,7 +32,7 @@
       for (int v = 0; v < C; v++) in[v] = LOAD(s + 16 * v);                                        \
       for (int k = 0; k < C; k++) {                                                                \
         __m128i o = _mm_shuffle_epi8(in[0], m[k][0]);                                              \
-        for (int v = 1; v < C; v++) o = _mm_or_si128(o, _mm_shuffle_epi8(in[v], m[k][v]));        \
+        for (int v = 1; v < C; v++) o = _mm_or_si128(o, _mm_shuffle_epi8(in[v], m[k][v]));         \
         STORE(d + k * dx + y * E, o);                                                              \
       }                                                                                            \
     }                                                                                              \
