@@ -152,9 +152,14 @@ static int start_daemon(void **state) {
     execl(VL_DAEMON, VL_DAEMON, "--socket", sock, "--log-level", "error", (char *)NULL);
     _exit(127);
   }
+  /* Ready when a connection is accepted: the socket file exists a moment before listen(). */
   for (int i = 0; i < 200; i++) {
-    struct stat sb;
-    if (stat(sock, &sb) == 0 && S_ISSOCK(sb.st_mode)) return 0;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, sock, strlen(sock) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    if (fd >= 0) close(fd);
+    if (ok) return 0;
     struct timespec ts = {0, 25 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }

@@ -41,6 +41,11 @@ units=$prefix/lib/systemd/system
 expect "ExecStart names the prefix" "ExecStart=$prefix/sbin/viewlowerd" \
   "$(grep -o '^ExecStart=[^ ]*' "$units/viewlowerd.service")"
 grep -q '@VL_' "$units/viewlowerd.service" "$units/viewlowerd.socket" && fail "a placeholder is left in the units"
+# The socket's directory belongs to the socket unit alone: a RuntimeDirectory= in the service
+# would have systemd re-own it (and the socket in it) to the dynamic user at each start.
+grep -q '^RuntimeDirectory' "$units/viewlowerd.service" && fail "the service has a RuntimeDirectory="
+expect "the socket unit owns the socket" "ListenStream=/run/viewlower/viewlower.sock SocketGroup=viewlower SocketMode=0660" \
+  "$(grep -E '^(ListenStream|SocketGroup|SocketMode)=' "$units/viewlowerd.socket" | sort | tr '\n' ' ' | sed 's/ $//')"
 if command -v systemd-analyze >/dev/null; then
   out=$(systemd-analyze verify --man=no "$units/viewlowerd.socket" "$units/viewlowerd.service" 2>&1) ||
     fail "systemd-analyze verify: $out"
