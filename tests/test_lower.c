@@ -872,6 +872,24 @@ static void a_split_is_aliases_of_its_input_and_the_producer_goes(void **state) 
   done(&l);
 }
 
+static void a_view_copy_that_writes_is_decided_but_never_folded(void **state) {
+  (void)state;
+  lowered l = lower_fold(HEAD PHV("x", "", "[2,3]", "[0,1]") "," PHV("y", "", "[6]", "[0]")
+                             CALLK("v", "aten.view_copy.default", "[\"x\",[6]]", "{\"out\":\"y\"}",
+                                   VAL("[6]", "[0]"))
+                                 CALL("r", "aten.relu.default", "[\"v\"]", VAL("[6]", "[0]"))
+                                     OUT("[\"r\"]"));
+  expect_fold(&l, "v", "kept", "x", 0, R(VIEW_MUTATED));
+  assert_int_equal(l.r.layout_copy_nodes, 1);
+  done(&l);
+  /* A permute with out= writes: it is no layout-only node at all. */
+  l = lower_fold(HEAD PHV("x", "", "[2,3]", "[0,1]") "," PHV("y", "", "[3,2]", "[0,1]")
+                     CALLK("p", "aten.permute_copy.default", "[\"x\",[1,0]]", "{\"out\":\"y\"}",
+                           VAL("[3,2]", "[0,1]")) OUT("[\"p\"]"));
+  assert_int_equal(l.r.layout_copy_nodes, 0);
+  done(&l);
+}
+
 static void fold_is_read_from_the_options(void **state) {
   (void)state;
   vl_lower_options o;
@@ -947,6 +965,7 @@ int main(void) {
       cmocka_unit_test(a_transpose_of_a_contiguous_weight_stays_a_copy),
       cmocka_unit_test(every_mutation_rule_applies_to_a_folded_node),
       cmocka_unit_test(a_split_is_aliases_of_its_input_and_the_producer_goes),
+      cmocka_unit_test(a_view_copy_that_writes_is_decided_but_never_folded),
       cmocka_unit_test(fold_is_read_from_the_options),
       cmocka_unit_test(with_remove_view_copy_off_every_layout_only_node_is_disabled),
   };

@@ -279,12 +279,13 @@ static vl_status keep(folder *x, uint32_t n, uint32_t reasons, lower_facts *f, c
   return VL_OK;
 }
 
-/* A dynamic node is never folded: a view_copy follows §3 against its input, others stay. */
-static vl_status decide_dynamic(folder *x, uint32_t n, uint32_t b, uint32_t p) {
+/* A dynamic node, or a view_copy that writes (kwargs.out, mutates), is never folded: a
+ * view_copy follows §3 against its input, others stay copies. */
+static vl_status decide_unfolded(folder *x, uint32_t n, uint32_t b, uint32_t p) {
   lower_facts f = VL__FACTS_NONE;
   uint32_t reasons = other_conditions(x, n, b, p, &f);
   if (x->kind[n] != VL_FOLD_VIEW_COPY) {
-    reasons |= 1u << VL_REASON_DYNAMIC_SHAPE;
+    reasons |= 1u << VL_REASON_DYNAMIC_SHAPE; /* only dynamic nodes get here */
   } else if (!vl_layout_view_keeps_offsets(&x->g->nodes[b].val, &x->g->nodes[n].val)) {
     if (!vl_layout_rule_contiguous(&x->g->nodes[b].val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
     if (!vl_layout_rule_contiguous(&x->g->nodes[n].val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;
@@ -313,7 +314,9 @@ static int candidates(folder *x, uint32_t n, uint32_t b, cand *c, bool *has_c1) 
 
 static vl_status decide(folder *x, uint32_t n, uint32_t b, uint32_t p) {
   const vl_node *node = &x->g->nodes[n];
-  if (node->val.dynamic || x->g->nodes[b].val.dynamic) return decide_dynamic(x, n, b, p);
+  if (node->val.dynamic || x->g->nodes[b].val.dynamic || node->out != VL_NO_NODE ||
+      node->n_mutates > 0)
+    return decide_unfolded(x, n, b, p);
   cand c[2];
   bool has_c1;
   int nc = candidates(x, n, b, c, &has_c1);

@@ -189,7 +189,9 @@ static bool reads_tensor(const vl_graph *g, const vl_node *n, uint32_t *input) {
 vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input) {
   const vl_node *n = &g->nodes[i];
   uint32_t producer, index, in;
-  if (!n->has_val || n->out != VL_NO_NODE || n->n_mutates > 0) return VL_FOLD_NONE;
+  bool writes = n->out != VL_NO_NODE || n->n_mutates > 0;
+  /* A node that writes is no pure layout op; a view_copy that does is still decided (§3). */
+  if (!n->has_val || (writes && !vl__is_view_copy(n))) return VL_FOLD_NONE;
   vl_fold_kind kind = VL_FOLD_NONE;
   if (vl_node_getitem(n, &producer, &index)) {
     const vl_node *p = &g->nodes[producer];

@@ -16,8 +16,9 @@ typedef enum {
 } vl_fold_kind;
 
 /* The kind of node i, and (when layout-only) the node whose elements it reads: args[0], or for
- * a split's getitem its producer's input. Layout-only needs a static call with a val, an input
- * with a val of the same dtype, and no writes of its own (no kwargs.out, no mutates). */
+ * a split's getitem its producer's input. Layout-only needs a call with a val, an input with a
+ * val of the same dtype, and no writes of its own (no kwargs.out, no mutates) except for a
+ * view_copy, which is always decided (SPEC §3) but never folded when it writes. */
 vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input);
 /* Is node i a split / unbind producer (aten.split_copy.Tensor, split_with_sizes_copy, unbind)? */
 bool vl__fold_is_split(const vl_node *n);
