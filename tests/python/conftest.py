@@ -35,6 +35,21 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "zoo: a torchvision model of the zoo (slow)")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Zoo tests grouped by model (each model is built and traced once, see test_zoo)."""
+    mod = sys.modules.get("test_zoo")
+    order = list(getattr(mod, "ZOO", {}))
+
+    def key(item):
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        name = params.get("name")
+        if item.module is not mod or name not in order:
+            return (0, 0)
+        return (1, order.index(name))
+
+    items[:] = [it for _, it in sorted(enumerate(items), key=lambda p: (key(p[1]), p[0]))]
+
+
 def pytest_terminal_summary(terminalreporter):
     """The zoo's figures, one row per exported graph that was checked."""
     mod = sys.modules.get("test_zoo")
