@@ -17,7 +17,6 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from . import layout, replay
-from .errors import ExportError, ViewlowerError
 from .export import Exported
 
 #: SPEC §3a's layout-only targets (as_strided_copy and the conversions are checked below).

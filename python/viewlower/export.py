@@ -36,7 +36,6 @@ import importlib.util
 import math
 import operator
 import os
-import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch

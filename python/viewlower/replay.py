@@ -10,8 +10,6 @@ write into their argument's storage; `mutates` ops write the tensors they are gi
 from __future__ import annotations
 
 import hashlib
-import math
-import operator
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
