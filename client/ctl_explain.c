@@ -96,6 +96,15 @@ typedef struct {
   int col; /* the column the cursor is at */
 } printer;
 
+/* Writes n bytes of text with control characters (a name may hold any) shown as '?', so a
+ * graph cannot move the terminal's cursor or break a row. */
+static void put_text(FILE *out, const char *text, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)text[i];
+    fputc(ch < 0x20 || ch == 0x7f ? '?' : ch, out);
+  }
+}
+
 static void pad_to(printer *p, int col) {
   if (p->col > col) {
     fputc('\n', p->out);
@@ -109,7 +118,7 @@ static void pad_to(printer *p, int col) {
 static void cell(printer *p, int col, int w, const char *text) {
   pad_to(p, col);
   int len = (int)strlen(text);
-  fputs(text, p->out);
+  put_text(p->out, text, (size_t)len);
   p->col += len;
   if (len >= w) p->col = p->width + 1; /* the next cell starts a new line */
 }
@@ -138,7 +147,7 @@ static void wrapped(printer *p, int first, int rest, const char *text) {
       fputc(' ', p->out);
       p->col++;
     }
-    fwrite(s, 1, word, p->out);
+    put_text(p->out, s, word);
     p->col += (int)word;
     s += word;
   }

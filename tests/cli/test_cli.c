@@ -832,6 +832,26 @@ static void explain_under_legacy_claims_no_check_it_did_not_make(void **state) {
   drop(&r);
 }
 
+/* Names are arbitrary strings: explain shows their control characters as '?', so a graph can
+ * neither move the terminal's cursor nor break the table's rows. */
+static void explain_shows_control_characters_in_names_as_question_marks(void **state) {
+  (void)state;
+  const char *g = temp_file(
+      "esc.json",
+      "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
+      "{\"name\":\"x\\u001b[31m\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+      "\"shape\":[2,3]}},"
+      "{\"name\":\"v\\nw\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+      "\"args\":[\"x\\u001b[31m\",[6]],\"val\":{\"dtype\":\"float32\",\"shape\":[6]}},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+      "\"args\":[\"v\\nw\"],\"val\":{\"dtype\":\"float32\",\"shape\":[6]}},"
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"y\"]}]}");
+  result r = both(NULL, (const char *[]){"explain", g, NULL}, 0);
+  assert_non_null(strstr(r.out, "\nv?w   x?[31m  replaced  -\n"));
+  assert_null(strchr(r.out, '\x1b'));
+  drop(&r);
+}
+
 /* ---- stats as metrics ---- */
 
 static void stats_prints_openmetrics_and_prometheus_text(void **state) {
@@ -903,6 +923,7 @@ int main(void) {
       cmocka_unit_test(explain_lists_the_nodes_removed_as_dead),
       cmocka_unit_test(explain_names_a_field_the_daemon_left_out),
       cmocka_unit_test(explain_under_legacy_claims_no_check_it_did_not_make),
+      cmocka_unit_test(explain_shows_control_characters_in_names_as_question_marks),
       cmocka_unit_test(stats_prints_openmetrics_and_prometheus_text),
   };
   int failed = cmocka_run_group_tests(tests, start_daemon, stop_daemon);

@@ -53,6 +53,7 @@ if command -v systemd-analyze >/dev/null; then
   echo "ok: systemd-analyze verify of the installed units"
 fi
 
+command -v man >/dev/null || fail "man (Debian man-db) is needed to check the man pages"
 for page in man1/viewlowerctl.1.gz man8/viewlowerd.8.gz; do
   [ -f "$prefix/share/man/$page" ] || fail "$page is not installed"
   warnings=$(MANWIDTH=80 man --warnings -E UTF-8 -l "$prefix/share/man/$page" 2>&1 >/dev/null)
