@@ -634,6 +634,116 @@ static void verify_leaves_the_callers_graph_untouched(void **state) {
   vl_graph_free(g);
 }
 
+
+/* ---- SPEC §3a: layout-only ops, memory.view at an offset, as_strided_copy, splits --------- */
+
+/* x = 0..11 as [3,4]; every layout-only op the interpreter runs, and the values PyTorch gives. */
+static const char *layout_ops_json =
+    "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[{\"name\":\"x\",\"op\":\"plac"
+    "eholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[3,4]}},{\"name\":\"s\",\"op\":\"ca"
+    "ll_function\",\"target\":\"aten.slice_copy.Tensor\",\"args\":[\"x\",1,1,92233720368547"
+    "75807,2],\"val\":{\"dtype\":\"float32\",\"shape\":[3,2]}},{\"name\":\"sel\",\"op\":\"c"
+    "all_function\",\"target\":\"aten.select_copy.int\",\"args\":[\"x\",0,-1],\"val\":{\"dt"
+    "ype\":\"float32\",\"shape\":[4]}},{\"name\":\"t\",\"op\":\"call_function\",\"target\":"
+    "\"aten.t_copy.default\",\"args\":[\"x\"],\"val\":{\"dtype\":\"float32\",\"shape\":[4,3"
+    "]}},{\"name\":\"u\",\"op\":\"call_function\",\"target\":\"aten.unsqueeze_copy.default\""
+    ",\"args\":[\"sel\",0],\"val\":{\"dtype\":\"float32\",\"shape\":[1,4]}},{\"name\":\"sq\""
+    ",\"op\":\"call_function\",\"target\":\"aten.squeeze_copy.dim\",\"args\":[\"u\",0],\"va"
+    "l\":{\"dtype\":\"float32\",\"shape\":[4]}},{\"name\":\"as\",\"op\":\"call_function\",\""
+    "target\":\"aten.as_strided_copy.default\",\"args\":[\"x\",[2,2],[1,4],1],\"val\":{\"dt"
+    "ype\":\"float32\",\"shape\":[2,2]}},{\"name\":\"mv\",\"op\":\"call_function\",\"target"
+    "\":\"memory.view\",\"args\":[\"x\",[2,2]],\"offset\":5,\"val\":{\"dtype\":\"float32\","
+    "\"shape\":[2,2]}},{\"name\":\"asmv\",\"op\":\"call_function\",\"target\":\"aten.as_str"
+    "ided_copy.default\",\"args\":[\"mv\",[2],[2],1],\"val\":{\"dtype\":\"float32\",\"shape"
+    "\":[2]}},{\"name\":\"sp\",\"op\":\"call_function\",\"target\":\"aten.split_with_sizes_"
+    "copy.default\",\"args\":[\"x\",[1,2]],\"vals\":[{\"dtype\":\"float32\",\"shape\":[1,4]"
+    "},{\"dtype\":\"float32\",\"shape\":[2,4]}]},{\"name\":\"g1\",\"op\":\"call_function\","
+    "\"target\":\"operator.getitem\",\"args\":[\"sp\",1],\"val\":{\"dtype\":\"float32\",\"s"
+    "hape\":[2,4]}},{\"name\":\"ub\",\"op\":\"call_function\",\"target\":\"aten.unbind_copy"
+    ".int\",\"args\":[\"x\",1],\"vals\":[{\"dtype\":\"float32\",\"shape\":[3]},{\"dtype\":\""
+    "float32\",\"shape\":[3]},{\"dtype\":\"float32\",\"shape\":[3]},{\"dtype\":\"float32\","
+    "\"shape\":[3]}]},{\"name\":\"u2\",\"op\":\"call_function\",\"target\":\"operator.getit"
+    "em\",\"args\":[\"ub\",2],\"val\":{\"dtype\":\"float32\",\"shape\":[3]}},{\"name\":\"ra"
+    "\",\"op\":\"call_function\",\"target\":\"aten._reshape_alias_copy.default\",\"args\":["
+    "\"t\",[12],[1]],\"val\":{\"dtype\":\"float32\",\"shape\":[12]}},{\"name\":\"out\",\"op"
+    "\":\"output\",\"args\":[\"s\",\"sel\",\"t\",\"sq\",\"as\",\"mv\",\"asmv\",\"g1\",\"u2\""
+    ",\"ra\"]}]}";
+
+static void layout_only_ops_execute_to_exact_values(void **state) {
+  (void)state;
+  vl_graph *g = parse(layout_ops_json);
+  vl_tensor_map *in = input_iota("x", 2, (const int64_t[]){3, 4}, NULL);
+  vl_tensor_map *out = run_ok(g, in);
+  assert_output_f32(out, 0, (const float[]){1, 3, 5, 7, 9, 11}, 6);           /* x[:, 1::2] */
+  assert_output_f32(out, 1, (const float[]){8, 9, 10, 11}, 4);                /* x[-1] */
+  assert_output_f32(out, 2, (const float[]){0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}, 12);
+  assert_output_f32(out, 3, (const float[]){8, 9, 10, 11}, 4);                /* squeeze(unsqueeze) */
+  assert_output_f32(out, 4, (const float[]){1, 5, 2, 6}, 4);                  /* as_strided */
+  assert_output_f32(out, 5, (const float[]){5, 6, 7, 8}, 4);                  /* view at offset 5 */
+  assert_output_f32(out, 6, (const float[]){6, 8}, 2);   /* as_strided from the view's offset */
+  assert_output_f32(out, 7, (const float[]){4, 5, 6, 7, 8, 9, 10, 11}, 8);    /* split part 1 */
+  assert_output_f32(out, 8, (const float[]){2, 6, 10}, 3);                    /* unbind(1)[2] */
+  assert_output_f32(out, 9, (const float[]){0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}, 12);
+  vl_tensor_map_free(out);
+  vl_tensor_map_free(in);
+  vl_graph_free(g);
+}
+
+#define MV_HEAD                                                                                    \
+  HEAD "\"nodes\": [{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", " \
+       "\"shape\": [6]}},"
+#define MV_TAIL                                                                                    \
+  "\"val\": {\"dtype\": \"float32\", \"shape\": [4]}}, {\"name\": \"out\", \"op\": \"output\", "   \
+  "\"args\": [\"v\"]}]}"
+
+static void expect_graph_error(const char *json, const char *path, const char *text) {
+  vl_graph *g = NULL;
+  vl_error err;
+  assert_int_equal(vl_graph_parse(json, strlen(json), NULL, &g, &err), VL_ERR_INVALID_GRAPH);
+  assert_null(g);
+  assert_string_equal(err.path, path);
+  if (strstr(err.message, text) == NULL) fail_msg("message \"%s\" lacks \"%s\"", err.message, text);
+}
+
+static void a_memory_view_offset_must_stay_inside_its_base(void **state) {
+  (void)state;
+  const char *ok = MV_HEAD "{\"name\": \"v\", \"op\": \"call_function\", \"target\": "
+                           "\"memory.view\", \"args\": [\"x\", [4]], \"offset\": 2, " MV_TAIL;
+  vl_graph *g = parse(ok);
+  char *text = vl_graph_print(g);
+  assert_non_null(strstr(text, "\"offset\":2"));
+  free(text);
+  vl_tensor_map *in = input_iota("x", 1, (const int64_t[]){6}, NULL);
+  vl_tensor_map *out = run_ok(g, in);
+  assert_output_f32(out, 0, (const float[]){2, 3, 4, 5}, 4);
+  vl_tensor_map_free(out);
+  vl_tensor_map_free(in);
+  vl_graph_free(g);
+  expect_graph_error(MV_HEAD "{\"name\": \"v\", \"op\": \"call_function\", \"target\": "
+                             "\"memory.view\", \"args\": [\"x\", [4]], \"offset\": 3, " MV_TAIL,
+                     "/nodes/1/offset", "past the 6 elements of base x");
+  expect_graph_error(MV_HEAD "{\"name\": \"v\", \"op\": \"call_function\", \"target\": "
+                             "\"memory.view\", \"args\": [\"x\", [4]], \"offset\": -1, " MV_TAIL,
+                     "/nodes/1/offset", "whole number of elements >= 0");
+  expect_graph_error(MV_HEAD "{\"name\": \"v\", \"op\": \"call_function\", \"target\": "
+                             "\"aten.view_copy.default\", \"args\": [\"x\", [4]], \"offset\": 1, " MV_TAIL,
+                     "/nodes/1/offset", "only memory.view nodes carry offset");
+}
+
+static void an_as_strided_copy_past_its_input_is_a_kernel_error(void **state) {
+  (void)state;
+  vl_graph *g = parse(MV_HEAD "{\"name\": \"v\", \"op\": \"call_function\", \"target\": "
+                              "\"aten.as_strided_copy.default\", \"args\": [\"x\", [4], [1], 3], "
+                      MV_TAIL);
+  vl_tensor_map *in = input_iota("x", 1, (const int64_t[]){6}, NULL), *out = NULL;
+  vl_error err;
+  assert_int_equal(vl_interp_run(g, in, NULL, &out, &err), VL_ERR_KERNEL);
+  assert_string_equal(err.path, "/nodes/1/args");
+  assert_non_null(strstr(err.message, "reads past the 24 bytes"));
+  vl_tensor_map_free(in);
+  vl_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(patch_embedding_executes_to_exact_values),
@@ -656,6 +766,9 @@ int main(void) {
       cmocka_unit_test(mutation_after_view_is_equal_under_safe_and_differs_under_legacy),
       cmocka_unit_test(contiguous_reshape_chain_is_replaced_and_equal),
       cmocka_unit_test(verify_leaves_the_callers_graph_untouched),
+      cmocka_unit_test(layout_only_ops_execute_to_exact_values),
+      cmocka_unit_test(a_memory_view_offset_must_stay_inside_its_base),
+      cmocka_unit_test(an_as_strided_copy_past_its_input_is_a_kernel_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
