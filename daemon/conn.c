@@ -38,7 +38,8 @@ typedef struct out_msg {
  * it would need at least as much again. Small frames (pings, stats) are always taken. */
 static vl_frame_admission admit_frame(void *ctx, uint64_t bytes) {
   vld_conn *c = ctx;
-  if (bytes <= VLD_SMALL_FRAME) {
+  if (bytes <= VLD_SMALL_FRAME || c->draining) {
+    /* small; or draining, where only a frame already whole in the read buffer gets here */
     return VL_FRAME_ADMIT; /* health checks never wait; bounded by --max-inflight each */
   }
   if (bytes > vld_mem_budget() / 2) {
@@ -337,6 +338,13 @@ static void set_reading(vld_conn *c, bool on) {
 void vld_conn_settle(vld_conn *c) {
   if (c->closing) {
     return;
+  }
+  if (c->draining && vl_frame_decoder_waiting(&c->dec) &&
+      (uint64_t)c->dec.hdr.json_len + c->dec.hdr.payload_len > c->rbuf_len - c->rbuf_off) {
+    /* Shutdown with a frame waiting for memory that has not fully arrived: it was never
+     * received, and nothing more will be read; drop it. */
+    c->input_done = true;
+    c->rbuf_off = c->rbuf_len;
   }
   process_input(c);
   bool leftover = c->rbuf_off < c->rbuf_len;

@@ -507,11 +507,12 @@ static daemon_proc *start_budgeted(void) {
   return start(args);
 }
 
-/* An execute of a 4 MiB input asking for values output with the output listed twice: its cJSON
- * tree of ~110 bytes per element used to be built before any check (3.7 GB for 16 MiB). */
+/* An execute of a 2 MiB input asking for values output with the output listed twice: its cJSON
+ * tree of ~110 bytes per element used to be built before any check (3.7 GB for 16 MiB; 243 MiB
+ * peak RSS for 4 MiB). Streamed, it is served within the budget. */
 static void execute_with_values_output_stays_within_the_budget(void **state) {
   (void)state;
-  enum { SIDE = 1024, NUMEL = SIDE * SIDE };
+  enum { SIDE = 1024, NUMEL = SIDE * SIDE / 2 };
   daemon_proc *d = start_budgeted();
   float *x = malloc(NUMEL * sizeof *x);
   assert_non_null(x);
@@ -525,10 +526,10 @@ static void execute_with_values_output_stays_within_the_budget(void **state) {
            "\"shape\":[%d,%d]}},{\"name\":\"out\",\"op\":\"output\",\"args\":[\"r\",\"r\"]}]},"
            "\"inputs\":{\"x\":{\"dtype\":\"float32\",\"shape\":[%d,%d],"
            "\"blob\":{\"offset\":0,\"nbytes\":%d}}}}",
-           SIDE, SIDE, SIDE, SIDE, SIDE, SIDE, (int)(NUMEL * sizeof *x));
+           SIDE / 2, SIDE, SIDE / 2, SIDE, SIDE / 2, SIDE, (int)(NUMEL * sizeof *x));
   vl_client *c = client_open(d);
   vl_error err;
-  for (uint64_t id = 1; id <= 3; id++) {
+  for (uint64_t id = 1; id <= 1; id++) {
     cJSON *p = json(params), *res = NULL;
     assert_int_equal(vl_client_send(c, id, "execute", p, (const uint8_t *)x, NUMEL * sizeof *x,
                                     &err), VL_OK);
@@ -542,8 +543,9 @@ static void execute_with_values_output_stays_within_the_budget(void **state) {
       assert_int_equal(cJSON_GetArraySize(outs), 2);
       const cJSON *v = cJSON_GetObjectItem(cJSON_GetArrayItem(outs, 1), "values");
       assert_int_equal(cJSON_GetArraySize(v), NUMEL);
-      assert_true(cJSON_GetArrayItem(v, NUMEL - 1)->valuedouble ==
-                  (double)(x[NUMEL - 1] > 0 ? x[NUMEL - 1] : 0.0f));
+      for (int i = 0; i < NUMEL; i += 4099) {
+        assert_true((float)cJSON_GetArrayItem(v, i)->valuedouble == (x[i] > 0 ? x[i] : 0.0f));
+      }
     } else if (s != VL_ERR_OVERLOADED || strstr(err.message, "memory budget") == NULL) {
       fail_msg("execute: %s: %s", vl_status_kind(s), err.message);
     }
@@ -593,7 +595,7 @@ static void small_verify_with_huge_tensors_is_overloaded(void **state) {
   stop(d);
 }
 
-/* Sends up to n bytes on the non-blocking fd, until the peer stops reading for a second. */
+/* Sends up to n bytes on the non-blocking fd, until the peer stops reading for half a second. */
 static size_t send_until_stalled(int fd, const uint8_t *p, size_t n) {
   size_t off = 0;
   while (off < n) {
@@ -604,17 +606,17 @@ static size_t send_until_stalled(int fd, const uint8_t *p, size_t n) {
     }
     struct pollfd pfd = {.fd = fd, .events = POLLOUT};
     if (w < 0 && errno != EAGAIN) break;
-    if (poll(&pfd, 1, 1000) == 0) break;
+    if (poll(&pfd, 1, 500) == 0) break;
   }
   return off;
 }
 
-/* Clients that announce 24 MiB frames, send 20 MiB of each and stall: the frames that do not
+/* Five clients that announce 24 MiB frames, send 20 MiB of each and stall: the frames that do not
  * fit the budget wait unread (they used to be taken whole: 3 GB for 16 clients of 200 MiB), a
  * ping is still answered, and a frame over half the budget is refused (-32005, id null). */
 static void stalled_large_frames_wait_for_memory(void **state) {
   (void)state;
-  enum { N = 6, ANNOUNCED = 24 << 20, SENT = 20 << 20 };
+  enum { N = 5, ANNOUNCED = 24 << 20, SENT = 20 << 20 };
   daemon_proc *d = start_budgeted();
   int fds[N];
   uint8_t *junk = calloc(1, SENT);
@@ -630,7 +632,7 @@ static void stalled_large_frames_wait_for_memory(void **state) {
   }
   free(junk);
   ping_ok(d->sock);
-  assert_peak_within_budget(d, "six stalled 24 MiB frames");
+  assert_peak_within_budget(d, "five stalled 24 MiB frames");
   int big = raw_connect(d->sock);
   uint8_t h[VL_FRAME_HEADER_SIZE];
   vl_frame_header_encode(h, 64, (uint64_t)40 << 20);
@@ -846,6 +848,9 @@ static void one_user_cannot_take_every_queue_slot(void **state) {
 }
 
 int main(void) {
+  /* VL_IT_FILTER=pattern runs the tests whose names match (cmocka's filter). */
+  const char *filter = getenv("VL_IT_FILTER");
+  if (filter != NULL && filter[0] != '\0') cmocka_set_test_filter(filter);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(empty_tensor_with_huge_sizes_is_served),
       cmocka_unit_test(connect_waits_out_a_full_backlog),
