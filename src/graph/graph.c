@@ -87,52 +87,72 @@ void vl__node_remap_refs(vl_node *n, const uint32_t *map) {
   if (n->alias_of != VL_NO_NODE) n->alias_of = map[n->alias_of];
 }
 
-/* Users are built in two sweeps (count, then fill); last[] makes each user count once. */
+/* Users are built in two sweeps (count into cnt[], then fill); last[] makes each user count
+ * once. The sweeps walk references directly (no callback), and a node keeps its users buffer
+ * when the new list fits in it, so re-indexing after a pass allocates little. */
 typedef struct {
   vl_graph *g;
-  uint32_t *last;
+  uint32_t *last, *cnt;
   uint32_t user;
   bool fill;
 } users_ctx;
 
-static void users_visit(void *p, uint32_t ref) {
-  users_ctx *c = p;
-  vl_node *r = &c->g->nodes[ref];
+static inline void users_visit(users_ctx *c, uint32_t ref) {
   if (c->last[ref] == c->user) return;
   c->last[ref] = c->user;
-  if (c->fill)
+  if (c->fill) {
+    vl_node *r = &c->g->nodes[ref];
     r->users[r->n_users++] = c->user;
-  else
-    r->n_users++;
+  } else {
+    c->cnt[ref]++;
+  }
+}
+
+static void users_arg(users_ctx *c, const vl_arg *a) {
+  if (a->kind == VL_ARG_REF) users_visit(c, a->u.ref);
+  if (a->kind != VL_ARG_LIST) return;
+  for (uint32_t i = 0; i < a->u.list.count; i++) {
+    const vl_arg *item = &a->u.list.items[i];
+    if (item->kind == VL_ARG_REF)
+      users_visit(c, item->u.ref);
+    else if (item->kind == VL_ARG_LIST)
+      users_arg(c, item);
+  }
 }
 
 static void users_sweep(users_ctx *c) {
   for (uint32_t i = 0; i < c->g->n_nodes; i++) c->last[i] = VL_NO_NODE;
-  for (c->user = 0; c->user < c->g->n_nodes; c->user++)
-    vl__node_for_each_ref(&c->g->nodes[c->user], users_visit, c);
+  for (c->user = 0; c->user < c->g->n_nodes; c->user++) {
+    const vl_node *n = &c->g->nodes[c->user];
+    for (uint32_t i = 0; i < n->n_args; i++) users_arg(c, &n->args[i]);
+    for (uint32_t i = 0; i < n->n_kwargs; i++) users_arg(c, &n->kwargs[i].value);
+    for (uint32_t i = 0; i < n->n_mutates; i++) users_visit(c, n->mutates[i]);
+  }
 }
 
 vl_status vl_graph_index_users(vl_graph *g) {
-  users_ctx c = {g, malloc((g->n_nodes ? g->n_nodes : 1) * sizeof(uint32_t)), 0, false};
-  if (c.last == NULL) return VL_ERR_NOMEM;
-  for (uint32_t i = 0; i < g->n_nodes; i++) {
-    free(g->nodes[i].users);
-    g->nodes[i].users = NULL;
-    g->nodes[i].n_users = 0;
-  }
-  users_sweep(&c);
-  vl_status st = VL_OK;
-  for (uint32_t i = 0; i < g->n_nodes; i++) {
-    vl_node *n = &g->nodes[i];
-    if (n->n_users > 0 && (n->users = malloc(n->n_users * sizeof *n->users)) == NULL)
-      st = VL_ERR_NOMEM;
-    n->n_users = 0;
+  size_t n = g->n_nodes ? g->n_nodes : 1;
+  users_ctx c = {g, malloc(n * sizeof(uint32_t)), calloc(n, sizeof(uint32_t)), 0, false};
+  vl_status st = c.last != NULL && c.cnt != NULL ? VL_OK : VL_ERR_NOMEM;
+  if (st == VL_OK) users_sweep(&c);
+  for (uint32_t i = 0; st == VL_OK && i < g->n_nodes; i++) {
+    vl_node *nd = &g->nodes[i];
+    if (c.cnt[i] > nd->n_users || (c.cnt[i] == 0 && nd->users != NULL)) {
+      free(nd->users); /* a buffer holds as many users as it was filled with */
+      nd->users = NULL;
+      if (c.cnt[i] > 0 && (nd->users = malloc(c.cnt[i] * sizeof *nd->users)) == NULL)
+        st = VL_ERR_NOMEM;
+    }
+    nd->n_users = 0;
   }
   if (st == VL_OK) {
     c.fill = true;
     users_sweep(&c);
+  } else {
+    for (uint32_t i = 0; i < g->n_nodes; i++) g->nodes[i].n_users = 0;
   }
   free(c.last);
+  free(c.cnt);
   return st;
 }
 

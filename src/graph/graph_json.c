@@ -29,9 +29,16 @@
 /* Levels above an argument: document, nodes, node, args/kwargs, and an arg's own list. */
 #define TREE_DEPTH_SLACK 5
 
+/* Open addressing, at most half full; a slot keeps the name's hash and text beside its node
+ * index, so a probe touches one slot and, on a hash match, the name. */
 typedef struct {
-  uint32_t *slots;  /* node index + 1; 0 is empty */
-  uint32_t *hashes; /* the name's hash, beside its slot (probes compare it first) */
+  uint32_t node; /* node index + 1; 0 is empty */
+  uint32_t hash;
+  const char *name;
+} name_slot_t;
+
+typedef struct {
+  name_slot_t *slots;
   uint32_t mask, count;
 } name_table;
 
@@ -53,6 +60,7 @@ typedef struct {
   char path[VL_ERROR_PATH_MAX]; /* "/nodes/<i>" of the node being parsed */
   uint32_t index;
   bool getitem; /* the node being parsed is an operator.getitem */
+  bool at_node; /* p->path is "/nodes/<index>", not yet written */
   vl_status failed; /* the first graph error; the rest is read for syntax only */
   pending_ref pending;
   bool seen_format, seen_version, seen_nodes;
@@ -85,8 +93,11 @@ static const key_name spec_keys[K_SPEC_COUNT] = {KEY("dtype"), KEY("shape"), KEY
 static vl_status fail(parser *p, vl_status code, const char *sub, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+static void node_path(parser *p, uint32_t i);
+
 static vl_status fail(parser *p, vl_status code, const char *sub, const char *fmt, ...) {
   char path[VL_ERROR_PATH_MAX];
+  if (p->at_node) node_path(p, p->index);
   char msg[VL_ERROR_MESSAGE_MAX];
   snprintf(path, sizeof path, "%.120s%.120s", p->path, sub);
   va_list ap;
@@ -97,10 +108,11 @@ static vl_status fail(parser *p, vl_status code, const char *sub, const char *fm
 }
 #define FAIL(p, sub, ...) fail(p, VL_ERR_INVALID_GRAPH, sub, __VA_ARGS__)
 
-/* "/nodes/<i>" without snprintf (once per node). */
+/* "/nodes/<i>" into p->path (built only when an error needs it). */
 static void node_path(parser *p, uint32_t i) {
   memcpy(p->path, "/nodes/", 7);
   vl__num_format_int(i, p->path + 7);
+  p->at_node = false;
 }
 
 /* A copy of string entry i, cut to fit buf (for messages and pointers). */
@@ -124,11 +136,10 @@ static bool name_is(const char *name, const char *s, size_t n) {
   return strncmp(name, s, n) == 0 && name[n] == '\0';
 }
 
-static uint32_t *name_slot(parser *p, const char *s, size_t n, uint32_t h) {
+static name_slot_t *name_slot(parser *p, const char *s, size_t n, uint32_t h) {
   name_table *t = &p->names;
   uint32_t i = h & t->mask;
-  while (t->slots[i] != 0 &&
-         (t->hashes[i] != h || !name_is(p->g->nodes[t->slots[i] - 1].name, s, n)))
+  while (t->slots[i].node != 0 && (t->slots[i].hash != h || !name_is(t->slots[i].name, s, n)))
     i = (i + 1) & t->mask;
   return &t->slots[i];
 }
@@ -138,31 +149,24 @@ static bool names_grow(parser *p) {
   name_table *t = &p->names;
   if (t->slots != NULL && (uint64_t)(t->count + 1) * 2 <= (uint64_t)t->mask + 1) return true;
   uint32_t cap = t->slots ? (t->mask + 1) * 2 : 1024;
-  uint32_t *old = t->slots, *old_h = t->hashes, old_cap = t->slots ? t->mask + 1 : 0;
-  uint32_t *slots = cap ? calloc(cap, sizeof *slots) : NULL;
-  uint32_t *hashes = cap ? malloc(cap * sizeof *hashes) : NULL;
-  if (slots == NULL || hashes == NULL) {
-    free(slots);
-    free(hashes);
-    return false;
-  }
+  name_slot_t *old = t->slots;
+  uint32_t old_cap = t->slots ? t->mask + 1 : 0;
+  name_slot_t *slots = cap ? calloc(cap, sizeof *slots) : NULL;
+  if (slots == NULL) return false;
   t->slots = slots;
-  t->hashes = hashes;
   t->mask = cap - 1;
   for (uint32_t k = 0; k < old_cap; k++) {
-    if (old[k] == 0) continue;
-    uint32_t i = old_h[k] & t->mask;
-    while (slots[i] != 0) i = (i + 1) & t->mask;
+    if (old[k].node == 0) continue;
+    uint32_t i = old[k].hash & t->mask;
+    while (slots[i].node != 0) i = (i + 1) & t->mask;
     slots[i] = old[k];
-    hashes[i] = old_h[k];
   }
   free(old);
-  free(old_h);
   return true;
 }
 
 static uint32_t name_lookup(parser *p, const char *s, size_t n) {
-  uint32_t v = *name_slot(p, s, n, (uint32_t)hash_span(s, n));
+  uint32_t v = name_slot(p, s, n, (uint32_t)hash_span(s, n))->node;
   return v ? v - 1 : VL_NO_NODE;
 }
 
@@ -179,6 +183,7 @@ static vl_status resolve(parser *p, uint32_t e, const char *sub, uint32_t *out) 
   text_of(&p->r, e, name, sizeof name);
   if (idx == VL_NO_NODE) { /* later or unknown: the rest of the nodes will tell */
     pending_ref *q = &p->pending;
+    if (p->at_node) node_path(p, p->index);
     snprintf(q->path, sizeof q->path, "%s", p->path);
     snprintf(q->sub, sizeof q->sub, "%s", sub);
     q->name = vl__jt_dup(&p->r, e);
@@ -219,6 +224,7 @@ static vl_status read_keys(parser *p, uint32_t obj, const key_name *keys, size_t
     }
   }
   if (bad == NO_ENTRY) return VL_OK;
+  if (p->at_node) node_path(p, p->index);
   char key[200], at[VL_ERROR_PATH_MAX], full[VL_ERROR_PATH_MAX];
   text_of(r, bad, key, sizeof key);
   snprintf(at, sizeof at, "%s", sub);
@@ -407,6 +413,11 @@ static vl_status float_word_arg(parser *p, uint32_t e, const char *sub, vl_arg *
 static void sub_index(char *sub, size_t len, uint32_t i) {
   if (len + 12 >= VL_ERROR_PATH_MAX) return;
   sub[len] = '/';
+  if (i < 10) { /* nearly every index */
+    sub[len + 1] = (char)('0' + i);
+    sub[len + 2] = '\0';
+    return;
+  }
   vl__num_format_int(i, sub + len + 1);
 }
 
@@ -707,13 +718,12 @@ static vl_status parse_name(parser *p, vl_node *n, uint32_t name) {
   if (!vl__utf8_valid(s, len)) return FAIL(p, "/name", "is not valid UTF-8");
   if (!names_grow(p)) return VL_ERR_NOMEM;
   uint32_t h = (uint32_t)hash_span(s, len);
-  uint32_t *slot = name_slot(p, s, len, h);
-  if (*slot != 0)
+  name_slot_t *slot = name_slot(p, s, len, h);
+  if (slot->node != 0)
     return FAIL(p, "/name", "duplicate name \"%.64s\" (first used by /nodes/%lld)",
-                text_of(&p->r, name, text, sizeof text), (long long)(*slot - 1));
+                text_of(&p->r, name, text, sizeof text), (long long)(slot->node - 1));
   if ((n->name = vl__jt_dup(&p->r, name)) == NULL) return VL_ERR_NOMEM;
-  *slot = p->index + 1;
-  p->names.hashes[slot - p->names.slots] = h;
+  *slot = (name_slot_t){p->index + 1, h, n->name};
   p->names.count++;
   return VL_OK;
 }
@@ -774,7 +784,7 @@ static vl_status nodes_grow(parser *p) {
 /* Node p->index, read onto the tape: parsed, or (after a graph error) only looked at for the
  * name a pending reference wants. */
 static void take_node(parser *p, uint32_t j) {
-  node_path(p, p->index);
+  p->at_node = true;
   if (p->failed != VL_OK) {
     uint32_t name = vl__jt_get(&p->r, j, "name");
     if (p->pending.set && !p->pending.later && is(p, name, VL__JT_STRING) &&
@@ -787,6 +797,7 @@ static void take_node(parser *p, uint32_t j) {
     node_path(p, p->g->output);
     st = FAIL(p, "/op", "the output node must be the last node");
   } else if (p->index >= p->lim->max_nodes) {
+    p->at_node = false;
     p->path[0] = '\0';
     st = fail(p, VL_ERR_TOO_LARGE, "/nodes", "the graph has more than %lld nodes",
               (long long)p->lim->max_nodes);
@@ -863,6 +874,7 @@ static void read_document(parser *p) {
   for (bool first = true; vl__jr_next(r, '}', first, &more) && more; first = false) {
     int which = -1;
     if (!vl__jr_key(r)) return;
+    p->at_node = false;
     p->path[0] = '\0';
     if (p->failed == VL_OK) note(p, header_key(p, &seen, &which));
     if (vl__jt_is(r, 0, "nodes")) { /* streamed, even a repeated one (read for syntax) */
@@ -881,6 +893,7 @@ static void read_document(parser *p) {
     }
     uint32_t v = vl__jr_value(r);
     if (v == NO_ENTRY) return;
+    p->at_node = false;
     p->path[0] = '\0';
     if (p->failed == VL_OK && which >= 0) note(p, header_member(p, v));
   }
@@ -890,6 +903,7 @@ static void read_document(parser *p) {
 static vl_status finish(parser *p, bool nul_tail_ok) {
   vl__jr *r = &p->r;
   vl_status st = p->failed;
+  p->at_node = false;
   if (r->problem == VL__JSON_OK) vl__jr_end(r, nul_tail_ok);
   size_t at = r->at;
   switch (r->problem) {
@@ -956,7 +970,6 @@ static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, 
   vl__jr_free(&p.r);
   free(p.pending.name);
   free(p.names.slots);
-  free(p.names.hashes);
   if (st == VL_OK && vl_graph_index_users(p.g) != VL_OK)
     st = vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   if (st == VL_OK && check) st = vl__graph_check(p.g, err);
