@@ -497,7 +497,7 @@ static vl_status op_strided(run *r, uint32_t i, const tview *dst, bool fresh) {
     return vl_error_set(r->err, VL_ERR_KERNEL, "/val/dtype", "%s: dtype %s differs from %s",
                         n->target, vl_dtype_name(dst->spec.dtype), vl_dtype_name(self.spec.dtype));
   vl_desc_of_spec(&self.spec, 0, &in);
-  if (!vl__fold_map(r->g, i, &in, &d)) {
+  if (!vl__fold_map(r->g, i, NULL, &in, &d)) {
     if (strcmp(n->target, "aten._reshape_alias_copy.default") != 0) return bad_args(r, n);
     /* A reshape without a strided alias copies in logical order, as view_copy does. */
     return op_view_copy(r, i, dst, fresh);
@@ -520,15 +520,21 @@ static vl_status exec_split(run *r, uint32_t i) {
   if (st != VL_OK) return st;
   vl_desc_of_spec(&self.spec, 0, &in);
   uint32_t first = r->n_stores;
-  for (uint32_t k = 0; k < n->n_vals; k++) {
+  int64_t *starts = malloc(((size_t)n->n_vals + 1) * sizeof *starts);
+  if (starts == NULL) return vl_error_set(r->err, VL_ERR_NOMEM, "", "out of memory");
+  st = vl__fold_split_starts(n, starts) ? VL_OK : bad_args(r, n);
+  for (uint32_t k = 0; st == VL_OK && k < n->n_vals; k++) {
     const vl_spec *v = &n->vals[k];
-    if (v->dtype != self.spec.dtype || !vl__fold_split_output(n, k, &in, &d) ||
-        d.rank != v->rank || memcmp(d.shape, v->shape, d.rank * sizeof d.shape[0]) != 0)
-      return bad_args(r, n);
+    if (v->dtype != self.spec.dtype || !vl__fold_split_output(n, k, starts, &in, &d) ||
+        d.rank != v->rank || memcmp(d.shape, v->shape, d.rank * sizeof d.shape[0]) != 0) {
+      st = bad_args(r, n);
+      break;
+    }
     st = slot_alloc(r, i, v, &dst);
-    if (st != VL_OK) return st;
-    copy_desc(&dst, &self, &d);
+    if (st == VL_OK) copy_desc(&dst, &self, &d);
   }
+  free(starts);
+  if (st != VL_OK) return st;
   r->slots[i] = (slot){.store = first, .spec = self.spec, .offset = 0};
   return VL_OK;
 }

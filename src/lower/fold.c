@@ -53,6 +53,7 @@ typedef struct folder {
   uint32_t *queue; /* nodes whose users dropped to one (at most 2n: n, plus one per merge) */
   uint32_t n_queue;
   uint32_t pos; /* the position being swept */
+  int64_t *split_starts; /* of the split whose getitems are being decided, or NULL */
 } folder;
 
 typedef struct cand {
@@ -303,11 +304,12 @@ static int candidates(folder *x, uint32_t n, uint32_t b, cand *c, bool *has_c1) 
   bool b_alias = vl__is_memory_view(&x->g->nodes[b]);
   /* as_strided reads its input's buffer: through a copy with a chain it has no candidate 1. */
   bool through = x->kind[n] != VL_FOLD_AS_STRIDED || x->own[b] || b_alias;
-  *has_c1 = through && chain_intact(x, b, root) && vl__fold_map(x->g, n, &in, &c[0].d);
+  *has_c1 =
+      through && chain_intact(x, b, root) && vl__fold_map(x->g, n, x->split_starts, &in, &c[0].d);
   if (*has_c1) c[nc++].root = root;
   if (!b_alias && !x->own[b]) {
     vl_desc_of_spec(&x->g->nodes[b].val, 0, &in);
-    if (vl__fold_map(x->g, n, &in, &c[nc].d)) c[nc++].root = b;
+    if (vl__fold_map(x->g, n, x->split_starts, &in, &c[nc].d)) c[nc++].root = b;
   }
   return nc;
 }
@@ -343,6 +345,24 @@ static void note_write(void *p, uint32_t ref) {
   x->last_write[vl__alias_class(&x->alias, ref)] = x->pos;
 }
 
+static vl_status decide_getitems(folder *x, uint32_t p) {
+  const vl_node *node = &x->g->nodes[p];
+  vl_status st = VL_OK;
+  x->split_starts = malloc(((size_t)node->n_vals + 1) * sizeof *x->split_starts);
+  if (x->split_starts == NULL) return VL_ERR_NOMEM;
+  if (!vl__fold_split_starts(node, x->split_starts)) { /* bad arguments: no candidate */
+    free(x->split_starts);
+    x->split_starts = NULL;
+  }
+  for (uint32_t k = 0; st == VL_OK && k < node->n_users; k++) {
+    uint32_t u = node->users[k];
+    if (x->kind[u] == VL_FOLD_GETITEM) st = decide(x, u, x->input[u], p);
+  }
+  free(x->split_starts);
+  x->split_starts = NULL;
+  return st;
+}
+
 static vl_status decide_all(folder *x) {
   vl_status st = VL_OK;
   for (uint32_t i = 0; st == VL_OK && i < x->g->n_nodes; i++) {
@@ -352,10 +372,7 @@ static vl_status decide_all(folder *x) {
     else if (x->kind[i] != VL_FOLD_NONE && x->kind[i] != VL_FOLD_GETITEM)
       st = decide(x, i, x->input[i], i);
     /* A split's getitems are decided as if they stood at their producer's place. */
-    for (uint32_t k = 0; st == VL_OK && vl__fold_is_split(node) && k < node->n_users; k++) {
-      uint32_t u = node->users[k];
-      if (x->kind[u] == VL_FOLD_GETITEM) st = decide(x, u, x->input[u], i);
-    }
+    if (st == VL_OK && vl__fold_is_split(node)) st = decide_getitems(x, i);
     x->pos = i;
     vl__node_for_each_write(node, note_write, x);
   }

@@ -209,44 +209,47 @@ vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input) {
   return kind;
 }
 
-/* Where output index of a split with sizes starts, and its length (sizes may exceed 16). */
-static bool split_sizes_at(const vl_arg *a, uint32_t index, int64_t *start, int64_t *len) {
-  if (a == NULL || a->kind != VL_ARG_LIST || index >= a->u.list.count) return false;
-  *start = 0;
-  for (uint32_t k = 0; k <= index; k++) {
-    int64_t v;
-    if (!vl__fold_int(&a->u.list.items[k], &v) || v < 0) return false;
-    if (k == index) *len = v;
-    else if (__builtin_add_overflow(*start, v, start)) return false;
+bool vl__fold_split_starts(const vl_node *n, int64_t *starts) {
+  starts[0] = 0;
+  if (strcmp(n->target, "aten.unbind_copy.int") == 0) {
+    for (uint32_t k = 0; k < n->n_vals; k++) starts[k + 1] = k + 1;
+    return true;
+  }
+  const vl_arg *a = arg_at(n, 1, strcmp(n->target, "aten.split_copy.Tensor") == 0 ? "split_size"
+                                                                                   : "split_sizes");
+  int64_t chunk = 0;
+  bool sizes = a != NULL && a->kind == VL_ARG_LIST;
+  if (a == NULL || (sizes ? a->u.list.count != n->n_vals : !vl__fold_int(a, &chunk) || chunk < 0))
+    return false;
+  for (uint32_t k = 0; k < n->n_vals; k++) {
+    int64_t len = chunk;
+    if (sizes && (!vl__fold_int(&a->u.list.items[k], &len) || len < 0)) return false;
+    if (__builtin_add_overflow(starts[k], len, &starts[k + 1])) return false;
   }
   return true;
 }
 
-bool vl__fold_split_output(const vl_node *n, uint32_t index, const vl_desc *in, vl_desc *out) {
-  int64_t dim, d, start = 0, len = 0, end;
+bool vl__fold_split_output(const vl_node *n, uint32_t index, const int64_t *starts,
+                           const vl_desc *in, vl_desc *out) {
+  int64_t dim, d;
+  if (index >= n->n_vals) return false;
   if (strcmp(n->target, "aten.unbind_copy.int") == 0)
     return int_arg(n, 1, "dim", 0, &dim) && vl_desc_select(in, dim, index, out);
   if (!int_arg(n, 2, "dim", 0, &dim) || in->rank == 0) return false;
   d = dim < 0 ? dim + in->rank : dim;
-  if (d < 0 || d >= in->rank) return false;
-  if (strcmp(n->target, "aten.split_copy.Tensor") == 0) {
-    const vl_arg *a = arg_at(n, 1, "split_size");
-    if (a == NULL || !vl__fold_int(a, &len) || len < 0) return false;
-    if (len == 0 ? index != 0 : __builtin_mul_overflow((int64_t)index, len, &start)) return false;
-  } else if (!split_sizes_at(arg_at(n, 1, "split_sizes"), index, &start, &len)) {
-    return false;
-  }
-  if (start > in->shape[d] || __builtin_add_overflow(start, len, &end)) return false;
-  return vl_desc_slice(in, d, &start, &end, 1, out);
+  if (d < 0 || d >= in->rank || starts[index] > in->shape[d]) return false;
+  return vl_desc_slice(in, d, &starts[index], &starts[index + 1], 1, out);
 }
 
-bool vl__fold_map(const vl_graph *g, uint32_t i, const vl_desc *in, vl_desc *out) {
+bool vl__fold_map(const vl_graph *g, uint32_t i, const int64_t *split_starts, const vl_desc *in,
+                  vl_desc *out) {
   const vl_node *n = &g->nodes[i];
   uint32_t producer, index;
   vl_desc r;
   bool ok;
   if (vl_node_getitem(n, &producer, &index))
-    ok = vl__fold_split_output(&g->nodes[producer], index, in, &r);
+    ok = split_starts != NULL &&
+         vl__fold_split_output(&g->nodes[producer], index, split_starts, in, &r);
   else {
     const fold_row *row = row_of(n);
     ok = row != NULL && row->map(n, in, &r);

@@ -23,10 +23,17 @@ vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input);
 /* Is node i a split / unbind producer (aten.split_copy.Tensor, split_with_sizes_copy, unbind)? */
 bool vl__fold_is_split(const vl_node *n);
 /* Node i's map applied to in (the descriptor of its input's elements): false when the map fails
- * (no strided alias, a bad argument) or gives another shape than node i's val. */
-bool vl__fold_map(const vl_graph *g, uint32_t i, const vl_desc *in, vl_desc *out);
-/* Output index of a split producer n over an input of shape in as a descriptor map. */
-bool vl__fold_split_output(const vl_node *n, uint32_t index, const vl_desc *in, vl_desc *out);
+ * (no strided alias, a bad argument) or gives another shape than node i's val. For a getitem,
+ * split_starts are its producer's (vl__fold_split_starts; NULL fails). */
+bool vl__fold_map(const vl_graph *g, uint32_t i, const int64_t *split_starts, const vl_desc *in,
+                  vl_desc *out);
+/* Where each output of split producer n starts along its dim: starts[0..n_vals], output k
+ * ending where k + 1 starts (computed once per producer, so a split is linear in its outputs).
+ * False on bad arguments (a split_sizes list of another length than vals included). */
+bool vl__fold_split_starts(const vl_node *n, int64_t *starts);
+/* Output index of split producer n, given its starts, over input descriptor in. */
+bool vl__fold_split_output(const vl_node *n, uint32_t index, const int64_t *starts,
+                           const vl_desc *in, vl_desc *out);
 /* An integer literal (a float token of 2^63 or more - INT64_MAX read through a double - is
  * INT64_MAX, and of -2^63 or less INT64_MIN); false for anything else. */
 bool vl__fold_int(const vl_arg *a, int64_t *v);
