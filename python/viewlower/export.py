@@ -369,7 +369,7 @@ class _Builder:
     def build(self) -> List[dict]:
         fx_nodes = list(self.gm.graph.nodes)
         ph_index = 0
-        placeholders, calls, output = [], [], None
+        placeholders, calls, output = [], [], None  # calls: fx nodes after the placeholders
         splits = {n.name: n for n in fx_nodes
                   if self.split == "slices" and n.op == "call_function"
                   and isinstance(n.target, torch._ops.OpOverload)
@@ -380,8 +380,9 @@ class _Builder:
                         "buffer" if ph_index < self.n_params + self.n_buffers else "user_input")
                 placeholders.append({"name": n.name, "op": "placeholder", "kind": kind})
                 ph_index += 1
-            elif n.op == "get_attr":
+            elif n.op == "get_attr":  # stays where the trace first reads it
                 self.constants.append({"name": n.name, "op": "placeholder", "kind": "constant"})
+                calls.append(n)
             elif n.op == "call_function":
                 calls.append(n)
             elif n.op == "output":
@@ -389,8 +390,12 @@ class _Builder:
             else:
                 raise ExportError(f"fx node {n.name} of op {n.op} cannot be carried",
                                   kind="unsupported", path=f"/nodes/{len(placeholders)}")
-        self.nodes = placeholders + self.constants
+        self.nodes = placeholders
+        constants = {c["name"]: c for c in self.constants}
         for n in calls:
+            if n.name in constants:
+                self.nodes.append(constants[n.name])
+                continue
             if n.name in splits:
                 self._check_split_users(n)
                 continue
@@ -425,7 +430,11 @@ class _Builder:
         mf = kwargs.get("memory_format")
         if self.skip_dim_order or mf in (None, "preserve_format"):
             return target, kwargs
-        rank = len(n.args[0].meta["tensor_meta"].shape)
+        meta = n.meta.get("tensor_meta") or n.args[0].meta.get("tensor_meta")
+        if meta is None:
+            raise ExportError("layout conversion of a tensor of unknown rank", kind="unsupported",
+                              path=where)
+        rank = len(meta.shape)
         kwargs = {k: v for k, v in kwargs.items() if k != "memory_format"}
         kwargs["dim_order"] = _memory_format_dim_order(mf, rank, where + "/kwargs/memory_format")
         return CONVERSIONS[target], kwargs
@@ -620,7 +629,10 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
             continue
         specs = d.specs.get(n["name"])
         if n["op"] == "call_function" and n["target"] == "operator.getitem":
-            prod = d.specs[n["args"][0]]
+            prod = d.specs.get(n["args"][0], {})
+            if n["args"][1] not in prod:
+                raise ExportError(f"output {n['args'][1]} of {n['args'][0]} is not a tensor",
+                                  kind="unsupported", path=f"/nodes/{d.index[n['name']]}")
             n["val"] = prod[n["args"][1]]
             continue
         if specs is None:
@@ -629,6 +641,9 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
         if n["name"] in d.mutates:
             n["mutates"] = d.mutates[n["name"]]
         if _is_multi(b.fx_of.get(n["name"])):
+            if sorted(specs) != list(range(len(specs))):
+                raise ExportError(f"{n['target']} returns an output that is not a tensor",
+                                  kind="unsupported", path=f"/nodes/{d.index[n['name']]}")
             n["vals"] = [specs[i] for i in sorted(specs)]
         else:
             n["val"] = specs[0]
