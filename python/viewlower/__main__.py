@@ -140,8 +140,13 @@ def cmd_lower(a: argparse.Namespace) -> int:
     for path in a.graphs:
         try:
             texts.append(sys.stdin.read() if path == "-" else open(path).read())
-        except OSError as e:
-            raise UsageError(f"{path}: {e.strerror}")
+        except OSError as e:  # as viewlowerctl: an unreadable file is invalid input (2)
+            raise ViewlowerError(f"{path}: cannot open: {e.strerror}")
+    for path, text in zip(a.graphs, texts):
+        try:  # a file that is not JSON is refused here, as viewlowerctl does, not sent
+            json.loads(text)
+        except ValueError as e:
+            raise ViewlowerError(f"{path}: malformed JSON: {e}")
     low = _lowerer(a)
     try:
         results = low.lower_many(texts, _opts(a))

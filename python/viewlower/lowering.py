@@ -124,6 +124,8 @@ class Lowerer:
         if p.returncode != 0:
             line = p.stderr.decode(errors="replace").strip().splitlines()
             msg = line[-1] if line else f"exit {p.returncode}"
+            if msg.startswith("viewlowerctl: -: "):  # the graph went in on standard input
+                msg = msg[len("viewlowerctl: -: "):]
             err = ViewlowerError(msg, kind="viewlowerctl")
             err.exit_code = p.returncode if p.returncode in (2, 3, 4, 64) else EXIT_INVALID
             raise err

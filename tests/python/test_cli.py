@@ -84,3 +84,12 @@ def test_inputs_the_model_cannot_run_on_are_invalid_input_with_torch_message():
     p = cli("export", "torchvision.models:resnet18", "--input", "1,5,32,32")
     assert p.returncode == 2
     assert p.stderr.startswith("viewlower: tracing the model failed: RuntimeError:")
+
+
+def test_lower_of_a_missing_or_malformed_file_exits_2_naming_it(tmp_path, daemon):
+    p = cli("lower", str(tmp_path / "missing.json"), "--socket", daemon)
+    assert p.returncode == 2 and "missing.json: cannot open" in p.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    p = cli("lower", str(bad), "--socket", daemon)
+    assert p.returncode == 2 and "bad.json: malformed JSON" in p.stderr
