@@ -916,6 +916,15 @@ static void with_remove_view_copy_off_every_layout_only_node_is_disabled(void **
   expect_fold(&l, "t1", "kept", "x", 0, R(DISABLED));
   expect_fold(&l, "t2", "kept", "t1", 0, R(DISABLED));
   done(&l);
+  /* a split's getitem reads its producer's input */
+  l = lower_opts(HEAD PHV("x", "", "[4,5]", "[0,1]")
+                 ",{\"name\":\"sp\",\"op\":\"call_function\",\"target\":\"aten.split_copy.Tensor\","
+                 "\"args\":[\"x\",2],\"vals\":[" SPEC("float32", "[2,5]", "[0,1]") ","
+                 SPEC("float32", "[2,5]", "[0,1]") "]}"
+                 CALL("a", "operator.getitem", "[\"sp\",1]", VAL("[2,5]", "[0,1]")) OUT("[\"a\"]"),
+                 false, VL_POLICY_SAFE, true);
+  expect_fold(&l, "a", "kept", "x", 0, R(DISABLED));
+  done(&l);
   /* legacy ignores fold */
   l = lower_opts(PATCH_DIM_ORDER, true, VL_POLICY_LEGACY, true);
   assert_int_equal(l.r.layout_copy_nodes, 1);

@@ -260,6 +260,8 @@ static vl_status report_disabled(const vl_graph *g, vl_report *r, bool fold) {
   lower_facts f = VL__FACTS_NONE;
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     if (!considered(g, i, fold)) continue;
+    /* The base is the node whose elements it reads (a getitem's: its producer's input). */
+    if (fold) vl__fold_kind(g, i, &f.base);
     vl_status st =
         vl__decision_init(&r->decisions[r->n_decisions], g, i, 1u << VL_REASON_DISABLED, &f);
     if (st != VL_OK) return st;
