@@ -191,7 +191,12 @@ static int bind_path(vld_server *srv) {
   memcpy(sa.sun_path, path, strlen(path) + 1);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   mode_t old = umask(0177); /* the socket is private until chmod gives it --socket-mode */
-  int rc = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? 0 : -errno;
+  /* listening at once: a client that sees the file can connect (it waits in the backlog
+   * until the loop runs); uv_listen later only sets the callback */
+  int rc = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+                   listen(fd, LISTEN_BACKLOG) == 0
+               ? 0
+               : -errno;
   umask(old);
   if (rc != 0) {
     vld_log_error("cannot bind %s: %s", path, strerror(-rc));
