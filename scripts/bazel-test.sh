@@ -4,7 +4,8 @@
 #   cold_build        every graph lowered (two exported from PyTorch models by the front end);
 #                     the lowering actions ran in the worker
 #   one_worker        one `viewlowerctl worker` process served every lowering action (its log)
-#   same_as_cli       each lowered graph + report is `viewlowerctl --local lower`'s result, bytes
+#   same_as_cli       each target's lowered graph + report is `viewlowerctl --local lower`'s
+#                     result with the target's options, byte for byte
 #   noop_build        a second build runs no action
 #   cache_hit         after `bazel clean`, every action of the build is a cache hit (disk cache)
 #   verify_tests      `bazel test //...`: every viewlower_verify test passes
@@ -91,28 +92,41 @@ pids=$( (cat "$logs"/*ViewlowerLower*.log 2>/dev/null || true) |
 check one_worker "$([[ $nlogs == 1 && $pids == 1 && $served == "$lowerings" ]] && echo true ||
   echo false)" "\"worker_logs\":$nlogs,\"worker_pids\":$pids,\"requests_served\":$served"
 
-# Byte for byte what the CLI prints: {"graph":G,"report":R} from G and R.
+# Byte for byte what the CLI prints: {"graph":G,"report":R} from G and R, for every
+# viewlower_lower target of the workspace, with the options its attributes give.
+lower_targets() { # "PACKAGE|NAME|GRAPH LABEL|CLI FLAGS", one line per target
+  (bz query --output=build 'kind(viewlower_lower, //...)' 2>/dev/null || true) | awk '
+    /^# \// { p = $2; sub(/.*examples\/bazel\/?/, "", p); sub(/\/?BUILD\.bazel:.*/, "", p) }
+    /^  name = / { n = $3; gsub(/[",]/, "", n); f = "" }
+    /^  graph = / { g = $3; gsub(/[",]/, "", g) }
+    /^  remove_view_copy = False/ { f = f " --keep-view-copy" }
+    /^  fold = False/ { f = f " --no-fold" }
+    /^  policy = / { v = $3; gsub(/[",]/, "", v); f = f " --policy " v }
+    /^\)/ { print p "|" n "|" g "|" f }'
+}
+graph_path() { # a graph label of the workspace -> the file
+  case $1 in
+    @viewlower//:*) echo "$repo/${1#@viewlower//:}" ;;
+    //:*) if [[ -f examples/bazel/${1#//:} ]]; then echo "examples/bazel/${1#//:}"; else
+      echo "$tmp/out/bin/${1#//:}.json"; fi ;;
+  esac
+}
 ctl="$tmp/out/bin/external/viewlower/viewlowerctl"
 same=true
-pairs=()
-for g in examples/graphs/*.json; do pairs+=("$(basename "$g" .json)_lowered=$g"); done
-pairs+=(reshape_chain_nofold=examples/graphs/reshape_chain.json:--no-fold
-  patch_embed_kept=examples/graphs/patch_embed.json:--keep-view-copy
-  gpt_attention_lowered=examples/bazel/graphs/gpt_attention_edge.json
-  resnet18_train_lowered=examples/bazel/graphs/resnet18_train_traced.json
-  patch_embed_export_lowered="$tmp/out/bin/patch_embed_export.json"
-  gpt_attention_export_lowered="$tmp/out/bin/gpt_attention_export.json")
-for pair in "${pairs[@]}"; do
-  out="$tmp/out/bin/${pair%%=*}" g=${pair#*=} opt=()
-  [[ $g == *:* ]] && opt=("${g#*:}") g=${g%%:*}
-  if [[ ! -f $out.json || ! -f $out.report.json ]] ||
+compared=0
+while IFS="|" read -r pkg name label target_opts; do
+  out="$tmp/out/bin/${pkg:+$pkg/}$name" g=$(graph_path "$label")
+  read -ra opt <<<"$target_opts"
+  compared=$((compared + 1))
+  if [[ ! -f $out.json || ! -f $out.report.json || ! -f $g ]] ||
     ! cmp -s <(printf '{"graph":%s,"report":%s}\n' "$(cat "$out.json")" "$(cat "$out.report.json")") \
       <("$ctl" --local lower "$g" "${opt[@]}"); then
     echo "bazel-test: $out.json/.report.json differ from viewlowerctl --local lower $g ${opt[*]}" >&2
     same=false
   fi
-done
-check same_as_cli "$same" "\"graphs\":${#pairs[@]}"
+done < <(lower_targets)
+[[ $compared == "$lowerings" ]] || same=false
+check same_as_cli "$same" "\"targets\":$compared"
 (find "$tmp/out/bin/" -maxdepth 2 -name '*.json' | sort | xargs -r sha256sum || true) >"$tmp/worker.sums"
 
 run noop build "${flags[@]}" --disk_cache="$tmp/cache" "${targets[@]}"
