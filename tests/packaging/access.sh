@@ -17,8 +17,11 @@ tmp=$(mktemp -d)
 chmod 755 "$tmp"
 pids=()
 made_run_dir=
+used_system_socket=
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  # the daemon leaves PATH.lock beside a socket it bound (docs/daemon.md, "Socket file")
+  [ -n "$used_system_socket" ] && rm -f /run/viewlower/viewlower.sock.lock
   [ -n "$made_run_dir" ] && rmdir /run/viewlower 2>/dev/null || true
   for u in vltest-alice vltest-bob; do userdel "$u" 2>/dev/null || true; done
   groupdel "$group" 2>/dev/null || true
@@ -74,6 +77,7 @@ if [ -e /run/viewlower/viewlower.sock ]; then
   exit 0
 fi
 [ -d /run/viewlower ] || { mkdir -m 0755 /run/viewlower; made_run_dir=1; }
+[ -e /run/viewlower/viewlower.sock.lock ] || used_system_socket=1
 start /run/viewlower/viewlower.sock
 out=$(as vltest-alice --init-groups -- ping) || fail "alice did not reach the system socket: $out"
 [ "$out" = '{"pong":true}' ] || fail "fallback: $out"
