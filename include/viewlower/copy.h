@@ -17,8 +17,8 @@ extern "C" {
 /* Kernel sets of the copy engine, one per level of the machine's vector units. Every level
  * gives bit-identical results; a higher one is faster where the CPU runs it. On x86-64: SSE2 is
  * the baseline (streamed stores for copies larger than the caches), SSSE3 adds byte-shuffle
- * deinterleave / interleave of 3- and 4-channel 8- and 16-bit images, AVX2 wider transposes and
- * shuffles, AVX-512 (F, BW, VL) 512-bit transposes of 4- and 8-byte elements. Elsewhere only
+ * deinterleave / interleave of 3- and 4-channel 8- and 16-bit images, AVX2 256-bit transposes,
+ * AVX-512 (F, BW, VL) 512-bit transposes of 4- and 8-byte elements. Elsewhere only
  * VL_COPY_PORTABLE (plain C and compiler vector types) exists. */
 typedef enum vl_copy_level {
   VL_COPY_PORTABLE = 0,

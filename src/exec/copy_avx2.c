@@ -4,22 +4,15 @@
  * halves from rows i and i + K/2, so the in-lane unpacks of AVX2 do the whole transpose and
  * at most one cross-lane permute per register is left: 16x16 bytes (8 registers, 32 shuffles),
  * 8x8 of 2 bytes (4 registers, 12), 8x8 of 4 bytes (8 registers, 16), 4x4 of 8 bytes (4
- * registers, 4). Ragged edges move element by element.
- * Narrow planes: the SSSE3 byte shuffles of copy_ssse3.c on two groups at once, one per 128-bit
- * lane (vpshufb shuffles within lanes, so the masks are the same); 3 channels by blends and one
- * shuffle per channel (exec/copy_shuffle.h). */
+ * registers, 4); the last block of a row or column overlaps the one before it
+ * (VL__TILE_BODY). Narrow planes (images) use the SSSE3 kernels. */
 #include "exec/copy_kernels.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)
 #include <immintrin.h>
-#include <string.h>
-
-#include "exec/copy_shuffle.h"
 
 #define LOAD16(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
-#define LOAD32(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define STORE16(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
-#define STORE32(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
 /* A register of two 16-byte halves: lane 0 from p, lane 1 from q. */
 #define LOAD2(p, q) _mm256_inserti128_si256(_mm256_castsi128_si256(LOAD16(p)), LOAD16(q), 1)
 #define LOAD2PS(p, q)                                                                              \
@@ -115,104 +108,8 @@ VL__AVX2_TILE(u16, 8, 2, 1)
 VL__AVX2_TILE(u32, 8, 4, 2)
 VL__AVX2_TILE(u64, 4, 8, 3)
 
-/* ---- narrow planes --------------------------------------------------------------------------- */
-
-#define M1(F, E, k, v) _mm256_broadcastsi128_si256(_mm_setr_epi8(VL__MASK16(F, 3, E, k, v)))
-
-/* 4 x 4 transpose of 32-bit words within each lane: r[k] word v = t[v] word k. */
-static void transpose4x32(__m256i t[4]) {
-  __m256i lo01 = _mm256_unpacklo_epi32(t[0], t[1]), hi01 = _mm256_unpackhi_epi32(t[0], t[1]);
-  __m256i lo23 = _mm256_unpacklo_epi32(t[2], t[3]), hi23 = _mm256_unpackhi_epi32(t[2], t[3]);
-  t[0] = _mm256_unpacklo_epi64(lo01, lo23);
-  t[1] = _mm256_unpackhi_epi64(lo01, lo23);
-  t[2] = _mm256_unpacklo_epi64(hi01, hi23);
-  t[3] = _mm256_unpackhi_epi64(hi01, hi23);
-}
-
-/* Four channels (exec/copy_shuffle.h): per group, four shuffles and a transpose of words. */
-#define VL__AVX2_NARROW4(E, sfx)                                                                   \
-  static void split4_##sfx(char *d, const char *s, int64_t n, ptrdiff_t dx) {                      \
-    const __m256i g = M1(VL__SPLIT4_GROUP, E, 0, 0);                                               \
-    enum { P = 32 / E };                                                                           \
-    int64_t y = 0;                                                                                 \
-    for (; y + P <= n; y += P, s += 128) {                                                         \
-      __m256i t[4];                                                                                \
-      for (int v = 0; v < 4; v++)                                                                  \
-        t[v] = _mm256_shuffle_epi8(LOAD2(s + 16 * v, s + 64 + 16 * v), g);                         \
-      transpose4x32(t);                                                                            \
-      for (int k = 0; k < 4; k++) STORE32(d + k * dx + y * E, t[k]);                               \
-    }                                                                                              \
-    for (; y < n; y++, s += 4 * E)                                                                 \
-      for (int k = 0; k < 4; k++) memcpy(d + k * dx + y * E, s + k * E, E);                        \
-  }                                                                                                \
-  static void merge4_##sfx(char *d, const char *s, int64_t n, ptrdiff_t sy) {                      \
-    const __m256i g = M1(VL__MERGE4_GROUP, E, 0, 0);                                               \
-    enum { P = 32 / E };                                                                           \
-    int64_t x = 0;                                                                                 \
-    for (; x + P <= n; x += P, d += 128) {                                                         \
-      __m256i t[4];                                                                                \
-      for (int k = 0; k < 4; k++) t[k] = LOAD32(s + k * sy + x * E);                               \
-      transpose4x32(t);                                                                            \
-      for (int v = 0; v < 4; v++)                                                                  \
-        STORE2(d + 16 * v, d + 64 + 16 * v, _mm256_shuffle_epi8(t[v], g));                         \
-    }                                                                                              \
-    for (; x < n; x++, d += 4 * E)                                                                 \
-      for (int k = 0; k < 4; k++) memcpy(d + k * E, s + k * sy + x * E, E);                        \
-  }
-
-/* Three channels (exec/copy_shuffle.h): per group, two blends and one shuffle per channel. */
-#define VL__AVX2_NARROW3(E, sfx)                                                                   \
-  static void split3_##sfx(char *d, const char *s, int64_t n, ptrdiff_t dx) {                      \
-    const __m256i sb[3] = {M1(VL__SPLIT3_SEL, E, 0, 1), M1(VL__SPLIT3_SEL, E, 1, 1),               \
-                           M1(VL__SPLIT3_SEL, E, 2, 1)};                                           \
-    const __m256i sc[3] = {M1(VL__SPLIT3_SEL, E, 0, 2), M1(VL__SPLIT3_SEL, E, 1, 2),               \
-                           M1(VL__SPLIT3_SEL, E, 2, 2)};                                           \
-    const __m256i so[3] = {M1(VL__SPLIT3_ORDER, E, 0, 0), M1(VL__SPLIT3_ORDER, E, 1, 0),           \
-                           M1(VL__SPLIT3_ORDER, E, 2, 0)};                                         \
-    enum { P = 32 / E };                                                                           \
-    int64_t y = 0;                                                                                 \
-    for (; y + P <= n; y += P, s += 96) {                                                          \
-      __m256i a = LOAD2(s, s + 48), b = LOAD2(s + 16, s + 64), c = LOAD2(s + 32, s + 80);          \
-      for (int k = 0; k < 3; k++) {                                                                \
-        __m256i x = _mm256_blendv_epi8(_mm256_blendv_epi8(a, b, sb[k]), c, sc[k]);                 \
-        STORE32(d + k * dx + y * E, _mm256_shuffle_epi8(x, so[k]));                                \
-      }                                                                                            \
-    }                                                                                              \
-    for (; y < n; y++, s += 3 * E)                                                                 \
-      for (int k = 0; k < 3; k++) memcpy(d + k * dx + y * E, s + k * E, E);                        \
-  }                                                                                                \
-  static void merge3_##sfx(char *d, const char *s, int64_t n, ptrdiff_t sy) {                      \
-    const __m256i mo[3] = {M1(VL__MERGE3_ORDER, E, 0, 0), M1(VL__MERGE3_ORDER, E, 1, 0),           \
-                           M1(VL__MERGE3_ORDER, E, 2, 0)};                                         \
-    const __m256i m1[3] = {M1(VL__MERGE3_SEL, E, 1, 0), M1(VL__MERGE3_SEL, E, 1, 1),               \
-                           M1(VL__MERGE3_SEL, E, 1, 2)};                                           \
-    const __m256i m2[3] = {M1(VL__MERGE3_SEL, E, 2, 0), M1(VL__MERGE3_SEL, E, 2, 1),               \
-                           M1(VL__MERGE3_SEL, E, 2, 2)};                                           \
-    enum { P = 32 / E };                                                                           \
-    int64_t x = 0;                                                                                 \
-    for (; x + P <= n; x += P, d += 96) {                                                          \
-      __m256i y0 = _mm256_shuffle_epi8(LOAD32(s + x * E), mo[0]);                                  \
-      __m256i y1 = _mm256_shuffle_epi8(LOAD32(s + sy + x * E), mo[1]);                             \
-      __m256i y2 = _mm256_shuffle_epi8(LOAD32(s + 2 * sy + x * E), mo[2]);                         \
-      for (int v = 0; v < 3; v++) {                                                                \
-        __m256i o = _mm256_blendv_epi8(_mm256_blendv_epi8(y0, y1, m1[v]), y2, m2[v]);              \
-        STORE2(d + 16 * v, d + 48 + 16 * v, o);                                                    \
-      }                                                                                            \
-    }                                                                                              \
-    for (; x < n; x++, d += 3 * E)                                                                 \
-      for (int k = 0; k < 3; k++) memcpy(d + k * E, s + k * sy + x * E, E);                        \
-  }
-
-VL__AVX2_NARROW3(1, u8)
-VL__AVX2_NARROW3(2, u16)
-VL__AVX2_NARROW4(1, u8)
-VL__AVX2_NARROW4(2, u16)
-
-const vl__copy_kernels vl__copy_kernels_avx2 = {
-    .tile = {tile_u8, tile_u16, tile_u32, tile_u64},
-    .split = {{NULL, split3_u8, split4_u8}, {NULL, split3_u16, split4_u16}},
-    .merge = {{NULL, merge3_u8, merge4_u8}, {NULL, merge3_u16, merge4_u16}},
-};
+/* The narrow planes use the SSSE3 kernels (copy_ssse3.c says why). */
+const vl__copy_kernels vl__copy_kernels_avx2 = {.tile = {tile_u8, tile_u16, tile_u32, tile_u64}};
 #elif defined(__x86_64__)
 const vl__copy_kernels vl__copy_kernels_avx2 = {.tile = {NULL}};
 #else
