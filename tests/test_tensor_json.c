@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "base/json_num.h"
 #include "viewlower/tensor_json.h"
 
 /* ---------------------------------------------------------------- helpers */
@@ -825,9 +826,97 @@ static void empty_buffer_extends_by_zero_bytes_to_a_valid_pointer(void **state) 
   vl_buf_free(&b);
 }
 
+/* The exact number reader and writer (src/base/json_num, SPEC §2): 200,000 seeded random
+ * doubles (every bit pattern class: subnormals, huge, tiny, negative zero) print as a float
+ * token that reads back to the same bits, in no more than 17 significant digits. */
+static void every_double_prints_as_a_float_token_that_reads_back_bit_exactly(void **state) {
+  (void)state;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  size_t checked = 0;
+  for (int i = 0; i < 200000; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    double d;
+    memcpy(&d, &x, sizeof d);
+    if (!isfinite(d)) continue;
+    char text[VL__NUM_TEXT_MAX];
+    size_t n = vl__num_format_double(d, text);
+    assert_int_equal(n, strlen(text));
+    bool is_float = false;
+    int64_t iv = 0;
+    double back = 0;
+    assert_int_equal(vl__num_parse(text, n, &is_float, &iv, &back), VL__NUM_OK);
+    assert_true(is_float);
+    if (memcmp(&back, &d, sizeof d) != 0) fail_msg("%.17g printed as %s", d, text);
+    size_t digits = 0;
+    for (const char *c = text; *c && *c != 'e'; c++) digits += *c >= '0' && *c <= '9';
+    assert_true(digits <= 17 + 4); /* plain layout pads up to 4 zeros (0.0001234) */
+    checked++;
+  }
+  assert_true(checked > 190000);
+  static const struct {
+    double v;
+    const char *text;
+  } cases[] = {{2.0, "2.0"},         {-0.0, "-0.0"},        {0.1, "0.1"},
+               {1e-05, "1e-05"},     {1e16, "1e+16"},       {123456789012345680.0, "1.2345678901234568e+17"},
+               {0.30000000000000004, "0.30000000000000004"}, {5e-324, "5e-324"},
+               {1.7976931348623157e308, "1.7976931348623157e+308"}, {100.0, "100.0"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[VL__NUM_TEXT_MAX];
+    vl__num_format_double(cases[i].v, text);
+    assert_string_equal(text, cases[i].text);
+  }
+}
+
+static void integer_tokens_are_exact_in_the_int64_range_only(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    vl__num_result result;
+    bool is_float;
+    int64_t value;
+  } cases[] = {
+      {"9223372036854775807", VL__NUM_OK, false, INT64_MAX},
+      {"-9223372036854775808", VL__NUM_OK, false, INT64_MIN},
+      {"9007199254740993", VL__NUM_OK, false, INT64_C(9007199254740993)},
+      {"9223372036854775808", VL__NUM_RANGE, false, 0},
+      {"-9223372036854775809", VL__NUM_RANGE, false, 0},
+      {"123456789012345678901234567890", VL__NUM_RANGE, false, 0},
+      {"-0", VL__NUM_OK, false, 0},
+      {"1e400", VL__NUM_RANGE, true, 0},
+      {"01", VL__NUM_BAD, false, 0},
+      {"1.", VL__NUM_BAD, false, 0},
+      {"+1", VL__NUM_BAD, false, 0},
+      {".5", VL__NUM_BAD, false, 0},
+      {"1e", VL__NUM_BAD, false, 0},
+      {"-", VL__NUM_BAD, false, 0},
+      {"", VL__NUM_BAD, false, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    bool is_float = false;
+    int64_t v = 0;
+    double f = 0;
+    vl__num_result r = vl__num_parse(cases[i].text, strlen(cases[i].text), &is_float, &v, &f);
+    if (r != cases[i].result) fail_msg("%s: %d, want %d", cases[i].text, r, cases[i].result);
+    if (r == VL__NUM_OK && !cases[i].is_float) assert_true(v == cases[i].value);
+    if (r != VL__NUM_BAD) assert_int_equal(is_float, cases[i].is_float);
+    char text[VL__NUM_TEXT_MAX];
+    if (r == VL__NUM_OK && !is_float && cases[i].text[0] != '-') {
+      vl__num_format_int(v, text);
+      assert_string_equal(text, cases[i].text);
+    }
+  }
+  char text[VL__NUM_TEXT_MAX];
+  vl__num_format_int(INT64_MIN, text);
+  assert_string_equal(text, "-9223372036854775808");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(encoding_names_are_values_base64_and_blob),
+      cmocka_unit_test(every_double_prints_as_a_float_token_that_reads_back_bit_exactly),
+      cmocka_unit_test(integer_tokens_are_exact_in_the_int64_range_only),
       cmocka_unit_test(channels_last_values_are_scattered_into_physical_order),
       cmocka_unit_test(data_is_read_in_physical_order),
       cmocka_unit_test(strides_select_the_layout_of_values),
