@@ -59,7 +59,7 @@ def exported(name, cl, lay):
     return _cache[key]
 
 
-def assert_counters_consistent(e, res):
+def assert_counters_consistent(e, res, fold=True):
     g, low, rep = e.graph, res.lowered, res.report
     n_layout, bytes_layout = check.layout_only_bytes(g)
     view_copies = sum(1 for n in g["nodes"] if n.get("target") == "aten.view_copy.default")
@@ -77,13 +77,30 @@ def assert_counters_consistent(e, res):
         else:
             assert d["reasons"], d
     assert rep["bytes_saved"] >= sum(layout.nbytes(v["val"]) for v in views)
-    if "layout_copy_nodes" in rep:  # SPEC §3a's report
+    if fold and "layout_copy_nodes" in rep:  # SPEC §3a's report
         assert rep["layout_copy_nodes"] == n_layout
         assert rep["bytes_saved"] + rep["bytes_copied"] == bytes_layout
         assert rep["bytes_copied"] == check.layout_only_bytes(low)[1]
         for v in views:
             owner = by_name[v["alias_of"]]
             assert owner.get("target") != "memory.view"
+    for v in views:  # alias_of is the storage owner of args[0] (SPEC §3)
+        assert v["alias_of"] == storage_owner(by_name, v["args"][0]), v["name"]
+
+
+def storage_owner(by_name, name):
+    n = by_name[name]
+    while True:
+        t = n.get("target", "")
+        if t == "memory.view":
+            return n["alias_of"]
+        if isinstance(n.get("kwargs", {}).get("out"), str):
+            n = by_name[n["kwargs"]["out"]]
+        elif n["op"] == "call_function" and t.split(".")[1].endswith("_") and \
+                isinstance(n["args"][0], str):
+            n = by_name[n["args"][0]]
+        else:
+            return n["name"]
 
 
 @pytest.mark.parametrize("name,cl,lay", CASES)
@@ -148,3 +165,28 @@ def test_a_split_kept_as_outputs_lowers_and_replays_like_its_slices(lowerer, lay
     base = check.run_check(slices, lowerer, options_of())
     for key in ("replaced", "kept", "merged", "bytes_saved", "bytes_copied"):
         assert getattr(res.summary, key) == getattr(base.summary, key), key
+
+
+FAST = [pytest.param(name, lay, id=f"{name}-{lay}") for name in ("patch_embed", "gpt_attention")
+        for lay in ("edge", "traced")]
+
+
+@pytest.mark.parametrize("name,lay", FAST)
+def test_without_fold_only_view_copy_is_lowered_and_the_replay_is_bit_exact(lowerer, name, lay):
+    e = exported(name, ZOO[name][3], lay)
+    res = check.run_check(e, lowerer, options_of(fold=False))
+    assert res.equal, check.describe(res.mismatch or res.literal_change)
+    rep = res.report
+    assert rep["layout_copy_nodes"] == rep["view_copy_nodes"] and rep["merged"] == 0
+    assert {d["target"] for d in rep["decisions"]} <= {"aten.view_copy.default"}
+    assert_counters_consistent(e, res, fold=False)
+
+
+def test_keep_view_copy_changes_nothing_and_reports_every_copy_disabled(lowerer):
+    e = exported("gpt_attention", False, "edge")
+    res = check.run_check(e, lowerer, options_of(remove_view_copy=False))
+    assert res.equal
+    assert res.lowered["nodes"] == e.graph["nodes"] or all(
+        n.get("target") != "memory.view" for n in res.lowered["nodes"])
+    assert res.report["replaced"] == 0 and res.report["kept"] == res.report["layout_copy_nodes"]
+    assert all(d["reasons"] == ["disabled"] for d in res.report["decisions"])
