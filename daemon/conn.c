@@ -380,8 +380,8 @@ static bool peer_is_active(vld_conn *c) {
  * still unsent, the client has stopped reading them. */
 static void on_idle(uv_timer_t *t) {
   vld_conn *c = t->data;
-  if (c->inflight > 0 || peer_is_active(c)) {
-    return;
+  if (c->inflight > 0 || vl_frame_decoder_waiting(&c->dec) || peer_is_active(c)) {
+    return; /* working for it, waiting for memory for its frame, or bytes to read */
   }
   const char *why = c->writes > 0                     ? " and not reading its responses"
                     : !vl_frame_decoder_idle(&c->dec) ? " in the middle of a frame"

@@ -4,6 +4,7 @@
 #include "memory.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -118,7 +119,7 @@ void *__wrap_aligned_alloc(size_t align, size_t n) {
 
 int __wrap_posix_memalign(void **out, size_t align, size_t n) {
   if (!admit(n)) {
-    return 12; /* ENOMEM */
+    return ENOMEM;
   }
   int rc = __real_posix_memalign(out, align, n);
   if (rc == 0) {
