@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from . import layout, replay
+from .errors import ExportError
 from .export import Exported
 
 #: SPEC §3a's layout-only targets (as_strided_copy and the conversions are checked below).
@@ -134,10 +135,15 @@ def compare_replay(exported: Exported, lowered: dict) -> Optional[dict]:
     value differs from the reference, or None. Nodes removed as dead are not compared."""
     r = replay.Run(lowered, exported.values)
     with torch.no_grad():
-        for name, v in r:
-            want = exported.digests.get(name)
-            if want is not None and isinstance(v, torch.Tensor) and replay.digest(v) != want:
-                return _mismatch(exported, name, v.clone())
+        try:
+            for name, v in r:
+                want = exported.digests.get(name)
+                if want is not None and isinstance(v, torch.Tensor) and replay.digest(v) != want:
+                    return _mismatch(exported, name, v.clone())
+        except ExportError as e:  # the lowered graph does not even run: its first bad node
+            idx = int(e.path.split("/")[2]) if e.path and e.path.startswith("/nodes/") else -1
+            node = lowered["nodes"][idx]["name"] if idx >= 0 else "?"
+            return {"node": node, "index": -1, "expected": "a value", "actual": e.message}
     outs = lowered["nodes"][-1]["args"]
     if len(r.outputs) != len(exported.output_digests):
         return {"node": "output", "index": -1, "expected": len(exported.output_digests),

@@ -247,8 +247,12 @@ def _call(node: dict, idx: int, where: str, env: Dict[str, Any], layout_of: Layo
     if target == "memory.view":
         base = env[args[0]]
         spec = node["val"]
-        return torch.as_strided(base, tuple(spec["shape"]), tuple(layout.spec_strides(spec)),
-                                base.storage_offset() + int(node.get("offset", 0)))
+        try:
+            return torch.as_strided(base, tuple(spec["shape"]), tuple(layout.spec_strides(spec)),
+                                    base.storage_offset() + int(node.get("offset", 0)))
+        except RuntimeError as e:  # e.g. an alias reaching past its owner's buffer
+            raise ExportError(f"memory.view of {args[0]}: {e}".splitlines()[0],
+                              kind="torch_error", path=where)
     fn = resolve(target, where + "/target")
     a = [ref(x) for x in args]
     kw = {k: (env[v] if k == "out" else decode_kwarg(k, v))

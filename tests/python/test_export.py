@@ -178,3 +178,18 @@ def test_a_replay_that_leaves_other_running_statistics_is_a_mismatch():
     bn["args"][6] = 0.5  # another momentum: same outputs in train mode, other running statistics
     found = check.compare_replay(e, tampered)
     assert found is not None and found["node"] == bn["mutates"][0]
+
+
+def test_a_replayed_alias_past_its_owners_buffer_is_a_mismatch_naming_it():
+    import copy
+    from viewlower.models import patch_embed
+    e = exported(patch_embed(), (2, 3, 32, 32), cl=True)
+    bad = copy.deepcopy(e.graph)
+    (flat,) = nodes_of_graph(bad, "aten.view_copy.default")
+    flat.update(target="memory.view", alias_of=flat["args"][0], offset=100000)
+    found = check.compare_replay(e, bad)
+    assert found["node"] == flat["name"] and "memory.view" in found["actual"]
+
+
+def nodes_of_graph(g, target):
+    return [n for n in g["nodes"] if n.get("target") == target]
