@@ -313,14 +313,23 @@ static const vl__copy_kernels *level_table(vl_copy_level level) {
 #endif
 }
 
-/* The tile kernel of the highest level <= level that has one for elem. */
-static tile_fn tile_for(vl_copy_level level, size_t elem) {
+/* A tile kernel and the tile shape it is walked in. */
+typedef struct tile_choice {
+  tile_fn fn;
+  int64_t rows, bytes; /* source rows per tile, bytes of each */
+} tile_choice;
+
+/* The tile kernel of the highest level <= level that has one for elem, with its shape. */
+static tile_choice tile_for(vl_copy_level level, size_t elem) {
   if (elem == 1 || elem == 2 || elem == 4 || elem == 8)
     for (int l = (int)level; l > (int)VL_COPY_SSE2; l--) {
       const vl__copy_kernels *t = level_table((vl_copy_level)l);
-      if (t != NULL && t->tile[type_row(elem)] != NULL) return t->tile[type_row(elem)];
+      size_t r = type_row(elem);
+      if (t != NULL && t->tile[r] != NULL)
+        return (tile_choice){t->tile[r], t->tile_rows[r] ? t->tile_rows[r] : TILE_Y,
+                             t->tile_bytes[r] ? t->tile_bytes[r] : TILE_X_BYTES};
     }
-  return tile_portable(elem);
+  return (tile_choice){tile_portable(elem), TILE_Y, TILE_X_BYTES};
 }
 
 /* The narrow kernel (split or merge) for elem and nx rows, as tile_for. */
@@ -384,7 +393,7 @@ typedef struct inner {
   kernel_kind kind;
   size_t depth;     /* loops handled here: 1 (line) or 2 (the others) */
   line_fn line;     /* typed line, or NULL for memcpy per element */
-  tile_fn tile;     /* KERNEL_TILES */
+  tile_choice tile; /* KERNEL_TILES */
   bool stream;      /* KERNEL_TILES: large enough for non-temporal stores */
   narrow_fn narrow; /* KERNEL_SPLIT, KERNEL_MERGE */
 } inner;
@@ -402,27 +411,30 @@ static void run_line(const inner *k, char *d, const char *s) {
 /* How many destination rows a tile may write at once. Rows whose stride is a multiple of a
  * large power of two share few cache sets (4 KiB aliasing: 64 sets of 64-byte lines per way
  * on common cores), so the tile narrows until its rows fit half of 8 ways of those sets. */
-static int64_t tile_rows(ptrdiff_t dx, size_t elem) {
+static int64_t tile_rows(ptrdiff_t dx, size_t elem, int64_t bytes) {
   uint64_t stride = (uint64_t)(dx < 0 ? -dx : dx) % 4096, align = 4096;
   if (stride != 0) align = stride & (~stride + 1); /* lowest set bit */
   int64_t sets = align <= 64 ? 64 : (int64_t)(4096 / align);
-  int64_t rows = 4 * sets, wide = TILE_X_BYTES / (int64_t)elem;
+  int64_t rows = 4 * sets, wide = bytes / (int64_t)elem;
   return rows < wide ? rows : wide;
 }
 
 /* Loop x (n - 2) is contiguous in the source, loop y (n - 1) in the destination; the plane is
- * walked in tiles: TILE_Y source rows at a time, split across x into cache-friendly widths. */
+ * walked in tiles of the kernel's shape (source rows at a time, split across x into
+ * cache-friendly widths). A last tile narrower than the others is moved back to end at the
+ * edge, like the blocks inside a tile, so it never drops to a thin plane's element loops. */
 static void run_transpose(const inner *k, char *d, const char *s) {
   const loops *L = k->L;
   size_t x = L->n - 2, y = L->n - 1;
-  int64_t nx = L->size[x], ny = L->size[y];
+  int64_t nx = L->size[x], ny = L->size[y], ty = k->tile.rows;
   ptrdiff_t dx = L->dst[x], sy = L->src[y], e = (ptrdiff_t)L->elem;
-  int64_t tx = tile_rows(dx, L->elem);
-  for (int64_t y0 = 0; y0 < ny; y0 += TILE_Y) {
-    int64_t by = ny - y0 < TILE_Y ? ny - y0 : TILE_Y;
-    for (int64_t x0 = 0; x0 < nx; x0 += tx) {
-      int64_t bx = nx - x0 < tx ? nx - x0 : tx;
-      k->tile(d + x0 * dx + y0 * e, s + x0 * e + y0 * sy, bx, by, dx, sy);
+  int64_t tx = tile_rows(dx, L->elem, k->tile.bytes);
+  int64_t by = ny < ty ? ny : ty, bx = nx < tx ? nx : tx;
+  for (int64_t y0 = 0; y0 < ny; y0 += by) {
+    if (y0 + by > ny) y0 = ny - by;
+    for (int64_t x0 = 0; x0 < nx; x0 += bx) {
+      if (x0 + bx > nx) x0 = nx - bx;
+      k->tile.fn(d + x0 * dx + y0 * e, s + x0 * e + y0 * sy, bx, by, dx, sy);
     }
   }
 }
@@ -454,18 +466,18 @@ static void run_transpose_streamed(const inner *k, char *d, const char *s) {
   int64_t head = mis == 0 ? 0 : (int64_t)((STREAM_LINE - mis) / (uintptr_t)e);
   if (head > ny) head = ny;
   int64_t end = head + (ny - head) / per * per;
-  if (head > 0) k->tile(d, s, nx, head, dx, sy);
+  if (head > 0) k->tile.fn(d, s, nx, head, dx, sy);
   _Alignas(STREAM_LINE) char buf[STREAM_ROWS * STREAM_SPAN];
   for (int64_t y0 = head; y0 < end; y0 += per) {
     for (int64_t x0 = 0; x0 < nx; x0 += STREAM_ROWS) {
       int64_t bx = nx - x0 < STREAM_ROWS ? nx - x0 : STREAM_ROWS;
-      k->tile(buf, s + x0 * e + y0 * sy, bx, per, STREAM_SPAN, sy);
+      k->tile.fn(buf, s + x0 * e + y0 * sy, bx, per, STREAM_SPAN, sy);
       for (int64_t i = 0; i < bx; i++)
         for (int64_t j = 0; j < STREAM_SPAN; j += STREAM_LINE)
           stream_line(d + (x0 + i) * dx + y0 * e + j, buf + i * STREAM_SPAN + j);
     }
   }
-  if (end < ny) k->tile(d + end * e, s + end * sy, nx, ny - end, dx, sy);
+  if (end < ny) k->tile.fn(d + end * e, s + end * sy, nx, ny - end, dx, sy);
   _mm_sfence(); /* streamed lines are visible before the copy returns */
 }
 #endif

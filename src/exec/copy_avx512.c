@@ -57,7 +57,13 @@ static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
 VL__AVX512_TILE(u32, 16, 4, 2)
 VL__AVX512_TILE(u64, 8, 8, 3)
 
-const vl__copy_kernels vl__copy_kernels_avx512 = {.tile = {NULL, NULL, tile_u32, tile_u64}};
+/* Tiles one block high and 1 KiB wide: each step reads K source rows of 1 KiB and writes
+ * 1024 / E destination rows K elements at a time; 0.55x against 0.40x memcpy (4 bytes,
+ * 768 x 196, cache-resident) and 0.50x against 0.33x (8 bytes, 384 x 196) with the engine's
+ * default 512 rows of 128 bytes. Larger copies are unchanged. */
+const vl__copy_kernels vl__copy_kernels_avx512 = {.tile = {NULL, NULL, tile_u32, tile_u64},
+                                                  .tile_rows = {0, 0, 16, 8},
+                                                  .tile_bytes = {0, 0, 1024, 1024}};
 #elif defined(__x86_64__)
 const vl__copy_kernels vl__copy_kernels_avx512 = {.tile = {NULL}};
 #else

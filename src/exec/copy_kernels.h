@@ -25,6 +25,9 @@ typedef void (*vl__narrow_fn)(char *d, const char *s, int64_t n, ptrdiff_t strid
 
 typedef struct vl__copy_kernels {
   vl__tile_fn tile[4]; /* element sizes 1, 2, 4, 8 */
+  /* The tile shape these tiles prefer: source rows per tile and bytes of each (0: the engine's
+   * 512 rows of 128 bytes). */
+  uint16_t tile_rows[4], tile_bytes[4];
   vl__narrow_fn split[4][VL__NARROW_MAX - 1], merge[4][VL__NARROW_MAX - 1]; /* [size][NX - 2] */
 } vl__copy_kernels;
 
