@@ -84,7 +84,8 @@ static uint64_t ms_until_admitted(const daemon_proc *d, uint64_t bound_ms) {
 
 static void clients_that_left_free_their_slots_and_their_queued_work_is_cancelled(void **state) {
   (void)state;
-  static const char *const args[] = {"--max-connections", "8", "--workers", "2", NULL};
+  static const char *const args[] = {"--max-connections", "8", "--max-connections-per-uid", "8",
+                                     "--workers", "2", NULL};
   daemon_proc *d = start(args);
   cJSON *params = verify_params();
   vl_error err;
