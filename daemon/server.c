@@ -154,8 +154,9 @@ static int lock_path(vld_server *srv, const char *path) {
   snprintf(lock, sizeof lock, "%s.lock", path);
   int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
-    vld_log_error("cannot open the lock file %s: %s", lock, strerror(errno));
-    return -1;
+    /* e.g. a file another user made there: start anyway, only without the start-up lock */
+    vld_log_warn("cannot open the lock file %s: %s; starting without it", lock, strerror(errno));
+    return 0;
   }
   while (flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) {
