@@ -61,6 +61,8 @@ void vl_graph_free(vl_graph *g) {
   free(g);
 }
 
+/* Every tensor in arg a: a reference, or the references in a (nested) list of them, as for
+ * "aten.cat" or "_foreach_add_" whose arg 0 is a list of tensors. */
 static void arg_for_each_ref(const vl_arg *a, vl__ref_fn fn, void *ctx) {
   if (a->kind == VL_ARG_REF) fn(ctx, a->u.ref);
   if (a->kind == VL_ARG_LIST)
@@ -211,17 +213,9 @@ bool vl__node_is_inplace(const vl_node *n) {
   return writes_arg0(n) && n->args[0].kind == VL_ARG_REF;
 }
 
-/* Every tensor in arg a: a reference, or the references in a (nested) list of them, as for
- * "_foreach_add_" whose arg 0 is a list of tensors. */
-static void arg_refs(const vl_arg *a, vl__ref_fn fn, void *ctx) {
-  if (a->kind == VL_ARG_REF) fn(ctx, a->u.ref);
-  if (a->kind != VL_ARG_LIST) return;
-  for (uint32_t i = 0; i < a->u.list.count; i++) arg_refs(&a->u.list.items[i], fn, ctx);
-}
-
 void vl__node_for_each_write(const vl_node *n, vl__ref_fn fn, void *ctx) {
   /* A node writing one argument twice (add_(x, out=x)) reports it twice: callers tolerate it. */
-  if (writes_arg0(n)) arg_refs(&n->args[0], fn, ctx);
+  if (writes_arg0(n)) arg_for_each_ref(&n->args[0], fn, ctx); /* a list: each tensor */
   if (n->out != VL_NO_NODE) fn(ctx, n->out);
   for (uint32_t i = 0; i < n->n_mutates; i++) fn(ctx, n->mutates[i]);
 }
