@@ -30,10 +30,11 @@ typedef struct {
  * unless a field is already recorded. Returns false. */
 static bool missing(checker *ck, size_t index, const char *key, const char *what) {
   if (ck->missing[0] != '\0') return false;
-  if (index == SIZE_MAX)
+  if (index == SIZE_MAX) {
     snprintf(ck->missing, ck->n, "/report/%s (%s)", key, what);
-  else
+  } else {
     snprintf(ck->missing, ck->n, "/report/decisions/%zu/%s (%s)", index, key, what);
+  }
   return false;
 }
 
@@ -43,8 +44,9 @@ static bool count(checker *ck, const cJSON *report, const char *key, bool requir
   *out = 0;
   if (v == NULL && !required) return true;
   if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= 9.2233720368547758e18 ||
-      v->valuedouble != (double)(int64_t)v->valuedouble)
+      v->valuedouble != (double)(int64_t)v->valuedouble) {
     return missing(ck, SIZE_MAX, key, "a whole number");
+  }
   *out = v->valuedouble;
   return true;
 }
@@ -188,10 +190,12 @@ static void print_rows(printer *p, const row *rows, size_t n) {
     char lead[160] = "";
     const char *op = r->target ? strchr(r->target, '.') : NULL;
     int at = 0;
-    if (op != NULL && strcmp(r->target, "aten.view_copy.default") != 0)
+    if (op != NULL && strcmp(r->target, "aten.view_copy.default") != 0) {
       at = snprintf(lead, sizeof lead, "[%.*s] ", (int)strcspn(op + 1, "."), op + 1);
-    if (r->offset != 0 && at >= 0 && (size_t)at < sizeof lead)
+    }
+    if (r->offset != 0 && at >= 0 && (size_t)at < sizeof lead) {
       snprintf(lead + at, sizeof lead - (size_t)at, "[offset %.0f] ", r->offset);
+    }
     size_t len = strlen(lead) + strlen(r->message) + 1;
     char *line = malloc(len);
     if (line != NULL) snprintf(line, len, "%s%s", lead, r->message);
@@ -210,8 +214,9 @@ static int cmp_str(const void *a, const void *b) {
  * its literals exact) raw JSON text, parsed into *owned for the names. */
 static const cJSON *nodes_of(const cJSON *graph, cJSON **owned) {
   *owned = NULL;
-  if (cJSON_IsRaw(graph) && graph->valuestring != NULL)
+  if (cJSON_IsRaw(graph) && graph->valuestring != NULL) {
     graph = *owned = cJSON_Parse(graph->valuestring);
+  }
   const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(graph, "nodes");
   return cJSON_IsArray(nodes) ? nodes : NULL;
 }
@@ -257,8 +262,9 @@ static void print_dead(printer *p, const cJSON *input, const cJSON *lowered) {
   bool ok = true;
   cJSON_ArrayForEach(n, in) {
     const char *name = name_of(n);
-    if (ok && name != NULL && bsearch(&name, names, k, sizeof *names, cmp_str) == NULL)
+    if (ok && name != NULL && bsearch(&name, names, k, sizeof *names, cmp_str) == NULL) {
       ok = append(&line, &len, &cap, name);
+    }
   }
   if (ok && len > 16) wrapped(p, 0, INDENT, line);
   free(line);

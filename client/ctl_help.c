@@ -82,11 +82,12 @@ static const struct {
 };
 
 bool vl__ctl_help(FILE *out, const char *command) {
-  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
     if (strcmp(rows[i].name, command) == 0) {
       fputs(rows[i].text, out);
       fputs("Global flags (before COMMAND): --socket PATH | --local, --timeout-ms N.\n", out);
       return true;
     }
+  }
   return false;
 }

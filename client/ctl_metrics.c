@@ -74,8 +74,9 @@ static const cJSON *at_path(const cJSON *o, const char *path, size_t len) {
     size_t step = strcspn(path, "/");
     if (step > len) step = len;
     const cJSON *next = NULL;
-    for (const cJSON *c = cJSON_IsObject(o) ? o->child : NULL; c != NULL; c = c->next)
+    for (const cJSON *c = cJSON_IsObject(o) ? o->child : NULL; c != NULL; c = c->next) {
       if (c->string && strlen(c->string) == step && strncmp(c->string, path, step) == 0) next = c;
+    }
     o = next;
     path += step;
     len -= step;
@@ -158,17 +159,19 @@ static void print_metric(FILE *out, const cJSON *stats, const metric *m, bool op
 
 bool vl__ctl_format_from_name(const char *name, vl__ctl_format *out) {
   static const char *const names[] = {"json", "openmetrics", "prometheus"};
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     if (strcmp(name, names[i]) == 0) {
       *out = (vl__ctl_format)i;
       return true;
     }
+  }
   return false;
 }
 
 void vl__ctl_print_metrics(FILE *out, const cJSON *stats, vl__ctl_format format) {
   bool openmetrics = format == VL__CTL_FORMAT_OPENMETRICS;
-  for (size_t i = 0; i < sizeof metrics / sizeof *metrics; i++)
+  for (size_t i = 0; i < sizeof metrics / sizeof *metrics; i++) {
     print_metric(out, stats, &metrics[i], openmetrics);
+  }
   if (openmetrics) fputs("# EOF\n", out);
 }

@@ -250,8 +250,9 @@ static vl_status call(ctl *c, const char *method, const cJSON *params, const vl_
   const uint8_t *p = payload ? payload->data : NULL;
   size_t n = payload ? payload->len : 0;
   vl_error_clear(err);
-  if (c->local)
+  if (c->local) {
     return vl_service_call(method, params, p, n, &c->lim, result, out_payload, NULL, err);
+  }
   vl_status st = connect_daemon(c, err);
   if (st != VL_OK) return st;
   return vl_client_call(c->client, method, params, p, n, result, out_payload, err);
@@ -270,9 +271,10 @@ static vl_status tensor_from_transport(ctl *c, cJSON *parent, cJSON *item, const
   if (c->local) return VL_OK;
   vl_tensor *t = NULL;
   vl_status st = vl_tensor_from_json(item, payload->data, payload->len, NULL, &t, err);
-  if (st != VL_OK)
+  if (st != VL_OK) {
     return vl_error_set(err, VL_ERR_PROTOCOL, "", "bad tensor from the daemon: %.200s",
                         err->message);
+  }
   /* The same bound --local applies, so both modes answer alike. */
   if ((st = vl_tensor_encoding_check(t, enc, &c->lim, err)) != VL_OK) {
     vl_tensor_free(t);
@@ -393,8 +395,9 @@ static int cmd_validate(ctl *c) {
 /* The table's width: the terminal's when stdout is one, else $COLUMNS, else 80. */
 static int output_width(void) {
   struct winsize ws;
-  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
     return ws.ws_col;
+  }
   const char *cols = getenv("COLUMNS");
   char *end;
   long n = cols ? strtol(cols, &end, 10) : 0;
@@ -459,20 +462,22 @@ static int check_out_names(const ctl *c) {
   qsort(v, n, sizeof *v, cmp_named);
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
-    if (v[i].name[0] == '\0')
+    if (v[i].name[0] == '\0') {
       rc = usage_error("-o %s: %s names no file", c->out, c->positional[v[i].index]);
-    else if (i > 0 && strcmp(v[i - 1].name, v[i].name) == 0)
+    } else if (i > 0 && strcmp(v[i - 1].name, v[i].name) == 0) {
       rc = usage_error("-o %s: %s and %s would both be written to %s/%s", c->out,
                        c->positional[v[i - 1].index], c->positional[v[i].index], c->out,
                        v[i].name);
+    }
   }
   free(v);
   return rc;
 }
 
 static void progress(size_t done, size_t total) {
-  if (isatty(STDERR_FILENO))
+  if (isatty(STDERR_FILENO)) {
     fprintf(stderr, "\rlowered %zu/%zu%s", done, total, done == total ? "\n" : "");
+  }
 }
 
 static int worst(int a, int b) {
@@ -506,11 +511,12 @@ static void lower_many_local(ctl *c, outcome *o) {
  * gets it as its outcome. */
 static void fail_unanswered(ctl *c, outcome *o, const bool *answered, const vl_error *err) {
   int code = report(NULL, err);
-  for (size_t i = 0; i < c->n_positional; i++)
+  for (size_t i = 0; i < c->n_positional; i++) {
     if (!answered[i]) {
       o[i].err = *err;
       o[i].code = code;
     }
+  }
 }
 
 /* Over the socket: pipelined on one connection, a bounded window of requests in flight. */
@@ -547,8 +553,9 @@ static void lower_many_remote(ctl *c, outcome *o, bool *answered) {
     vl_status st = vl_client_recv(c->client, &id, &result, NULL, &err);
     if (vl_client_is_transport_error(st) || id >= c->n_positional || answered[id]) {
       cJSON_Delete(result);
-      if (!vl_client_is_transport_error(st))
+      if (!vl_client_is_transport_error(st)) {
         vl_error_set(&err, VL_ERR_PROTOCOL, "", "the daemon answered an unknown request id");
+      }
       fail_unanswered(c, o, answered, &err);
       return;
     }
@@ -611,10 +618,11 @@ static int lower_many(ctl *c) {
     fprintf(stderr, "viewlowerctl: out of memory\n");
     return EXIT_SERVER;
   }
-  if (c->local)
+  if (c->local) {
     lower_many_local(c, o);
-  else
+  } else {
     lower_many_remote(c, o, answered);
+  }
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     rc = worst(rc, worst(o[i].code, write_outcome(c, i, &o[i])));
@@ -631,10 +639,12 @@ static int cmd_lower(ctl *c) {
     struct stat sb;
     int rc = check_out_names(c);
     if (rc != 0) return rc;
-    if (stat(c->out, &sb) != 0 && mkdir(c->out, 0777) != 0)
+    if (stat(c->out, &sb) != 0 && mkdir(c->out, 0777) != 0) {
       return usage_error("-o %s: cannot create the directory", c->out);
-    if (stat(c->out, &sb) == 0 && !S_ISDIR(sb.st_mode))
+    }
+    if (stat(c->out, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
       return usage_error("-o %s: with several graphs -o names a directory", c->out);
+    }
   }
   return lower_many(c);
 }
@@ -668,8 +678,9 @@ static int cmd_verify(ctl *c) {
   if (params == NULL) return report(c->positional[0], &err);
   vl_status st = add_inputs(c, params, &payload, &err);
   if (st == VL_OK && c->seed != NULL &&
-      !cJSON_AddNumberToObject(params, "seed", (double)c->seed_value))
+      !cJSON_AddNumberToObject(params, "seed", (double)c->seed_value)) {
     st = vl_error_set(&err, VL_ERR_NOMEM, "", "out of memory");
+  }
   if (st == VL_OK) st = call(c, "verify", params, &payload, &result, NULL, &err);
   cJSON_Delete(params);
   vl_buf_free(&payload);
@@ -703,14 +714,16 @@ static int cmd_run(ctl *c) {
   cJSON *params = graph_params(c, c->positional[0], false, &err), *result = NULL;
   if (params == NULL) return report(c->positional[0], &err);
   vl_status st = add_inputs(c, params, &payload, &err);
-  if (st == VL_OK && !cJSON_AddStringToObject(params, "encoding", wire_encoding(c)))
+  if (st == VL_OK && !cJSON_AddStringToObject(params, "encoding", wire_encoding(c))) {
     st = vl_error_set(&err, VL_ERR_NOMEM, "", "out of memory");
+  }
   if (st == VL_OK) st = call(c, "execute", params, &payload, &result, &out_payload, &err);
   cJSON_Delete(params);
   vl_buf_free(&payload);
-  if (st == VL_OK)
+  if (st == VL_OK) {
     st = outputs_from_transport(c, cJSON_GetObjectItem(result, "outputs"), &out_payload, c->enc,
                                 &err);
+  }
   vl_buf_free(&out_payload);
   if (st != VL_OK) {
     cJSON_Delete(result);
@@ -723,11 +736,12 @@ static int cmd_run(ctl *c) {
 
 static cJSON *int_list_json(const int64_t *v, size_t n) {
   cJSON *arr = cJSON_CreateArray();
-  for (size_t i = 0; arr && i < n; i++)
+  for (size_t i = 0; arr && i < n; i++) {
     if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v[i]))) {
       cJSON_Delete(arr);
       return NULL;
     }
+  }
   return arr;
 }
 
@@ -740,8 +754,9 @@ static cJSON *view_copy_params(ctl *c, cJSON *input) {
     return NULL;
   }
   bool ok = cJSON_AddItemToObject(params, "size", int_list_json(c->size_v, c->rank));
-  if (ok && c->out_dim_order)
+  if (ok && c->out_dim_order) {
     ok = cJSON_AddItemToObject(params, "out_dim_order", int_list_json(c->order_v, c->order_rank));
+  }
   if (ok) ok = cJSON_AddStringToObject(params, "encoding", wire_encoding(c)) != NULL;
   if (!ok) {
     cJSON_Delete(params);
@@ -764,9 +779,10 @@ static int cmd_view_copy(ctl *c) {
   }
   cJSON_Delete(params);
   vl_buf_free(&payload);
-  if (st == VL_OK)
+  if (st == VL_OK) {
     st = tensor_from_transport(c, result, cJSON_GetObjectItem(result, "output"), &out_payload,
                                c->enc, &err);
+  }
   vl_buf_free(&out_payload);
   if (st != VL_OK) {
     cJSON_Delete(result);
@@ -780,8 +796,9 @@ static int cmd_view_copy(ctl *c) {
 static int cmd_plain(ctl *c, const char *method) {
   vl_error err;
   cJSON *result = NULL;
-  if (c->local && strcmp(method, "stats") == 0)
+  if (c->local && strcmp(method, "stats") == 0) {
     return usage_error("stats: counters belong to the daemon; not available with --local");
+  }
   vl_status st = call(c, method, NULL, NULL, &result, NULL, &err);
   if (st != VL_OK) return report(NULL, &err);
   int rc = write_json(c->out, result);
@@ -797,8 +814,9 @@ static int cmd_stats(ctl *c) {
   if (c->fmt == VL__CTL_FORMAT_JSON) return cmd_plain(c, "stats");
   vl_error err;
   cJSON *result = NULL;
-  if (c->local)
+  if (c->local) {
     return usage_error("stats: counters belong to the daemon; not available with --local");
+  }
   if (call(c, "stats", NULL, NULL, &result, NULL, &err) != VL_OK) return report(NULL, &err);
   vl__ctl_print_metrics(stdout, result, c->fmt);
   cJSON_Delete(result);
@@ -910,9 +928,11 @@ static const struct option_row {
 };
 
 static const struct option_row *find_option(const struct command *cmd, const char *flag) {
-  for (size_t k = 0; k < sizeof option_rows / sizeof *option_rows; k++)
-    if (strcmp(option_rows[k].flag, flag) == 0 && (cmd->options & option_rows[k].bit))
+  for (size_t k = 0; k < sizeof option_rows / sizeof *option_rows; k++) {
+    if (strcmp(option_rows[k].flag, flag) == 0 && (cmd->options & option_rows[k].bit)) {
       return &option_rows[k];
+    }
+  }
   return NULL;
 }
 
@@ -949,9 +969,11 @@ static int parse_command_args(ctl *c, const struct command *cmd, int argc, char 
     *(const char **)((char *)c + row->offset) = value;
   }
   if (c->n_positional < cmd->min_args) return usage_error("%s needs more arguments", cmd->name);
-  for (size_t k = 0; k < sizeof option_rows / sizeof *option_rows; k++)
-    if ((cmd->required & option_rows[k].bit) && !(seen & option_rows[k].bit))
+  for (size_t k = 0; k < sizeof option_rows / sizeof *option_rows; k++) {
+    if ((cmd->required & option_rows[k].bit) && !(seen & option_rows[k].bit)) {
       return usage_error("%s needs %s", cmd->name, option_rows[k].flag);
+    }
+  }
   return 0;
 }
 
@@ -983,8 +1005,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
       c.socket = argv[++i];
     } else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc) {
-      if (!parse_int(argv[++i], &c.timeout_ms))
+      if (!parse_int(argv[++i], &c.timeout_ms)) {
         return usage_error("--timeout-ms %s: not a number of milliseconds", argv[i]);
+      }
     } else {
       return usage_error("unknown option %s", argv[i]);
     }
@@ -992,14 +1015,17 @@ int main(int argc, char **argv) {
   if (c.local && c.socket) return usage_error("--socket and --local exclude each other");
   if (i >= argc) return usage_error("a command is required");
   if (strcmp(argv[i], "worker") == 0 && i + 1 < argc &&
-      (strcmp(argv[i + 1], "--help") == 0 || strcmp(argv[i + 1], "-h") == 0))
+      (strcmp(argv[i + 1], "--help") == 0 || strcmp(argv[i + 1], "-h") == 0)) {
     return vl__ctl_help(stdout, "worker") ? 0 : EXIT_USAGE;
-  if (strcmp(argv[i], "worker") == 0) /* a request loop over this main, not a table command */
+  }
+  if (strcmp(argv[i], "worker") == 0) { /* a request loop over this main, not a table command */
     return c.socket ? usage_error("worker: requests run in process; --socket does not apply")
                     : vl__ctl_worker(argc - i - 1, argv + i + 1, main);
+  }
   const struct command *cmd = NULL;
-  for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
+  for (size_t k = 0; k < sizeof commands / sizeof *commands; k++) {
     if (strcmp(commands[k].name, argv[i]) == 0) cmd = &commands[k];
+  }
   if (cmd == NULL) return usage_error("unknown command %s", argv[i]);
   int rc = parse_command_args(&c, cmd, argc - i - 1, argv + i + 1);
   if (rc == 0) rc = cmd->fn(&c);

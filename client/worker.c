@@ -116,8 +116,9 @@ static void respond(worker *w, int64_t id, int exit_code, const char *output, si
     utf8_clean(clean, output, n);
     if (cJSON_AddNumberToObject(r, "exitCode", exit_code) &&
         cJSON_AddStringToObject(r, "output", clean) &&
-        cJSON_AddNumberToObject(r, "requestId", (double)id))
+        cJSON_AddNumberToObject(r, "requestId", (double)id)) {
       text = cJSON_PrintUnformatted(r);
+    }
   }
   if (text == NULL) {
     /* Still one answer per request: a fixed text needs no allocation. */
@@ -182,8 +183,9 @@ static int parse_id(const cJSON *doc, int64_t *id, char *msg, size_t cap) {
   bool dup = false;
   const cJSON *v = member(doc, "requestId", "request_id", &dup);
   if (dup) return field_error(msg, cap, "/requestId", "given twice");
-  if (v != NULL && !vl__json_int(v, 0, INT32_MAX, id))
+  if (v != NULL && !vl__json_int(v, 0, INT32_MAX, id)) {
     return field_error(msg, cap, "/requestId", "not a whole number in [0, 2^31-1]");
+  }
   return 0;
 }
 
@@ -198,30 +200,37 @@ static int check_arguments(const char *const *args, int n, int *cmd_at, int *gra
                 : strcmp(args[i], "--report-out") == 0 ? report_at
                                                        : NULL;
     snprintf(where, sizeof where, "/arguments/%d", i);
-    if (dest == NULL)
+    if (dest == NULL) {
       return field_error(msg, cap, where,
                          "only --graph-out and --report-out may come before the command; every "
                          "request runs in process (--local), so global options do not apply");
+    }
     if (*dest >= 0) return field_error(msg, cap, where, "given twice");
-    if (i + 1 >= n || args[i + 1][0] == '\0')
+    if (i + 1 >= n || args[i + 1][0] == '\0') {
       return field_error(msg, cap, where, "needs a file name");
+    }
     *dest = i + 1;
   }
   snprintf(where, sizeof where, "/arguments/%d", i);
   if (i >= n) return field_error(msg, cap, "/arguments", "a command is required");
   bool known = false;
-  for (size_t k = 0; request_commands[k] != NULL; k++)
+  for (size_t k = 0; request_commands[k] != NULL; k++) {
     known |= strcmp(args[i], request_commands[k]) == 0;
-  if (!known)
+  }
+  if (!known) {
     return field_error(msg, cap, where,
                        "not a command a request may run (validate, lower, explain, verify, run, "
                        "view-copy, ping, version)");
-  if ((*graph_at >= 0 || *report_at >= 0) && strcmp(args[i], "lower") != 0)
+  }
+  if ((*graph_at >= 0 || *report_at >= 0) && strcmp(args[i], "lower") != 0) {
     return field_error(msg, cap, where, "--graph-out and --report-out go with lower only");
-  for (int k = i + 1; k < n && (*graph_at >= 0 || *report_at >= 0); k++)
-    if (strcmp(args[k], "-o") == 0)
+  }
+  for (int k = i + 1; k < n && (*graph_at >= 0 || *report_at >= 0); k++) {
+    if (strcmp(args[k], "-o") == 0) {
       return field_error(msg, cap, "/arguments",
                          "-o and --graph-out/--report-out exclude each other");
+    }
+  }
   *cmd_at = i;
   return 0;
 }
@@ -251,10 +260,12 @@ static int parse_fields(const cJSON *doc, request *r, char *msg, size_t cap) {
   const cJSON *args = member(doc, "arguments", NULL, &dup);
   const cJSON *dir = member(doc, "sandboxDir", "sandbox_dir", &dup);
   if (dup) return field_error(msg, cap, "", "a field is given twice");
-  if (args != NULL && !cJSON_IsArray(args))
+  if (args != NULL && !cJSON_IsArray(args)) {
     return field_error(msg, cap, "/arguments", "not an array of strings");
-  if (dir != NULL && (!cJSON_IsString(dir) || dir->valuestring[0] == '\0'))
+  }
+  if (dir != NULL && (!cJSON_IsString(dir) || dir->valuestring[0] == '\0')) {
     return field_error(msg, cap, "/sandboxDir", "not a directory name");
+  }
   int n = args ? cJSON_GetArraySize(args) : 0;
   if (n > WORKER_MAX_ARGS) return field_error(msg, cap, "/arguments", "more than 4096 arguments");
   const char **list = calloc((size_t)n + 1, sizeof *list);
@@ -271,8 +282,9 @@ static int parse_fields(const cJSON *doc, request *r, char *msg, size_t cap) {
   }
   if (rc == 0 && request_from_args(r, list, n, msg, cap) != 0) rc = -2; /* a usage error */
   free(list);
-  if (rc == 0 && dir != NULL && (r->sandbox_dir = strdup(dir->valuestring)) == NULL)
+  if (rc == 0 && dir != NULL && (r->sandbox_dir = strdup(dir->valuestring)) == NULL) {
     rc = field_error(msg, cap, "", "out of memory");
+  }
   return rc;
 }
 
@@ -295,8 +307,9 @@ static size_t skip_ws(const char *t, size_t n, size_t i) {
 }
 
 static size_t skip_string(const char *t, size_t n, size_t i) {
-  for (i++; i < n && t[i] != '"'; i++)
+  for (i++; i < n && t[i] != '"'; i++) {
     if (t[i] == '\\') i++;
+  }
   return i < n ? i + 1 : n;
 }
 
@@ -391,8 +404,9 @@ static int split_lower_result(const request *r) {
 static void child_run(const worker *w, const request *r, int out, int err) {
   int null = open("/dev/null", O_RDONLY);
   if (null < 0 || dup2(null, 0) < 0 || (out >= 0 && dup2(out, 1) < 0) ||
-      (err >= 0 && dup2(err, 2) < 0))
+      (err >= 0 && dup2(err, 2) < 0)) {
     _exit(EXIT_SERVER);
+  }
   if (r->sandbox_dir != NULL && chdir(r->sandbox_dir) != 0) {
     fprintf(stderr, "viewlowerctl worker: sandbox directory %s: %s\n", r->sandbox_dir,
             strerror(errno));
@@ -424,8 +438,9 @@ static void append_captured(FILE *f, char *buf, size_t *len) {
   if (size <= 0 || fseek(f, 0, SEEK_SET) != 0) return;
   size_t want = (size_t)size < WORKER_MAX_OUTPUT ? (size_t)size : WORKER_MAX_OUTPUT;
   *len += fread(buf + *len, 1, want, f);
-  if ((size_t)size > want)
+  if ((size_t)size > want) {
     *len += (size_t)snprintf(buf + *len, 128, "\n[output cut at %zu of %ld bytes]\n", want, size);
+  }
 }
 
 static void slot_release(slot *s) {
@@ -465,16 +480,18 @@ static bool wait_events(worker *w, bool watch_stdin) {
   struct pollfd fds[WORKER_MAX_INFLIGHT + 1];
   size_t map[WORKER_MAX_INFLIGHT + 1], n = 0;
   if (watch_stdin) fds[n++] = (struct pollfd){.fd = 0, .events = POLLIN};
-  for (size_t i = 0; i < WORKER_MAX_INFLIGHT; i++)
+  for (size_t i = 0; i < WORKER_MAX_INFLIGHT; i++) {
     if (w->slots[i].busy) {
       map[n] = i;
       fds[n++] = (struct pollfd){.fd = w->slots[i].done_fd, .events = POLLIN};
     }
+  }
   if (n == 0) return false;
   if (poll(fds, (nfds_t)n, -1) < 0) return watch_stdin && errno != EINTR; /* read() tells */
   size_t first = watch_stdin ? 1 : 0;
-  for (size_t k = first; k < n; k++)
+  for (size_t k = first; k < n; k++) {
     if (fds[k].revents) slot_finish(w, &w->slots[map[k]]);
+  }
   return watch_stdin && fds[0].revents != 0;
 }
 
@@ -487,8 +504,9 @@ static slot *request_start(worker *w, const request *r, bool capture) {
   size_t limit = r->id == 0 ? 1 : w->max_inflight;
   while (w->inflight >= limit) wait_events(w, false);
   slot *s = NULL;
-  for (size_t i = 0; s == NULL && i < WORKER_MAX_INFLIGHT; i++)
+  for (size_t i = 0; s == NULL && i < WORKER_MAX_INFLIGHT; i++) {
     if (!w->slots[i].busy) s = &w->slots[i];
+  }
   int pipefd[2] = {-1, -1};
   bool split = r->graph_out || r->report_out;
   s->out = capture || split ? tmpfile() : NULL;
@@ -608,18 +626,19 @@ static bool feed_between(worker *w, char c) {
 /* The request ends at its closing bracket, or early at a bracket that does not match. */
 static void request_end(worker *w, bool mismatch) {
   w->depth = 0;
-  if (mismatch)
+  if (mismatch) {
     answer_refused(w, 0, EXIT_INVALID,
                    "viewlowerctl worker: malformed WorkRequest at byte %zu of standard input: "
                    "a bracket that does not match",
                    w->offset);
-  else if (w->too_long)
+  } else if (w->too_long) {
     answer_refused(w, 0, EXIT_INVALID,
                    "viewlowerctl worker: the WorkRequest at byte %zu of standard input is larger "
                    "than %zu bytes",
                    w->start, WORKER_MAX_REQUEST_BYTES);
-  else
+  } else {
     handle_request(w, w->buf, w->len);
+  }
 }
 
 /* Takes one byte of the stream: between requests, inside one, or inside an over-long one.
@@ -627,18 +646,20 @@ static void request_end(worker *w, bool mismatch) {
 static void feed_byte(worker *w, char c) {
   if (w->depth == 0 && !feed_between(w, c)) return;
   if (!w->too_long) {
-    if (w->len < WORKER_MAX_REQUEST_BYTES)
+    if (w->len < WORKER_MAX_REQUEST_BYTES) {
       w->buf[w->len++] = c;
-    else
+    } else {
       w->too_long = true;
+    }
   }
   if (w->in_string) {
-    if (w->escape)
+    if (w->escape) {
       w->escape = false;
-    else if (c == '\\')
+    } else if (c == '\\') {
       w->escape = true;
-    else if (c == '"')
+    } else if (c == '"') {
       w->in_string = false;
+    }
   } else if (c == '"') {
     w->in_string = true;
   } else if (c == '{' || c == '[') {
@@ -701,10 +722,11 @@ static int run_flagfile(worker *w, const char *path) {
   for (char *p = text; args != NULL && p < text + n && rc == 0;) {
     char *nl = memchr(p, '\n', (size_t)(text + n - p));
     if (nl != NULL) *nl = '\0';
-    if (argc >= WORKER_MAX_ARGS)
+    if (argc >= WORKER_MAX_ARGS) {
       rc = -1;
-    else
+    } else {
       args[argc++] = p;
+    }
     p = nl ? nl + 1 : text + n;
   }
   request r;
@@ -745,8 +767,9 @@ int vl__ctl_worker(int argc, char **argv, vl__ctl_main_fn run) {
   w.persistent = argc == 1 && strcmp(argv[0], "--persistent_worker") == 0;
   if (w.persistent) return serve(&w);
   if (argc == 1 && argv[0][0] == '@' && argv[0][1] != '\0') return run_flagfile(&w, argv[0] + 1);
-  if (argc == 1 && strncmp(argv[0], "--flagfile=", 11) == 0 && argv[0][11] != '\0')
+  if (argc == 1 && strncmp(argv[0], "--flagfile=", 11) == 0 && argv[0][11] != '\0') {
     return run_flagfile(&w, argv[0] + 11);
+  }
   fprintf(stderr, "viewlowerctl: worker takes --persistent_worker, or @FILE (the arguments of one "
                   "request, one per line) (see viewlowerctl --help)\n");
   return EXIT_USAGE;

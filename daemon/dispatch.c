@@ -227,8 +227,9 @@ static void complete(work *w) {
   st->shed[VLD_SHED_MEMORY] += w->over_memory;
   st->views_replaced += w->call.views_replaced;
   /* A client controls bytes_saved (huge dynamic upper bounds): saturate, never overflow. */
-  if (__builtin_add_overflow(st->bytes_saved, w->call.bytes_saved, &st->bytes_saved))
+  if (__builtin_add_overflow(st->bytes_saved, w->call.bytes_saved, &st->bytes_saved)) {
     st->bytes_saved = INT64_MAX;
+  }
   vld_log_debug("conn %llu: %s -> %s in %.3f ms", (unsigned long long)c->serial,
                 w->method >= 0 ? vld_dispatch_method_name((size_t)w->method) : "(invalid)",
                 vl_status_kind(w->status), (double)elapsed / 1e6);

@@ -48,10 +48,11 @@ static bool parse_int(const char *s, size_t len, int64_t *out) {
     if (acc > (limit - d) / 10u) return false;
     acc = acc * 10u + d;
   }
-  if (!neg)
+  if (!neg) {
     *out = (int64_t)acc;
-  else
+  } else {
     *out = acc == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)acc;
+  }
   return true;
 }
 
@@ -101,10 +102,11 @@ static void shortest_e(double v, int max_digits, vl__reads_back_fn reads_back, c
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
     snprintf(text, n, "%.*e", mid - 1, v);
-    if (reads_back(text, elem))
+    if (reads_back(text, elem)) {
       hi = mid;
-    else
+    } else {
       lo = mid + 1;
+    }
   }
   snprintf(text, n, "%.*e", hi - 1, v);
 }
@@ -124,8 +126,9 @@ static size_t decimal_from_e(const char *e_text, char *out) {
   char digits[VL__NUM_TEXT_MAX];
   size_t k = 0;
   const char *p = e_text + (*e_text == '-');
-  for (; *p != 'e'; p++)
+  for (; *p != 'e'; p++) {
     if (*p != '.') digits[k++] = *p;
+  }
   while (k > 1 && digits[k - 1] == '0') k--;
   int x = (int)strtol(p + 1, NULL, 10);
   char *o = out;

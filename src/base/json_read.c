@@ -206,8 +206,9 @@ static uint32_t read_string(vl__jr *r) {
 
 static uint32_t read_word(vl__jr *r, const char *word, vl__jt_type type) {
   size_t n = strlen(word);
-  if (r->len - r->pos < n || memcmp(r->text + r->pos, word, n) != 0)
+  if (r->len - r->pos < n || memcmp(r->text + r->pos, word, n) != 0) {
     return problem(r, VL__JSON_MALFORMED, r->pos), VL__JT_NONE;
+  }
   r->pos += n;
   return push(r, type);
 }
@@ -226,8 +227,9 @@ static uint32_t read_number(vl__jr *r) {
 
 bool vl__jr_open(vl__jr *r, char open) {
   if (!skip_ws(r)) return false;
-  if (r->pos >= r->len || r->text[r->pos] != open)
+  if (r->pos >= r->len || r->text[r->pos] != open) {
     return problem(r, VL__JSON_MALFORMED, r->pos);
+  }
   if (r->depth >= r->max_depth) return problem(r, VL__JSON_MALFORMED, r->pos);
   r->depth++;
   r->pos++;
@@ -318,9 +320,10 @@ bool vl__jr_key(vl__jr *r) {
 bool vl__jr_end(vl__jr *r, bool nul_tail_ok) {
   if (r->problem != VL__JSON_OK) return false;
   size_t p = r->pos;
-  while (p < r->len && (r->text[p] == ' ' || r->text[p] == '\t' || r->text[p] == '\n' ||
-                        r->text[p] == '\r'))
+  while (p < r->len &&
+         (r->text[p] == ' ' || r->text[p] == '\t' || r->text[p] == '\n' || r->text[p] == '\r')) {
     p++;
+  }
   if (p < r->len && !(nul_tail_ok && r->text[p] == '\0')) return problem(r, VL__JSON_TRAILING, p);
   return true;
 }
@@ -355,8 +358,9 @@ bool vl__jt_int(const vl__jr *r, uint32_t i, int64_t min, int64_t max, int64_t *
   bool is_float;
   int64_t v = 0;
   double d = 0;
-  if (vl__num_parse(vl__jt_bytes(r, i), r->tape[i].len, &is_float, &v, &d) != VL__NUM_OK)
+  if (vl__num_parse(vl__jt_bytes(r, i), r->tape[i].len, &is_float, &v, &d) != VL__NUM_OK) {
     return false;
+  }
   if (is_float) {
     if (!isfinite(d) || floor(d) != d || fabs(d) > VL__JSON_INT_MAX) return false;
     v = (int64_t)d;

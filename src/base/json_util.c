@@ -19,8 +19,9 @@ void vl__path_join_index(char *out, const char *path, size_t index) {
 }
 
 static bool key_in(const char *key, const char *const *list) {
-  for (; list != NULL && *list != NULL; list++)
+  for (; list != NULL && *list != NULL; list++) {
     if (strcmp(key, *list) == 0) return true;
+  }
   return false;
 }
 
@@ -30,12 +31,15 @@ vl_status vl__json_check_keys(const cJSON *obj, const char *const *allowed,
   char p[VL_ERROR_PATH_MAX];
   for (const cJSON *c = obj->child; c != NULL; c = c->next) {
     vl__path_join(p, path, c->string);
-    if (!key_in(c->string, allowed) && !key_in(c->string, extra))
+    if (!key_in(c->string, allowed) && !key_in(c->string, extra)) {
       return vl_error_set(err, code, p, "unknown key \"%.64s\"", c->string);
+    }
     /* Objects here have a handful of keys, so the quadratic scan is bounded. */
-    for (const cJSON *d = obj->child; d != c; d = d->next)
-      if (strcmp(d->string, c->string) == 0)
+    for (const cJSON *d = obj->child; d != c; d = d->next) {
+      if (strcmp(d->string, c->string) == 0) {
         return vl_error_set(err, code, p, "duplicate key \"%.64s\"", c->string);
+      }
+    }
   }
   return VL_OK;
 }
@@ -59,8 +63,9 @@ vl_status vl__json_int_array(const cJSON *arr, size_t max_len, int64_t min, int6
     if (n >= max_len) return vl_error_set(err, code, path, "has more than %zu entries", max_len);
     if (!vl__json_int(c, min, max, &out[n])) {
       vl__path_join_index(p, path, n);
-      if (cJSON_IsNumber(c) && c->valuedouble < (double)min && min == 0)
+      if (cJSON_IsNumber(c) && c->valuedouble < (double)min && min == 0) {
         return vl_error_set(err, code, p, "must not be negative");
+      }
       return vl_error_set(err, code, p, "must be a whole number in [%lld, %lld]", (long long)min,
                           (long long)max);
     }
@@ -90,16 +95,18 @@ bool vl__utf8_valid(const char *s, size_t len) {
     } else if ((c & 0xF8) == 0xF0) {
       n = 3;
       cp = c & 0x07u;
-    } else
+    } else {
       return false;
+    }
     for (size_t k = 1; k <= n; k++) {
       if (i + k >= len || (p[i + k] & 0xC0) != 0x80) return false;
       cp = (cp << 6) | (p[i + k] & 0x3Fu);
     }
     /* Overlong forms, surrogates and values past U+10FFFF are invalid. */
     if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
       return false;
+    }
     i += n + 1;
   }
   return true;
@@ -133,8 +140,9 @@ static size_t next_number(const char *text, size_t len, size_t pos, size_t *n) {
   while (pos < len) {
     char c = text[pos];
     if (c == '"') {
-      for (pos++; pos < len && text[pos] != '"'; pos++)
+      for (pos++; pos < len && text[pos] != '"'; pos++) {
         if (text[pos] == '\\') pos++;
+      }
       pos++;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       *n = vl__num_scan(text + pos, len - pos, &is_float);
@@ -184,8 +192,9 @@ vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_
   } else {
     *at = value_end;
     while (*at < len &&
-           (text[*at] == ' ' || text[*at] == '\t' || text[*at] == '\n' || text[*at] == '\r'))
+           (text[*at] == ' ' || text[*at] == '\t' || text[*at] == '\n' || text[*at] == '\r')) {
       (*at)++;
+    }
     if (*at < len && !(nul_tail_ok && text[*at] == '\0')) problem = VL__JSON_TRAILING;
   }
   size_t pos = 0;

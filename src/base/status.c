@@ -93,10 +93,11 @@ void vl_error_prefix(vl_error *err, const char *prefix) {
 
 const char *vl_error_format(const vl_error *err, char *buf, size_t n) {
   if (n == 0) return buf;
-  if (err->path[0] != '\0')
+  if (err->path[0] != '\0') {
     snprintf(buf, n, "%s: %s", err->path, err->message);
-  else
+  } else {
     snprintf(buf, n, "%s", err->message[0] ? err->message : vl_status_text(err->code));
+  }
   return buf;
 }
 

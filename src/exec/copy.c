@@ -58,8 +58,9 @@ static bool loops_build(loops *L, size_t elem, size_t rank, const int64_t *shape
   L->n = 0;
   L->elem = elem;
   /* Empty first: an empty tensor's strides may be saturated, and are never multiplied. */
-  for (size_t i = 0; i < rank; i++)
+  for (size_t i = 0; i < rank; i++) {
     if (shape[i] == 0) return false;
+  }
   for (size_t i = 0; i < rank; i++) {
     if (shape[i] == 1) continue;
     L->size[L->n] = shape[i];
@@ -88,8 +89,9 @@ static void loops_swap(loops *L, size_t a, size_t b) {
 
 /* Orders loops so the destination is written outermost-stride first (insertion sort). */
 static void loops_sort(loops *L) {
-  for (size_t i = 1; i < L->n; i++)
+  for (size_t i = 1; i < L->n; i++) {
     for (size_t j = i; j > 0 && loop_before(L, j, j - 1); j--) loops_swap(L, j, j - 1);
+  }
 }
 
 /* Merges loop i into loop i + 1 when i steps over exactly one whole i + 1 on both sides. */
@@ -122,8 +124,9 @@ static void loops_widen_element(loops *L) {
 
 /* The loop (other than the innermost) whose source stride is one element, or L->n. */
 static size_t loops_find_src_unit(const loops *L) {
-  for (size_t i = 0; i + 1 < L->n; i++)
+  for (size_t i = 0; i + 1 < L->n; i++) {
     if (L->src[i] == (ptrdiff_t)L->elem) return i;
+  }
   return L->n;
 }
 
@@ -321,14 +324,16 @@ typedef struct tile_choice {
 
 /* The tile kernel of the highest level <= level that has one for elem, with its shape. */
 static tile_choice tile_for(vl_copy_level level, size_t elem) {
-  if (elem == 1 || elem == 2 || elem == 4 || elem == 8)
+  if (elem == 1 || elem == 2 || elem == 4 || elem == 8) {
     for (int l = (int)level; l > (int)VL_COPY_SSE2; l--) {
       const vl__copy_kernels *t = level_table((vl_copy_level)l);
       size_t r = type_row(elem);
-      if (t != NULL && t->tile[r] != NULL)
+      if (t != NULL && t->tile[r] != NULL) {
         return (tile_choice){t->tile[r], t->tile_rows[r] ? t->tile_rows[r] : TILE_Y,
                              t->tile_bytes[r] ? t->tile_bytes[r] : TILE_X_BYTES};
+      }
     }
+  }
   return (tile_choice){tile_portable(elem), TILE_Y, TILE_X_BYTES};
 }
 
@@ -350,8 +355,9 @@ vl_copy_level vl_copy_level_native(void) {
    * support for the registers (XGETBV). */
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl"))
+      __builtin_cpu_supports("avx512vl")) {
     return VL_COPY_AVX512;
+  }
   if (__builtin_cpu_supports("avx2")) return VL_COPY_AVX2;
   if (__builtin_cpu_supports("ssse3")) return VL_COPY_SSSE3;
   return VL_COPY_SSE2;
@@ -368,11 +374,12 @@ const char *vl_copy_level_name(vl_copy_level level) {
 }
 
 bool vl_copy_level_from_name(const char *name, vl_copy_level *out) {
-  for (int l = 0; name != NULL && l < VL_COPY_LEVEL_COUNT; l++)
+  for (int l = 0; name != NULL && l < VL_COPY_LEVEL_COUNT; l++) {
     if (strcmp(name, level_names[l]) == 0) {
       *out = (vl_copy_level)l;
       return true;
     }
+  }
   return false;
 }
 
@@ -472,9 +479,11 @@ static void run_transpose_streamed(const inner *k, char *d, const char *s) {
     for (int64_t x0 = 0; x0 < nx; x0 += STREAM_ROWS) {
       int64_t bx = nx - x0 < STREAM_ROWS ? nx - x0 : STREAM_ROWS;
       k->tile.fn(buf, s + x0 * e + y0 * sy, bx, per, STREAM_SPAN, sy);
-      for (int64_t i = 0; i < bx; i++)
-        for (int64_t j = 0; j < STREAM_SPAN; j += STREAM_LINE)
+      for (int64_t i = 0; i < bx; i++) {
+        for (int64_t j = 0; j < STREAM_SPAN; j += STREAM_LINE) {
           stream_line(d + (x0 + i) * dx + y0 * e + j, buf + i * STREAM_SPAN + j);
+        }
+      }
     }
   }
   if (end < ny) k->tile.fn(d + end * e, s + end * sy, nx, ny - end, dx, sy);
@@ -576,12 +585,14 @@ static void copy_strided(vl_copy_level level, size_t elem_size, size_t rank, con
 static void copy_peel(vl_copy_level level, size_t elem, size_t rank, const int64_t *shape,
                       char *dst, const int64_t *dst_strides, const char *src,
                       const int64_t *src_strides) {
-  for (size_t i = 0; i < rank; i++)
+  for (size_t i = 0; i < rank; i++) {
     if (shape[i] == 0) return;
+  }
   ptrdiff_t ds = (ptrdiff_t)(dst_strides[0] * (int64_t)elem);
   ptrdiff_t ss = (ptrdiff_t)(src_strides[0] * (int64_t)elem);
-  for (int64_t i = 0; i < shape[0]; i++, dst += ds, src += ss)
+  for (int64_t i = 0; i < shape[0]; i++, dst += ds, src += ss) {
     copy_strided(level, elem, rank - 1, shape + 1, dst, dst_strides + 1, src, src_strides + 1);
+  }
 }
 
 static void copy_strided(vl_copy_level level, size_t elem_size, size_t rank, const int64_t *shape,
@@ -616,8 +627,9 @@ const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shap
   size_t at = 0;
   buf[0] = '\0';
   at += (size_t)snprintf(buf, n, "[");
-  for (size_t i = 0; i < rank && at < n; i++)
+  for (size_t i = 0; i < rank && at < n; i++) {
     at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? "," : "", (long long)shape[i]);
+  }
   if (at < n) snprintf(buf + at, n - at, "]");
   return buf;
 }
@@ -626,15 +638,18 @@ const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shap
 static vl_status check_same_elements(const vl_spec *dst, const vl_spec *src, int64_t *numel,
                                      vl_error *err) {
   int64_t nd, ns;
-  if (dst->dtype != src->dtype)
+  if (dst->dtype != src->dtype) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "copy from %s into %s: dtypes differ",
                         vl_dtype_name(src->dtype), vl_dtype_name(dst->dtype));
-  if (!vl_spec_numel(dst, &nd) || !vl_spec_numel(src, &ns))
+  }
+  if (!vl_spec_numel(dst, &nd) || !vl_spec_numel(src, &ns)) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "element count overflows");
-  if (nd != ns)
+  }
+  if (nd != ns) {
     return vl_error_set(err, VL_ERR_KERNEL, "",
                         "copy of %lld elements into %lld elements: counts differ", (long long)ns,
                         (long long)nd);
+  }
   *numel = nd;
   return VL_OK;
 }
@@ -669,9 +684,10 @@ static vl_status copy_via_temp(vl_copy_level level, const vl_spec *dst_spec, voi
   size_t es = vl_dtype_size(src_spec->dtype);
   int64_t dense[VL_MAX_RANK];
   void *tmp = malloc((size_t)nbytes);
-  if (tmp == NULL)
+  if (tmp == NULL) {
     return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory for a %lld-byte copy buffer",
                         (long long)nbytes);
+  }
   vl_layout_default_strides(src_spec->rank, src_spec->shape, dense);
   copy_strided(level, es, src_spec->rank, src_spec->shape, tmp, dense, src, src_strides);
   vl_layout_default_strides(dst_spec->rank, dst_spec->shape, dense);
@@ -686,8 +702,9 @@ static vl_status copy_logical(vl_copy_level level, const vl_spec *dst_spec, void
   vl_status st = check_same_elements(dst_spec, src_spec, &numel, err);
   if (st != VL_OK || numel == 0) return st;
   size_t es = vl_dtype_size(src_spec->dtype);
-  if (!vl_spec_nbytes(src_spec, &nbytes))
+  if (!vl_spec_nbytes(src_spec, &nbytes)) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "byte size of the copy overflows");
+  }
   bool dst_dense = vl_layout_is_contiguous(dst_spec), src_dense = vl_layout_is_contiguous(src_spec);
   if (dst_dense && src_dense) {
     memcpy(dst, src, (size_t)nbytes);
@@ -726,22 +743,26 @@ static vl_status check_permute(const vl_spec *dst, const vl_spec *src, const int
                                vl_error *err) {
   bool seen[VL_MAX_RANK] = {false};
   char a[160], b[160];
-  if (dst->dtype != src->dtype)
+  if (dst->dtype != src->dtype) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "permute from %s into %s: dtypes differ",
                         vl_dtype_name(src->dtype), vl_dtype_name(dst->dtype));
-  if (dst->rank != src->rank)
+  }
+  if (dst->rank != src->rank) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "permute of rank %u into rank %u",
                         (unsigned)src->rank, (unsigned)dst->rank);
+  }
   for (size_t d = 0; d < src->rank; d++) {
-    if (perm[d] < 0 || perm[d] >= src->rank || seen[perm[d]])
+    if (perm[d] < 0 || perm[d] >= src->rank || seen[perm[d]]) {
       return vl_error_set(err, VL_ERR_KERNEL, "", "dims %s are not a permutation of 0..%d",
                           vl__shape_text(a, sizeof a, src->rank, perm), src->rank - 1);
+    }
     seen[perm[d]] = true;
-    if (dst->shape[d] != src->shape[perm[d]])
+    if (dst->shape[d] != src->shape[perm[d]]) {
       return vl_error_set(err, VL_ERR_KERNEL, "", "permute of %s by %s cannot give shape %s",
                           vl__shape_text(a, sizeof a, src->rank, src->shape),
                           vl__shape_text(b, sizeof b, src->rank, perm),
                           vl__shape_text(b, sizeof b, dst->rank, dst->shape));
+    }
   }
   return VL_OK;
 }
@@ -771,11 +792,13 @@ vl_status vl_copy_permute(const vl_spec *dst_spec, void *dst, const vl_spec *src
 static vl_status view_shape(const vl_tensor *self, const int64_t *size, size_t size_rank,
                             int64_t *shape, vl_error *err) {
   int64_t numel;
-  if (size_rank > VL_MAX_RANK)
+  if (size_rank > VL_MAX_RANK) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: size has rank %zu, more than %d",
                         size_rank, VL_MAX_RANK);
-  if (!vl_spec_numel(&self->spec, &numel))
+  }
+  if (!vl_spec_numel(&self->spec, &numel)) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: element count of self overflows");
+  }
   vl_status st = vl_view_size_infer(numel, size, size_rank, shape, err);
   if (st != VL_OK) {
     char msg[VL_ERROR_MESSAGE_MAX];
@@ -791,14 +814,16 @@ vl_status vl_view_copy_out(const vl_tensor *self, const int64_t *size, size_t si
   char a[160], b[160];
   vl_status st = view_shape(self, size, size_rank, shape, err);
   if (st != VL_OK) return st;
-  if (out->spec.dtype != self->spec.dtype)
+  if (out->spec.dtype != self->spec.dtype) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: out has dtype %s, self has %s",
                         vl_dtype_name(out->spec.dtype), vl_dtype_name(self->spec.dtype));
+  }
   if (out->spec.rank != size_rank ||
-      (size_rank > 0 && memcmp(out->spec.shape, shape, size_rank * sizeof *shape) != 0))
+      (size_rank > 0 && memcmp(out->spec.shape, shape, size_rank * sizeof *shape) != 0)) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "view_copy: out has shape %s, size gives %s",
                         vl__shape_text(a, sizeof a, out->spec.rank, out->spec.shape),
                         vl__shape_text(b, sizeof b, size_rank, shape));
+  }
   return vl_copy_logical(&out->spec, out->data, &self->spec, self->data, err);
 }
 
@@ -812,10 +837,11 @@ vl_status vl_view_copy(const vl_tensor *self, const int64_t *size, size_t size_r
   if (st != VL_OK) return st;
   vl_spec_init(&spec, self->spec.dtype, (uint8_t)size_rank, shape);
   if (out_dim_order != NULL) {
-    if (!vl_dim_order_is_permutation(out_dim_order, size_rank))
+    if (!vl_dim_order_is_permutation(out_dim_order, size_rank)) {
       return vl_error_set(err, VL_ERR_KERNEL, "/out_dim_order",
                           "view_copy: out dim order is not a permutation of 0..%zu",
                           size_rank > 0 ? size_rank - 1 : 0);
+    }
     memcpy(spec.dim_order, out_dim_order, size_rank);
   }
   st = vl_tensor_new(&spec, lim, &t, err);

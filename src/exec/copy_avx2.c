@@ -40,11 +40,12 @@ static void block_u8(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
     a[2 * i + 1] = _mm256_unpackhi_epi8(t[2 * i], t[2 * i + 1]);
   }
   /* a[0..7]: rows (0,1) cols 0-7, (0,1) 8-15, (2,3) 0-7, (2,3) 8-15, (4,5) ..., (6,7) ... */
-  for (int h = 0; h < 2; h++)
+  for (int h = 0; h < 2; h++) {
     for (int i = 0; i < 2; i++) {
       b[4 * h + 2 * i] = _mm256_unpacklo_epi16(a[4 * h + i], a[4 * h + i + 2]);
       b[4 * h + 2 * i + 1] = _mm256_unpackhi_epi16(a[4 * h + i], a[4 * h + i + 2]);
     }
+  }
   /* b[0..3]: rows 0-3 of cols 0-3, 4-7, 8-11, 12-15; b[4..7]: rows 4-7 of the same */
   for (int i = 0; i < 4; i++) {
     __m256i lo = _mm256_unpacklo_epi32(b[i], b[i + 4]), hi = _mm256_unpackhi_epi32(b[i], b[i + 4]);

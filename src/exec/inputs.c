@@ -16,8 +16,9 @@
 /* ---- tensor maps --------------------------------------------------------------------------- */
 
 uint32_t vl__graph_placeholder(const vl_graph *g, const char *name) {
-  for (uint32_t i = 0; i < g->n_nodes; i++)
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
     if (g->nodes[i].op == VL_NODE_PLACEHOLDER && strcmp(g->nodes[i].name, name) == 0) return i;
+  }
   return VL_NO_NODE;
 }
 
@@ -89,10 +90,11 @@ static uint16_t half_positive(const half_fmt *f, uint32_t j) {
   uint32_t lo = 0, hi = limit; /* smallest p with half_nonint_below(p + 1) > jj */
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (half_nonint_below(f, mid + 1) > jj)
+    if (half_nonint_below(f, mid + 1) > jj) {
       hi = mid;
-    else
+    } else {
       lo = mid + 1;
+    }
   }
   return (uint16_t)lo;
 }
@@ -165,8 +167,9 @@ static vl_status fill_sequence(vl_tensor *t, uint64_t offset, vl_error *err) {
   vl_spec_numel(&t->spec, &numel);
   char *buf = dense ? t->data : malloc(t->nbytes > 0 ? (size_t)t->nbytes : 1);
   if (buf == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory generating inputs");
-  for (int64_t k = 0; k < numel; k++)
+  for (int64_t k = 0; k < numel; k++) {
     put_value(t->spec.dtype, buf + (size_t)k * es, (uint64_t)k + offset);
+  }
   vl_status st = VL_OK;
   if (!dense) {
     vl_spec logical = t->spec;
@@ -209,9 +212,10 @@ vl_status vl_inputs_generate(const vl_graph *g, const vl_tensor_map *given, uint
     st = add_input(m, g, i, p++, given, seed, lim, err);
     if (st != VL_OK) break;
     total += m->tensors[m->count - 1]->nbytes;
-    if (lim != NULL && total > lim->max_total_bytes)
+    if (lim != NULL && total > lim->max_total_bytes) {
       st = vl_error_set(err, VL_ERR_TOO_LARGE, "", "inputs need more than the limit of %lld bytes",
                         (long long)lim->max_total_bytes);
+    }
   }
   if (st != VL_OK) {
     vl_tensor_map_free(m);

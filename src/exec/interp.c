@@ -57,20 +57,22 @@ typedef struct tview {
 /* ---- memory ------------------------------------------------------------------------------ */
 
 static vl_status budget_take(run *r, int64_t nbytes) {
-  if (nbytes > r->lim->max_total_bytes - r->total)
+  if (nbytes > r->lim->max_total_bytes - r->total) {
     return vl_error_set(r->err, VL_ERR_TOO_LARGE, "",
                         "execution needs more than the limit of %lld bytes of buffers",
                         (long long)r->lim->max_total_bytes);
+  }
   r->total += nbytes;
   return VL_OK;
 }
 
 /* A zero-filled buffer of nbytes, counted against the limits. */
 static vl_status buffer_new(run *r, int64_t nbytes, void **out) {
-  if (nbytes > r->lim->max_tensor_bytes)
+  if (nbytes > r->lim->max_tensor_bytes) {
     return vl_error_set(r->err, VL_ERR_TOO_LARGE, "/val",
                         "tensor of %lld bytes exceeds the limit of %lld bytes", (long long)nbytes,
                         (long long)r->lim->max_tensor_bytes);
+  }
   vl_status st = budget_take(r, nbytes);
   if (st != VL_OK) return st;
   *out = calloc(nbytes > 0 ? (size_t)nbytes : 1, 1);
@@ -92,8 +94,9 @@ static void buffer_release(run *r, void *p, int64_t nbytes) {
 static vl_status slot_alloc(run *r, uint32_t i, const vl_spec *spec, tview *v) {
   int64_t nbytes;
   void *data = NULL;
-  if (!vl_spec_nbytes(spec, &nbytes))
+  if (!vl_spec_nbytes(spec, &nbytes)) {
     return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val", "byte size overflows");
+  }
   vl_status st = buffer_new(r, nbytes, &data);
   if (st != VL_OK) return st;
   r->stores[r->n_stores] = (storage){.data = data, .nbytes = nbytes};
@@ -127,8 +130,9 @@ static vl_status arg_error(run *r, uint32_t k, const char *what) {
 /* Argument k of node n as a tensor that has been computed. */
 static vl_status arg_tensor(run *r, const vl_node *n, uint32_t k, tview *v) {
   if (k >= n->n_args || n->args[k].kind != VL_ARG_REF ||
-      r->slots[n->args[k].u.ref].store == NO_STORE)
+      r->slots[n->args[k].u.ref].store == NO_STORE) {
     return arg_error(r, k, "a tensor");
+  }
   *v = slot_view(r, n->args[k].u.ref);
   return VL_OK;
 }
@@ -140,8 +144,9 @@ static vl_status arg_int(run *r, const vl_node *n, uint32_t k, int64_t *v) {
 }
 
 static vl_status arg_int_list(run *r, const vl_node *n, uint32_t k, int64_t *v, size_t *count) {
-  if (k >= n->n_args || n->args[k].kind != VL_ARG_LIST || n->args[k].u.list.count > VL_MAX_RANK)
+  if (k >= n->n_args || n->args[k].kind != VL_ARG_LIST || n->args[k].u.list.count > VL_MAX_RANK) {
     return arg_error(r, k, "a list of at most 16 integers");
+  }
   const vl_arg *list = &n->args[k];
   for (uint32_t j = 0; j < list->u.list.count; j++) {
     if (list->u.list.items[j].kind != VL_ARG_INT) return arg_error(r, k, "a list of integers");
@@ -200,8 +205,9 @@ static vl_status logical_array(run *r, const tview *v, vl_dtype dt, bool allow_a
   vl_spec_nbytes(&dense, &nbytes);
   int64_t extra = 0, total;
   if (v->spec.dtype != dt) vl_spec_nbytes(&v->spec, &extra); /* the uncast copy goes after */
-  if (__builtin_add_overflow(nbytes, extra, &total))
+  if (__builtin_add_overflow(nbytes, extra, &total)) {
     return vl_error_set(r->err, VL_ERR_TOO_LARGE, "", "temporary buffer size overflows");
+  }
   vl_status st = buffer_new(r, total, tmp);
   if (st != VL_OK) return st;
   *tmp_bytes = total;
@@ -227,14 +233,16 @@ static vl_status store_logical(run *r, const tview *dst, const void *res) {
 static vl_status node_dest(run *r, uint32_t i, bool inplace, tview *dst, bool *fresh) {
   const vl_node *n = &r->g->nodes[i];
   *fresh = false;
-  if (inplace && (n->n_args == 0 || n->args[0].kind != VL_ARG_REF))
+  if (inplace && (n->n_args == 0 || n->args[0].kind != VL_ARG_REF)) {
     return arg_error(r, 0, "a tensor");
+  }
   if (n->out != VL_NO_NODE || inplace) {
     uint32_t w = n->out != VL_NO_NODE ? n->out : n->args[0].u.ref;
-    if (r->slots[w].store == NO_STORE)
+    if (r->slots[w].store == NO_STORE) {
       return vl_error_set(r->err, VL_ERR_INVALID_GRAPH,
                           n->out != VL_NO_NODE ? "/kwargs/out" : "/args/0",
                           "the written argument is not a computed tensor");
+    }
     r->slots[i] = r->slots[w];
     *dst = slot_view(r, w);
     return VL_OK;
@@ -268,11 +276,13 @@ static vl_status op_permute(run *r, uint32_t i, const tview *dst, bool fresh) {
   (void)fresh;
   vl_status st = arg_tensor(r, n, 0, &self);
   if (st == VL_OK) st = arg_int_list(r, n, 1, perm, &rank);
-  if (st == VL_OK && rank != self.spec.rank)
+  if (st == VL_OK && rank != self.spec.rank) {
     return vl_error_set(r->err, VL_ERR_KERNEL, "/args/1", "permute of rank %u by %zu dims",
                         (unsigned)self.spec.rank, rank);
-  for (size_t d = 0; st == VL_OK && d < rank; d++)
+  }
+  for (size_t d = 0; st == VL_OK && d < rank; d++) {
     st = dim_wrap(r, 1, perm[d], self.spec.rank, &perm[d]);
+  }
   if (st != VL_OK) return st;
   st = vl_copy_permute(&dst->spec, dst->data, &self.spec, self.data, perm, r->err);
   /* A bad permutation is the dims argument's fault: point at it. */
@@ -300,8 +310,9 @@ static vl_status op_transpose(run *r, uint32_t i, const tview *dst, bool fresh) 
  * storage is first copied out, so overlapping layouts cannot smear. */
 static vl_status copy_into(run *r, const tview *dst, const tview *src) {
   if (!same_shape(&dst->spec, &src->spec)) return shape_error(r, "copy", &src->spec, &dst->spec);
-  if (src->spec.dtype == dst->spec.dtype && src->store != dst->store)
+  if (src->spec.dtype == dst->spec.dtype && src->store != dst->store) {
     return vl_copy_logical(&dst->spec, dst->data, &src->spec, src->data, r->err);
+  }
   const void *arr;
   void *tmp;
   int64_t tmp_bytes;
@@ -340,15 +351,17 @@ static vl_status operand_get(run *r, const vl_node *n, uint32_t k, const tview *
   o->tmp_bytes = 0;
   o->scalar = k < n->n_args && n->args[k].kind != VL_ARG_REF;
   if (o->scalar) {
-    if (!vl__ew_scalar(dst->spec.dtype, &n->args[k], &o->elem))
+    if (!vl__ew_scalar(dst->spec.dtype, &n->args[k], &o->elem)) {
       return arg_error(r, k, "a tensor or a number");
+    }
     o->data = &o->elem;
     return VL_OK;
   }
   tview v;
   vl_status st = arg_tensor(r, n, k, &v);
-  if (st == VL_OK && !same_shape(&v.spec, &dst->spec))
+  if (st == VL_OK && !same_shape(&v.spec, &dst->spec)) {
     st = shape_error(r, n->target, &v.spec, &dst->spec);
+  }
   if (st != VL_OK) return st;
   return logical_array(r, &v, dst->spec.dtype, true, &o->data, &o->tmp, &o->tmp_bytes);
 }
@@ -381,8 +394,9 @@ static vl_status apply_alpha(run *r, const vl_node *n, const tview *dst, operand
   const vl_arg *alpha = vl_node_kwarg(n, "alpha");
   uint64_t ae = 0;
   if (alpha == NULL || (alpha->kind == VL_ARG_INT && alpha->u.i == 1)) return VL_OK;
-  if (!vl__ew_scalar(dst->spec.dtype, alpha, &ae))
+  if (!vl__ew_scalar(dst->spec.dtype, alpha, &ae)) {
     return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/kwargs/alpha", "must be a number");
+  }
   int64_t count = b->scalar ? 1 : numel;
   if (b->tmp == NULL) {
     int64_t nbytes = count * (int64_t)vl_dtype_size(dst->spec.dtype);
@@ -456,10 +470,11 @@ static vl_status op_memory_view(run *r, uint32_t i) {
   if (st != VL_OK) return st;
   vl_desc_of_spec(&n->val, n->offset, &d);
   if (n->val.dtype != base.spec.dtype || !desc_bytes(&d, n->val.dtype, &need) ||
-      need > base.avail)
+      need > base.avail) {
     return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val",
                         "memory.view of %s at offset %lld cannot alias the %lld bytes of its base",
                         vl_dtype_name(n->val.dtype), (long long)n->offset, (long long)base.avail);
+  }
   r->slots[i] = (slot){.store = base.store, .spec = n->val,
                        .offset = r->slots[n->args[0].u.ref].offset + n->offset};
   return VL_OK;
@@ -493,19 +508,21 @@ static vl_status op_strided(run *r, uint32_t i, const tview *dst, bool fresh) {
   (void)fresh;
   vl_status st = arg_tensor(r, n, 0, &self);
   if (st != VL_OK) return st;
-  if (self.spec.dtype != dst->spec.dtype)
+  if (self.spec.dtype != dst->spec.dtype) {
     return vl_error_set(r->err, VL_ERR_KERNEL, "/val/dtype", "%s: dtype %s differs from %s",
                         n->target, vl_dtype_name(dst->spec.dtype), vl_dtype_name(self.spec.dtype));
+  }
   vl_desc_of_spec(&self.spec, 0, &in);
   if (!vl__fold_map(r->g, i, NULL, &in, &d)) {
     if (strcmp(n->target, "aten._reshape_alias_copy.default") != 0) return bad_args(r, n);
     /* A reshape without a strided alias copies in logical order, as view_copy does. */
     return op_view_copy(r, i, dst, fresh);
   }
-  if (!desc_bytes(&d, self.spec.dtype, &need) || need > self.avail)
+  if (!desc_bytes(&d, self.spec.dtype, &need) || need > self.avail) {
     return vl_error_set(r->err, VL_ERR_KERNEL, "/args",
                         "%s reads past the %lld bytes of its input's buffer", n->target,
                         (long long)self.avail);
+  }
   copy_desc(dst, &self, &d);
   return VL_OK;
 }
@@ -541,8 +558,9 @@ static vl_status exec_split(run *r, uint32_t i) {
 
 /* operator.getitem of a split: output index of the producer, its own storage. */
 static vl_status exec_getitem(run *r, uint32_t i, uint32_t producer, uint32_t index) {
-  if (r->slots[producer].store == NO_STORE)
+  if (r->slots[producer].store == NO_STORE) {
     return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/args/0", "the producer has not run");
+  }
   r->slots[i] = (slot){.store = r->slots[producer].store + index,
                        .spec = r->g->nodes[producer].vals[index], .offset = 0};
   return VL_OK;
@@ -584,8 +602,9 @@ static const op_row op_table[] = {
 };
 
 static const op_row *op_find(const char *target) {
-  for (size_t k = 0; k < sizeof op_table / sizeof op_table[0]; k++)
+  for (size_t k = 0; k < sizeof op_table / sizeof op_table[0]; k++) {
     if (strcmp(op_table[k].target, target) == 0) return &op_table[k];
+  }
   return NULL;
 }
 
@@ -597,12 +616,14 @@ static vl_status exec_call(run *r, uint32_t i) {
   bool fresh;
   uint32_t producer, index;
   if (vl__fold_is_split(n)) return exec_split(r, i);
-  if (vl_node_getitem(n, &producer, &index) && vl__fold_is_split(&r->g->nodes[producer]))
+  if (vl_node_getitem(n, &producer, &index) && vl__fold_is_split(&r->g->nodes[producer])) {
     return exec_getitem(r, i, producer, index);
-  if (op == NULL || n->n_vals > 0) /* several outputs (vals): as an unknown target, SPEC §2 */
+  }
+  if (op == NULL || n->n_vals > 0) { /* several outputs (vals): as an unknown target, SPEC §2 */
     return vl_error_set(r->err, VL_ERR_UNSUPPORTED, "/target",
                         "target %s is not supported by the interpreter%s", n->target,
                         n->n_vals > 0 ? " (a node with several outputs)" : "");
+  }
   if (!n->has_val) return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val", "is required");
   if (op->kind == OP_ALIAS) return op_memory_view(r, i);
   vl_status st = node_dest(r, i, op->kind == OP_INPLACE, &dst, &fresh);
@@ -617,16 +638,19 @@ static vl_status exec_placeholder(run *r, uint32_t i, const vl_tensor_map *input
   long k = vl_tensor_map_find(inputs, n->name);
   char sa[160], sb[160];
   tview dst;
-  if (k < 0)
+  if (k < 0) {
     return vl_error_set(r->err, VL_ERR_INVALID_PARAMS, "", "no value for placeholder %s", n->name);
+  }
   const vl_tensor *t = inputs->tensors[k];
-  if (t->spec.dtype != n->val.dtype)
+  if (t->spec.dtype != n->val.dtype) {
     return vl_error_set(r->err, VL_ERR_INVALID_TENSOR, "/dtype", "is %s, placeholder %s is %s",
                         vl_dtype_name(t->spec.dtype), n->name, vl_dtype_name(n->val.dtype));
-  if (!same_shape(&t->spec, &n->val))
+  }
+  if (!same_shape(&t->spec, &n->val)) {
     return vl_error_set(r->err, VL_ERR_INVALID_TENSOR, "/shape", "is %s, placeholder %s is %s",
                         vl__shape_text(sa, sizeof sa, t->spec.rank, t->spec.shape), n->name,
                         vl__shape_text(sb, sizeof sb, n->val.rank, n->val.shape));
+  }
   vl_status st = slot_alloc(r, i, &n->val, &dst);
   return st != VL_OK ? st : vl_copy_logical(&dst.spec, dst.data, &t->spec, t->data, r->err);
 }
@@ -643,8 +667,9 @@ static vl_status collect_outputs(run *r, vl_tensor_map *m) {
     vl_spec_nbytes(&src->val, &nbytes);
     st = budget_take(r, nbytes);
     if (st == VL_OK) st = vl__tensor_map_add(m, src->name, &src->val, r->lim, r->err);
-    if (st == VL_OK)
+    if (st == VL_OK) {
       st = vl_copy_logical(&src->val, m->tensors[m->count - 1]->data, &v.spec, v.data, r->err);
+    }
     if (st != VL_OK) return st;
   }
   return VL_OK;
@@ -659,8 +684,9 @@ static vl_status run_init(run *r, const vl_graph *g, const vl_limits *lim, vl_er
   for (uint32_t i = 0; i < g->n_nodes; i++) stores += g->nodes[i].n_vals;
   r->stores = calloc(stores, sizeof *r->stores);
   r->slots = calloc(g->n_nodes > 0 ? g->n_nodes : 1, sizeof *r->slots);
-  if (r->stores == NULL || r->slots == NULL)
+  if (r->stores == NULL || r->slots == NULL) {
     return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory for %u nodes", g->n_nodes);
+  }
   for (uint32_t i = 0; i < g->n_nodes; i++) r->slots[i].store = NO_STORE;
   return VL_OK;
 }
@@ -670,10 +696,12 @@ static vl_status run_init(run *r, const vl_graph *g, const vl_limits *lim, vl_er
 static void error_locate(run *r, uint32_t i, vl_status st) {
   const vl_node *n = &r->g->nodes[i];
   char prefix[VL_ERROR_PATH_MAX] = "";
-  if (n->op == VL_NODE_PLACEHOLDER && (st == VL_ERR_INVALID_PARAMS || st == VL_ERR_INVALID_TENSOR))
+  if (n->op == VL_NODE_PLACEHOLDER &&
+      (st == VL_ERR_INVALID_PARAMS || st == VL_ERR_INVALID_TENSOR)) {
     vl_pointer_append(prefix, sizeof prefix, n->name);
-  else
+  } else {
     snprintf(prefix, sizeof prefix, "/nodes/%u", i);
+  }
   vl_error_prefix(r->err, prefix);
 }
 
@@ -681,10 +709,11 @@ static vl_status run_nodes(run *r, const vl_tensor_map *inputs) {
   for (uint32_t i = 0; i < r->g->n_nodes; i++) {
     const vl_node *n = &r->g->nodes[i];
     vl_status st = VL_OK;
-    if (n->op == VL_NODE_PLACEHOLDER)
+    if (n->op == VL_NODE_PLACEHOLDER) {
       st = exec_placeholder(r, i, inputs);
-    else if (n->op == VL_NODE_CALL)
+    } else if (n->op == VL_NODE_CALL) {
       st = exec_call(r, i);
+    }
     if (st != VL_OK) {
       error_locate(r, i, st);
       return st;

@@ -29,8 +29,9 @@ static vl_status logical_bytes(const vl_tensor *t, const uint8_t **out, void **t
 /* First index where a and b (n elements of es bytes) differ, or -1. */
 static int64_t first_difference(const uint8_t *a, const uint8_t *b, int64_t n, size_t es) {
   if (memcmp(a, b, (size_t)n * es) == 0) return -1;
-  for (int64_t k = 0; k < n; k++, a += es, b += es)
+  for (int64_t k = 0; k < n; k++, a += es, b += es) {
     if (memcmp(a, b, es) != 0) return k;
+  }
   return -1;
 }
 
@@ -41,9 +42,11 @@ static vl_status compare_output(const vl_tensor_map *want, const vl_tensor_map *
   const uint8_t *pa, *pb;
   void *ta = NULL, *tb = NULL;
   int64_t numel = 0;
-  if (a->spec.dtype != b->spec.dtype || !vl_spec_numel(&a->spec, &numel) || a->nbytes != b->nbytes)
+  if (a->spec.dtype != b->spec.dtype || !vl_spec_numel(&a->spec, &numel) ||
+      a->nbytes != b->nbytes) {
     return vl_error_set(err, VL_ERR_INTERNAL, "", "output %u (%s) changed its spec in lowering", i,
                         want->names[i]);
+  }
   size_t es = vl_dtype_size(a->spec.dtype);
   vl_status st = logical_bytes(a, &pa, &ta, err);
   if (st == VL_OK) st = logical_bytes(b, &pb, &tb, err);
@@ -57,10 +60,11 @@ static vl_status compare_output(const vl_tensor_map *want, const vl_tensor_map *
     memcpy(m->expected, pa + (size_t)k * es, es);
     memcpy(m->actual, pb + (size_t)k * es, es);
     m->name = strdup(want->names[i]);
-    if (m->name == NULL)
+    if (m->name == NULL) {
       st = vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
-    else
+    } else {
       r->n_mismatches++;
+    }
   }
   free(ta);
   free(tb);
@@ -69,8 +73,9 @@ static vl_status compare_output(const vl_tensor_map *want, const vl_tensor_map *
 
 static vl_status compare_all(const vl_tensor_map *want, const vl_tensor_map *got,
                              vl_verify_result *r, vl_error *err) {
-  if (want->count != got->count)
+  if (want->count != got->count) {
     return vl_error_set(err, VL_ERR_INTERNAL, "", "lowering changed the number of outputs");
+  }
   r->mismatches = calloc(want->count > 0 ? want->count : 1, sizeof *r->mismatches);
   if (r->mismatches == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   for (uint32_t i = 0; i < want->count; i++) {
@@ -132,14 +137,16 @@ static cJSON *mismatch_to_json(const vl_mismatch *m) {
             cJSON_AddNumberToObject(o, "output", m->output) != NULL &&
             cJSON_AddStringToObject(o, "name", m->name) != NULL &&
             cJSON_AddNumberToObject(o, "index", (double)m->index) != NULL;
-  if (ok && cJSON_AddItemToObject(o, "expected", expected))
+  if (ok && cJSON_AddItemToObject(o, "expected", expected)) {
     expected = NULL;
-  else
+  } else {
     ok = false;
-  if (ok && cJSON_AddItemToObject(o, "actual", actual))
+  }
+  if (ok && cJSON_AddItemToObject(o, "actual", actual)) {
     actual = NULL;
-  else
+  } else {
     ok = false;
+  }
   cJSON_Delete(expected);
   cJSON_Delete(actual);
   if (!ok) {
@@ -154,19 +161,21 @@ cJSON *vl_verify_result_to_json(const vl_verify_result *r) {
   cJSON *report = vl_report_to_json(&r->report);
   bool ok = o != NULL && list != NULL && report != NULL &&
             cJSON_AddBoolToObject(o, "equal", r->equal) != NULL;
-  if (ok && cJSON_AddItemToObject(o, "report", report))
+  if (ok && cJSON_AddItemToObject(o, "report", report)) {
     report = NULL;
-  else
+  } else {
     ok = false;
+  }
   for (uint32_t i = 0; ok && i < r->n_mismatches; i++) {
     cJSON *m = mismatch_to_json(&r->mismatches[i]);
     ok = m != NULL && cJSON_AddItemToArray(list, m);
     if (!ok) cJSON_Delete(m);
   }
-  if (ok && cJSON_AddItemToObject(o, "mismatches", list))
+  if (ok && cJSON_AddItemToObject(o, "mismatches", list)) {
     list = NULL;
-  else
+  } else {
     ok = false;
+  }
   cJSON_Delete(report);
   cJSON_Delete(list);
   if (!ok) {

@@ -20,10 +20,11 @@ uint32_t vl__alias_class(vl_alias *a, uint32_t node) {
 static void join(vl_alias *a, uint32_t x, uint32_t y) {
   uint32_t rx = vl__alias_class(a, x), ry = vl__alias_class(a, y);
   /* The smaller index stays root, so a class root is its owner (earliest node). */
-  if (rx < ry)
+  if (rx < ry) {
     a->parent[ry] = rx;
-  else if (ry < rx)
+  } else if (ry < rx) {
     a->parent[rx] = ry;
+  }
 }
 
 /* Records the writes of node w, counting (fill false) or filling (fill true) the CSR. */
@@ -37,10 +38,11 @@ static void record_write(void *p, uint32_t ref) {
   write_ctx *c = p;
   uint32_t cls = vl__alias_class(c->a, ref);
   if (c->a->first_writer[cls] == VL_NO_NODE) c->a->first_writer[cls] = c->w;
-  if (c->fill)
+  if (c->fill) {
     c->a->writes[c->a->cursor[cls]++] = c->w;
-  else
+  } else {
     c->a->write_start[cls + 1]++;
+  }
 }
 
 static void visit_writes(const vl_graph *g, write_ctx *c) {
@@ -78,13 +80,15 @@ static vl_status join_getitems(vl_alias *a, const vl_graph *g) {
   for (size_t k = 0; k < total; k++) first[k] = VL_NO_NODE;
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     uint32_t producer, index;
-    if (!vl_node_getitem(&g->nodes[i], &producer, &index) || index >= g->nodes[producer].n_vals)
+    if (!vl_node_getitem(&g->nodes[i], &producer, &index) || index >= g->nodes[producer].n_vals) {
       continue;
+    }
     uint32_t *slot = &first[base[producer] + index];
-    if (*slot == VL_NO_NODE)
+    if (*slot == VL_NO_NODE) {
       *slot = i;
-    else
+    } else {
       join(a, i, *slot);
+    }
   }
   free(first);
   free(base);
@@ -95,10 +99,11 @@ static void build_classes(vl_alias *a, const vl_graph *g) {
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     const vl_node *n = &g->nodes[i];
     uint32_t arg;
-    if (inplace_result(n, &arg))
+    if (inplace_result(n, &arg)) {
       join(a, i, arg);
-    else if (vl__is_memory_view(n) && n->n_args > 0 && n->args[0].kind == VL_ARG_REF)
+    } else if (vl__is_memory_view(n) && n->n_args > 0 && n->args[0].kind == VL_ARG_REF) {
       join(a, i, n->args[0].u.ref);
+    }
   }
 }
 
@@ -106,14 +111,18 @@ static void build_reads(vl_alias *a, const vl_graph *g) {
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     const vl_node *n = &g->nodes[i];
     uint32_t c = vl__alias_class(a, i);
-    for (uint32_t k = 0; k < n->n_users; k++)
-      if (a->last_read[c] == VL_NO_NODE || n->users[k] > a->last_read[c])
+    for (uint32_t k = 0; k < n->n_users; k++) {
+      if (a->last_read[c] == VL_NO_NODE || n->users[k] > a->last_read[c]) {
         a->last_read[c] = n->users[k];
+      }
+    }
   }
   const vl_node *out = &g->nodes[g->output];
-  for (uint32_t k = 0; k < out->n_args; k++)
-    if (out->args[k].kind == VL_ARG_REF)
+  for (uint32_t k = 0; k < out->n_args; k++) {
+    if (out->args[k].kind == VL_ARG_REF) {
       a->is_output[vl__alias_class(a, out->args[k].u.ref)] = true;
+    }
+  }
 }
 
 vl_status vl__alias_build(vl_alias *a, const vl_graph *g) {

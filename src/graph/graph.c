@@ -65,8 +65,9 @@ void vl_graph_free(vl_graph *g) {
  * "aten.cat" or "_foreach_add_" whose arg 0 is a list of tensors. */
 static void arg_for_each_ref(const vl_arg *a, vl__ref_fn fn, void *ctx) {
   if (a->kind == VL_ARG_REF) fn(ctx, a->u.ref);
-  if (a->kind == VL_ARG_LIST)
+  if (a->kind == VL_ARG_LIST) {
     for (uint32_t i = 0; i < a->u.list.count; i++) arg_for_each_ref(&a->u.list.items[i], fn, ctx);
+  }
 }
 
 void vl__node_for_each_ref(const vl_node *n, vl__ref_fn fn, void *ctx) {
@@ -77,8 +78,9 @@ void vl__node_for_each_ref(const vl_node *n, vl__ref_fn fn, void *ctx) {
 
 static void arg_remap(vl_arg *a, const uint32_t *map) {
   if (a->kind == VL_ARG_REF) a->u.ref = map[a->u.ref];
-  if (a->kind == VL_ARG_LIST)
+  if (a->kind == VL_ARG_LIST) {
     for (uint32_t i = 0; i < a->u.list.count; i++) arg_remap(&a->u.list.items[i], map);
+  }
 }
 
 void vl__node_remap_refs(vl_node *n, const uint32_t *map) {
@@ -115,10 +117,11 @@ static void users_arg(users_ctx *c, const vl_arg *a) {
   if (a->kind != VL_ARG_LIST) return;
   for (uint32_t i = 0; i < a->u.list.count; i++) {
     const vl_arg *item = &a->u.list.items[i];
-    if (item->kind == VL_ARG_REF)
+    if (item->kind == VL_ARG_REF) {
       users_visit(c, item->u.ref);
-    else if (item->kind == VL_ARG_LIST)
+    } else if (item->kind == VL_ARG_LIST) {
       users_arg(c, item);
+    }
   }
 }
 
@@ -142,8 +145,9 @@ vl_status vl_graph_index_users(vl_graph *g) {
     if (c.cnt[i] > nd->n_users || (c.cnt[i] == 0 && nd->users != NULL)) {
       free(nd->users); /* a buffer holds as many users as it was filled with */
       nd->users = NULL;
-      if (c.cnt[i] > 0 && (nd->users = malloc(c.cnt[i] * sizeof *nd->users)) == NULL)
+      if (c.cnt[i] > 0 && (nd->users = malloc(c.cnt[i] * sizeof *nd->users)) == NULL) {
         st = VL_ERR_NOMEM;
+      }
     }
     nd->n_users = 0;
   }
@@ -171,15 +175,17 @@ const char *vl_target_operator(const char *target, char *buf, size_t n) {
 }
 
 const vl_arg *vl_node_kwarg(const vl_node *n, const char *key) {
-  for (uint32_t i = 0; i < n->n_kwargs; i++)
+  for (uint32_t i = 0; i < n->n_kwargs; i++) {
     if (strcmp(n->kwargs[i].key, key) == 0) return &n->kwargs[i].value;
+  }
   return NULL;
 }
 
 bool vl_node_getitem(const vl_node *n, uint32_t *producer, uint32_t *index) {
   if (!vl__target_is(n, VL__GETITEM) || n->n_args != 2 || n->args[0].kind != VL_ARG_REF ||
-      n->args[1].kind != VL_ARG_INT || n->args[1].u.i < 0 || n->args[1].u.i > UINT32_MAX)
+      n->args[1].kind != VL_ARG_INT || n->args[1].u.i < 0 || n->args[1].u.i > UINT32_MAX) {
     return false;
+  }
   if (producer != NULL) *producer = n->args[0].u.ref;
   if (index != NULL) *index = (uint32_t)n->args[1].u.i;
   return true;
@@ -231,10 +237,12 @@ static vl_status node_clone(const vl_node *s, vl_node *d) {
   if ((d->name = strdup(s->name)) == NULL) return VL_ERR_NOMEM;
   if (s->target && (d->target = strdup(s->target)) == NULL) return VL_ERR_NOMEM;
   if (s->n_args && (d->args = calloc(s->n_args, sizeof *d->args)) == NULL) return VL_ERR_NOMEM;
-  for (; d->n_args < s->n_args; d->n_args++)
+  for (; d->n_args < s->n_args; d->n_args++) {
     if (vl__arg_clone(&s->args[d->n_args], &d->args[d->n_args]) != VL_OK) return VL_ERR_NOMEM;
-  if (s->n_kwargs && (d->kwargs = calloc(s->n_kwargs, sizeof *d->kwargs)) == NULL)
+  }
+  if (s->n_kwargs && (d->kwargs = calloc(s->n_kwargs, sizeof *d->kwargs)) == NULL) {
     return VL_ERR_NOMEM;
+  }
   for (; d->n_kwargs < s->n_kwargs; d->n_kwargs++) {
     vl_kwarg *k = &d->kwargs[d->n_kwargs];
     if ((k->key = strdup(s->kwargs[d->n_kwargs].key)) == NULL ||
@@ -265,10 +273,12 @@ vl_status vl_graph_clone(const vl_graph *g, vl_graph **out, vl_error *err) {
   c->n_nodes = 0;
   vl_status st = VL_OK;
   if (g->name && (c->name = strdup(g->name)) == NULL) st = VL_ERR_NOMEM;
-  if (st == VL_OK && (c->nodes = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *c->nodes)) == NULL)
+  if (st == VL_OK && (c->nodes = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *c->nodes)) == NULL) {
     st = VL_ERR_NOMEM;
-  for (; st == VL_OK && c->n_nodes < g->n_nodes; c->n_nodes++)
+  }
+  for (; st == VL_OK && c->n_nodes < g->n_nodes; c->n_nodes++) {
     st = node_clone(&g->nodes[c->n_nodes], &c->nodes[c->n_nodes]);
+  }
   if (st == VL_OK) st = vl_graph_index_users(c);
   if (st != VL_OK) {
     if (c->n_nodes < g->n_nodes && c->nodes) c->n_nodes++; /* free the partial node too */

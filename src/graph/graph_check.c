@@ -19,15 +19,17 @@ static bool starts_with(const char *s, const char *prefix) {
 static vl_status check_spelling(const vl_graph *g, uint32_t i, vl_error *err) {
   const vl_node *n = &g->nodes[i];
   if (g->skip_dim_order) {
-    if (starts_with(n->target, "dim_order_ops."))
+    if (starts_with(n->target, "dim_order_ops.")) {
       return node_error(err, i, "/target",
                         "dim_order_ops targets are not allowed when skip_dim_order is true "
                         "(use aten._to_copy / aten.clone with memory_format)");
+    }
     return VL_OK;
   }
   if (!starts_with(n->target, "aten._to_copy.") && !starts_with(n->target, "aten.clone.") &&
-      strcmp(n->target, "aten._to_copy") != 0 && strcmp(n->target, "aten.clone") != 0)
+      strcmp(n->target, "aten._to_copy") != 0 && strcmp(n->target, "aten.clone") != 0) {
     return VL_OK;
+  }
   const vl_arg *mf = vl_node_kwarg(n, "memory_format");
   if (mf == NULL || mf->kind == VL_ARG_NULL) return VL_OK;
   if (mf->kind == VL_ARG_STRING && strcmp(mf->u.s, "preserve_format") == 0) return VL_OK;
@@ -58,16 +60,19 @@ static vl_status check_alias_range(const vl_node *n, const vl_node *base, int64_
 static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
   const vl_node *n = &g->nodes[i];
   char msg[VL_ERROR_MESSAGE_MAX];
-  if (n->n_args != 2 || n->args[0].kind != VL_ARG_REF)
+  if (n->n_args != 2 || n->args[0].kind != VL_ARG_REF) {
     return node_error(err, i, "/args", "a view takes two arguments: the base node and a size list");
+  }
   const vl_node *base = &g->nodes[n->args[0].u.ref];
   if (!base->has_val) return node_error(err, i, "/args/0", "the base must be a tensor node");
   const vl_arg *size = &n->args[1];
-  if (size->kind != VL_ARG_LIST)
+  if (size->kind != VL_ARG_LIST) {
     return node_error(err, i, "/args/1", "the size must be a list of integers");
+  }
   int64_t sizes[VL_MAX_RANK];
-  if (size->u.list.count > VL_MAX_RANK)
+  if (size->u.list.count > VL_MAX_RANK) {
     return node_error(err, i, "/args/1", "the size has more than 16 entries");
+  }
   for (uint32_t k = 0; k < size->u.list.count; k++) {
     if (size->u.list.items[k].kind != VL_ARG_INT) {
       char sub[32];
@@ -94,8 +99,10 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
     return node_error(err, i, "/val/shape", msg);
   }
   vl_error e;
-  if (vl_view_size_infer(alias ? numel : base_numel, sizes, size->u.list.count, shape, &e) != VL_OK)
+  if (vl_view_size_infer(alias ? numel : base_numel, sizes, size->u.list.count, shape, &e) !=
+      VL_OK) {
     return node_error(err, i, "/args/1", e.message);
+  }
   bool same = size->u.list.count == n->val.rank;
   for (uint32_t k = 0; same && k < n->val.rank; k++) same = shape[k] == n->val.shape[k];
   if (!same) return node_error(err, i, "/val/shape", "disagrees with the size argument");

@@ -139,8 +139,9 @@ static bool name_is(const char *name, const char *s, size_t n) {
 static name_slot_t *name_slot(parser *p, const char *s, size_t n, uint32_t h) {
   name_table *t = &p->names;
   uint32_t i = h & t->mask;
-  while (t->slots[i].node != 0 && (t->slots[i].hash != h || !name_is(t->slots[i].name, s, n)))
+  while (t->slots[i].node != 0 && (t->slots[i].hash != h || !name_is(t->slots[i].name, s, n))) {
     i = (i + 1) & t->mask;
+  }
   return &t->slots[i];
 }
 
@@ -193,9 +194,10 @@ static vl_status resolve(parser *p, uint32_t e, const char *sub, uint32_t *out) 
   }
   if (idx == p->index) return FAIL(p, sub, "node \"%.64s\" refers to itself", name);
   /* SPEC §2: a node with several outputs is read only as args[0] of an operator.getitem. */
-  if (p->g->nodes[idx].n_vals > 0 && !(p->getitem && strcmp(sub, "/args/0") == 0))
+  if (p->g->nodes[idx].n_vals > 0 && !(p->getitem && strcmp(sub, "/args/0") == 0)) {
     return FAIL(p, sub,
                 "\"%.64s\" has several outputs (vals): read one through operator.getitem", name);
+  }
   *out = idx;
   return VL_OK;
 }
@@ -240,8 +242,9 @@ static bool is(const parser *p, uint32_t e, vl__jt_type t) {
 
 /* A string entry as a malloc'd C string, UTF-8 checked. */
 static vl_status dup_text(parser *p, uint32_t e, const char *sub, char **out) {
-  if (!vl__utf8_valid(vl__jt_bytes(&p->r, e), p->r.tape[e].len))
+  if (!vl__utf8_valid(vl__jt_bytes(&p->r, e), p->r.tape[e].len)) {
     return FAIL(p, sub, "is not valid UTF-8");
+  }
   if ((*out = vl__jt_dup(&p->r, e)) == NULL) return VL_ERR_NOMEM;
   return VL_OK;
 }
@@ -253,25 +256,29 @@ static bool negative(const vl__jr *r, uint32_t c) {
   int64_t i = 0;
   double d = 0;
   if (vl__jt_kind(r, c) != VL__JT_NUMBER ||
-      vl__num_parse(vl__jt_bytes(r, c), r->tape[c].len, &is_float, &i, &d) == VL__NUM_BAD)
+      vl__num_parse(vl__jt_bytes(r, c), r->tape[c].len, &is_float, &i, &d) == VL__NUM_BAD) {
     return false;
+  }
   return is_float ? d < 0 : i < 0;
 }
 
 static vl_status int_array(parser *p, uint32_t arr, size_t max_len, int64_t min, int64_t max,
                            int64_t *out, size_t *len, const char *path, vl_error *err) {
   const vl__jr *r = &p->r;
-  if (!is(p, arr, VL__JT_ARRAY))
+  if (!is(p, arr, VL__JT_ARRAY)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, path, "must be an array of integers");
+  }
   size_t n = 0;
   char at[VL_ERROR_PATH_MAX];
   for (uint32_t c = arr + 1; n < r->tape[arr].len; c = r->tape[c].next, n++) {
-    if (n >= max_len)
+    if (n >= max_len) {
       return vl_error_set(err, VL_ERR_INVALID_TENSOR, path, "has more than %zu entries", max_len);
+    }
     if (!vl__jt_int(r, c, min, max, &out[n])) {
       vl__path_join_index(at, path, n);
-      if (min == 0 && negative(r, c))
+      if (min == 0 && negative(r, c)) {
         return vl_error_set(err, VL_ERR_INVALID_TENSOR, at, "must not be negative");
+      }
       return vl_error_set(err, VL_ERR_INVALID_TENSOR, at, "must be a whole number in [%lld, %lld]",
                           (long long)min, (long long)max);
     }
@@ -285,19 +292,21 @@ static vl_status spec_dtype(parser *p, const uint32_t *f, vl_spec *s, vl_error *
   char name[32];
   if (dt == NO_ENTRY) return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dtype", "is required");
   if (!is(p, dt, VL__JT_STRING) || p->r.tape[dt].len >= sizeof name ||
-      !vl_dtype_from_name(text_of(&p->r, dt, name, sizeof name), &s->dtype))
+      !vl_dtype_from_name(text_of(&p->r, dt, name, sizeof name), &s->dtype)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dtype",
                         "unknown dtype (expected one of uint8 int8 int16 int32 int64 float16 "
                         "bfloat16 float32 float64 bool)");
+  }
   return VL_OK;
 }
 
 static vl_status spec_shape(parser *p, const uint32_t *f, vl_spec *s, vl_error *err) {
   uint32_t shape = f[S_SHAPE];
   if (shape == NO_ENTRY) return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "is required");
-  if (is(p, shape, VL__JT_ARRAY) && p->r.tape[shape].len > VL_MAX_RANK)
+  if (is(p, shape, VL__JT_ARRAY) && p->r.tape[shape].len > VL_MAX_RANK) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "rank %d exceeds the maximum of %d",
                         (int)p->r.tape[shape].len, VL_MAX_RANK);
+  }
   size_t rank = 0;
   vl_status st = int_array(p, shape, VL_MAX_RANK, 0, INT64_MAX, s->shape, &rank, "/shape", err);
   s->rank = (uint8_t)rank;
@@ -308,9 +317,10 @@ static vl_status spec_order(parser *p, const uint32_t *f, vl_spec *s, vl_error *
   uint32_t order = f[S_DIM_ORDER], strides = f[S_STRIDES];
   int64_t v[VL_MAX_RANK];
   size_t n = 0;
-  if (order != NO_ENTRY && strides != NO_ENTRY)
+  if (order != NO_ENTRY && strides != NO_ENTRY) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/strides",
                         "give either dim_order or strides, not both");
+  }
   if (order == NO_ENTRY && strides == NO_ENTRY) {
     vl_dim_order_default(s->dim_order, s->rank);
     return VL_OK;
@@ -319,15 +329,18 @@ static vl_status spec_order(parser *p, const uint32_t *f, vl_spec *s, vl_error *
   vl_status st = int_array(p, order != NO_ENTRY ? order : strides, VL_MAX_RANK, 0,
                            order != NO_ENTRY ? VL_MAX_RANK : INT64_MAX, v, &n, path, err);
   if (st != VL_OK) return st;
-  if (n != s->rank)
+  if (n != s->rank) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, path, "has %zu entries but the rank is %u", n,
                         s->rank);
-  if (strides != NO_ENTRY)
+  }
+  if (strides != NO_ENTRY) {
     return vl_layout_dim_order_from_strides(s->rank, s->shape, v, s->dim_order, err);
+  }
   for (size_t i = 0; i < n; i++) s->dim_order[i] = (uint8_t)v[i];
-  if (!vl_dim_order_is_permutation(s->dim_order, n))
+  if (!vl_dim_order_is_permutation(s->dim_order, n)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dim_order", "not a permutation of 0..%d",
                         (int)n - 1);
+  }
   return VL_OK;
 }
 
@@ -335,8 +348,9 @@ static vl_status spec_order(parser *p, const uint32_t *f, vl_spec *s, vl_error *
 static vl_status spec_read(parser *p, uint32_t obj, vl_spec *out, vl_error *err) {
   vl_spec s;
   memset(&s, 0, sizeof s);
-  if (!is(p, obj, VL__JT_OBJECT))
+  if (!is(p, obj, VL__JT_OBJECT)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "", "must be an object");
+  }
   vl_error *saved = p->err;
   uint32_t f[K_SPEC_COUNT];
   p->err = err;
@@ -347,8 +361,9 @@ static vl_status spec_read(parser *p, uint32_t obj, vl_spec *out, vl_error *err)
   if (st == VL_OK) st = spec_order(p, f, &s, err);
   if (st != VL_OK) return st;
   uint32_t dyn = f[S_DYNAMIC];
-  if (dyn != NO_ENTRY && !is(p, dyn, VL__JT_TRUE) && !is(p, dyn, VL__JT_FALSE))
+  if (dyn != NO_ENTRY && !is(p, dyn, VL__JT_TRUE) && !is(p, dyn, VL__JT_FALSE)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dynamic", "must be true or false");
+  }
   s.dynamic = is(p, dyn, VL__JT_TRUE);
   st = vl_spec_check(&s, err);
   if (st != VL_OK) return st;
@@ -379,10 +394,11 @@ static vl_status number_arg(parser *p, uint32_t e, const char *sub, vl_arg *out)
   case VL__NUM_OK: out->kind = is_float ? VL_ARG_FLOAT : VL_ARG_INT; return VL_OK;
   case VL__NUM_RANGE:
     text_of(&p->r, e, text, sizeof text);
-    if (is_float)
+    if (is_float) {
       return FAIL(p, sub,
                   "%s is beyond the range of a double (write {\"float\": \"inf\"} for infinity)",
                   text);
+    }
     return FAIL(p, sub, "integer %s is outside the int64 range", text);
   case VL__NUM_BAD: break;
   }
@@ -484,18 +500,22 @@ static vl_status parse_kwargs(parser *p, vl_node *n, uint32_t kw) {
   if (count == 0) return VL_OK;
   /* Every key is allowed in kwargs; duplicates are found by a quadratic scan, so the key count
    * is bounded. */
-  if (count > VL__MAX_KWARGS)
+  if (count > VL__MAX_KWARGS) {
     return fail(p, VL_ERR_TOO_LARGE, "/kwargs", "more than %d keyword arguments", VL__MAX_KWARGS);
+  }
   if ((n->kwargs = calloc(count, sizeof *n->kwargs)) == NULL) return VL_ERR_NOMEM;
   char sub[VL_ERROR_PATH_MAX], key[200];
   for (uint32_t k = kw + 1; n->n_kwargs < count; k = r->tape[k + 1].next) {
     text_of(r, k, key, sizeof key);
     vl__path_join(sub, "/kwargs", key);
-    for (uint32_t i = 0; i < n->n_kwargs; i++)
-      if (name_is(n->kwargs[i].key, vl__jt_bytes(r, k), r->tape[k].len))
+    for (uint32_t i = 0; i < n->n_kwargs; i++) {
+      if (name_is(n->kwargs[i].key, vl__jt_bytes(r, k), r->tape[k].len)) {
         return FAIL(p, sub, "duplicate key \"%.64s\"", key);
-    if (!vl__utf8_valid(vl__jt_bytes(r, k), r->tape[k].len))
+      }
+    }
+    if (!vl__utf8_valid(vl__jt_bytes(r, k), r->tape[k].len)) {
       return FAIL(p, sub, "key is not valid UTF-8");
+    }
     vl_kwarg *kv = &n->kwargs[n->n_kwargs++];
     if ((kv->key = vl__jt_dup(r, k)) == NULL) return VL_ERR_NOMEM;
     if (strcmp(kv->key, "out") == 0) {
@@ -515,8 +535,9 @@ static vl_status parse_kwargs(parser *p, vl_node *n, uint32_t kw) {
 static bool args_mention(const vl_arg *a, uint32_t ref) {
   if (a->kind == VL_ARG_REF) return a->u.ref == ref;
   if (a->kind != VL_ARG_LIST) return false;
-  for (uint32_t i = 0; i < a->u.list.count; i++)
+  for (uint32_t i = 0; i < a->u.list.count; i++) {
     if (args_mention(&a->u.list.items[i], ref)) return true;
+  }
   return false;
 }
 
@@ -527,8 +548,9 @@ static vl_status parse_mutates(parser *p, vl_node *n, uint32_t m) {
   uint32_t count = r->tape[m].len;
   if (count == 0) return VL_OK;
   /* Each entry is looked up among the arguments, so the count is bounded like kwargs. */
-  if (count > VL__MAX_KWARGS)
+  if (count > VL__MAX_KWARGS) {
     return fail(p, VL_ERR_TOO_LARGE, "/mutates", "more than %d mutated arguments", VL__MAX_KWARGS);
+  }
   if ((n->mutates = malloc(count * sizeof *n->mutates)) == NULL) return VL_ERR_NOMEM;
   char sub[VL_ERROR_PATH_MAX] = "/mutates", name[80];
   for (uint32_t c = m + 1; n->n_mutates < count; c = r->tape[c].next) {
@@ -539,18 +561,20 @@ static vl_status parse_mutates(parser *p, vl_node *n, uint32_t m) {
     if (st != VL_OK) return st;
     bool among = false;
     for (uint32_t i = 0; i < n->n_args && !among; i++) among = args_mention(&n->args[i], ref);
-    if (!among)
+    if (!among) {
       return FAIL(p, sub, "\"%.64s\" is not among the node's arguments",
                   text_of(r, c, name, sizeof name));
+    }
     n->mutates[n->n_mutates++] = ref;
   }
   return VL_OK;
 }
 
 static vl_status parse_val(parser *p, vl_node *n, uint32_t val) {
-  if (val == NO_ENTRY)
+  if (val == NO_ENTRY) {
     return FAIL(p, "/val", "is required on placeholder and call_function nodes (or vals, on a "
                            "call with several outputs)");
+  }
   vl_status st = node_spec(p, val, "/val", &n->val);
   n->has_val = st == VL_OK;
   return st;
@@ -561,8 +585,9 @@ static vl_status parse_vals(parser *p, vl_node *n, uint32_t vals) {
   if (!is(p, vals, VL__JT_ARRAY)) return FAIL(p, "/vals", "must be an array of tensor specs");
   uint32_t count = p->r.tape[vals].len;
   if (count == 0) return FAIL(p, "/vals", "must list at least one output");
-  if (count > VL__MAX_KWARGS)
+  if (count > VL__MAX_KWARGS) {
     return fail(p, VL_ERR_TOO_LARGE, "/vals", "more than %d outputs", VL__MAX_KWARGS);
+  }
   if ((n->vals = calloc(count, sizeof *n->vals)) == NULL) return VL_ERR_NOMEM;
   char sub[VL_ERROR_PATH_MAX] = "/vals";
   for (uint32_t c = vals + 1; n->n_vals < count; c = p->r.tape[c].next) {
@@ -581,19 +606,22 @@ static vl_status check_getitem(parser *p, const vl_node *n) {
   if (n->n_args != 2) return FAIL(p, "/args", "operator.getitem takes [node, index]");
   if (n->args[0].kind != VL_ARG_REF) return FAIL(p, "/args/0", "must name a node");
   const vl_node *src = &p->g->nodes[n->args[0].u.ref];
-  if (src->n_vals == 0)
+  if (src->n_vals == 0) {
     return FAIL(p, "/args/0",
                 "\"%.64s\" has a single output (val): operator.getitem reads a node with vals",
                 src->name);
+  }
   if (n->args[1].kind != VL_ARG_INT) return FAIL(p, "/args/1", "the index must be an integer");
-  if (n->args[1].u.i < 0 || n->args[1].u.i >= src->n_vals)
+  if (n->args[1].u.i < 0 || n->args[1].u.i >= src->n_vals) {
     return FAIL(p, "/args/1", "index %lld is out of range: \"%.64s\" has %u outputs",
                 (long long)n->args[1].u.i, src->name, src->n_vals);
+  }
   if (n->n_kwargs > 0) return FAIL(p, "/kwargs", "operator.getitem takes no kwargs");
   if (n->n_mutates > 0) return FAIL(p, "/mutates", "operator.getitem writes nothing");
-  if (!vl_spec_equal(&n->val, &src->vals[n->args[1].u.i]))
+  if (!vl_spec_equal(&n->val, &src->vals[n->args[1].u.i])) {
     return FAIL(p, "/val", "disagrees with /vals/%lld of \"%.64s\"", (long long)n->args[1].u.i,
                 src->name);
+  }
   return VL_OK;
 }
 
@@ -613,15 +641,17 @@ static vl_status parse_placeholder(parser *p, vl_node *n, const uint32_t *f) {
   }
   if (kind != NO_ENTRY) {
     bool found = false;
-    for (int k = 0; k < 4 && !found; k++)
+    for (int k = 0; k < 4 && !found; k++) {
       if (vl__jt_is(&p->r, kind, kinds[k])) {
         n->kind = (vl_input_kind)k;
         found = true;
       }
+    }
     if (!found) return FAIL(p, "/kind", "must be user_input, parameter, buffer or constant");
   }
-  if (mut != NO_ENTRY && !is(p, mut, VL__JT_TRUE) && !is(p, mut, VL__JT_FALSE))
+  if (mut != NO_ENTRY && !is(p, mut, VL__JT_TRUE) && !is(p, mut, VL__JT_FALSE)) {
     return FAIL(p, "/mutated", "must be true or false");
+  }
   n->mutated = is(p, mut, VL__JT_TRUE);
   return parse_val(p, n, f[K_VAL]);
 }
@@ -644,11 +674,13 @@ static bool target_well_formed(const char *t, size_t len) {
 
 static vl_status parse_call(parser *p, vl_node *n, const uint32_t *f) {
   uint32_t target = f[K_TARGET];
-  if (f[K_KIND] != NO_ENTRY || f[K_MUTATED] != NO_ENTRY)
+  if (f[K_KIND] != NO_ENTRY || f[K_MUTATED] != NO_ENTRY) {
     return FAIL(p, "", "kind and mutated belong to placeholders only");
+  }
   if (!is(p, target, VL__JT_STRING) ||
-      !target_well_formed(vl__jt_bytes(&p->r, target), p->r.tape[target].len))
+      !target_well_formed(vl__jt_bytes(&p->r, target), p->r.tape[target].len)) {
     return FAIL(p, "/target", "must be a string namespace.operator[.overload]");
+  }
   vl_status st = dup_text(p, target, "/target", &n->target);
   if (st != VL_OK) return st;
   p->getitem = vl__jt_is(&p->r, target, VL__GETITEM);
@@ -656,22 +688,25 @@ static vl_status parse_call(parser *p, vl_node *n, const uint32_t *f) {
   st = parse_args(p, n, f[K_ARGS]);
   if (st == VL_OK) st = parse_kwargs(p, n, f[K_KWARGS]);
   if (st == VL_OK) st = parse_mutates(p, n, f[K_MUTATES]);
-  if (st == VL_OK && val != NO_ENTRY && vals != NO_ENTRY)
+  if (st == VL_OK && val != NO_ENTRY && vals != NO_ENTRY) {
     return FAIL(p, "/vals", "give either val or vals, not both");
+  }
   if (st == VL_OK) st = vals != NO_ENTRY ? parse_vals(p, n, vals) : parse_val(p, n, val);
   if (st == VL_OK && p->getitem) st = check_getitem(p, n);
   uint32_t alias = f[K_ALIAS_OF];
   if (st == VL_OK && alias != NO_ENTRY) {
-    if (!vl__is_memory_view(n))
+    if (!vl__is_memory_view(n)) {
       return FAIL(p, "/alias_of", "only memory.view nodes carry alias_of");
+    }
     if (!is(p, alias, VL__JT_STRING)) return FAIL(p, "/alias_of", "must be a node name");
     st = resolve(p, alias, "/alias_of", &n->alias_of);
   }
   uint32_t offset = f[K_OFFSET];
   if (st == VL_OK && offset != NO_ENTRY) {
     if (!vl__is_memory_view(n)) return FAIL(p, "/offset", "only memory.view nodes carry offset");
-    if (!vl__jt_int(&p->r, offset, 0, INT64_MAX, &n->offset))
+    if (!vl__jt_int(&p->r, offset, 0, INT64_MAX, &n->offset)) {
       return FAIL(p, "/offset", "must be a whole number of elements >= 0");
+    }
   }
   return st;
 }
@@ -679,8 +714,9 @@ static vl_status parse_call(parser *p, vl_node *n, const uint32_t *f) {
 static vl_status parse_output(parser *p, vl_node *n, const uint32_t *f) {
   const vl__jr *r = &p->r;
   uint32_t first = NO_ENTRY; /* the first member other than name, op and args */
-  for (int k = 0; k < K_NODE_COUNT; k++)
+  for (int k = 0; k < K_NODE_COUNT; k++) {
     if (k != K_NAME && k != K_OP && k != K_ARGS && f[k] < first) first = f[k];
+  }
   if (first != NO_ENTRY) {
     char key[80];
     return FAIL(p, "", "an output node has only name, op and args (found \"%.64s\")",
@@ -708,20 +744,23 @@ static vl_status parse_output(parser *p, vl_node *n, const uint32_t *f) {
 /* The node's name: present, non-empty, within the limit, UTF-8, not used before. */
 static vl_status parse_name(parser *p, vl_node *n, uint32_t name) {
   char text[80];
-  if (!is(p, name, VL__JT_STRING) || p->r.tape[name].len == 0)
+  if (!is(p, name, VL__JT_STRING) || p->r.tape[name].len == 0) {
     return FAIL(p, "/name", "is required and must be a non-empty string");
+  }
   const char *s = vl__jt_bytes(&p->r, name);
   size_t len = p->r.tape[name].len;
-  if (len > p->lim->max_name_len)
+  if (len > p->lim->max_name_len) {
     return fail(p, VL_ERR_TOO_LARGE, "/name", "name is longer than %lld bytes",
                 (long long)p->lim->max_name_len);
+  }
   if (!vl__utf8_valid(s, len)) return FAIL(p, "/name", "is not valid UTF-8");
   if (!names_grow(p)) return VL_ERR_NOMEM;
   uint32_t h = (uint32_t)hash_span(s, len);
   name_slot_t *slot = name_slot(p, s, len, h);
-  if (slot->node != 0)
+  if (slot->node != 0) {
     return FAIL(p, "/name", "duplicate name \"%.64s\" (first used by /nodes/%lld)",
                 text_of(&p->r, name, text, sizeof text), (long long)(slot->node - 1));
+  }
   if ((n->name = vl__jt_dup(&p->r, name)) == NULL) return VL_ERR_NOMEM;
   *slot = (name_slot_t){p->index + 1, h, n->name};
   p->names.count++;
@@ -746,8 +785,9 @@ static vl_status parse_node(parser *p, uint32_t j) {
     return keys;
   }
   uint32_t op = f[K_OP];
-  if (!is(p, op, VL__JT_STRING))
+  if (!is(p, op, VL__JT_STRING)) {
     return FAIL(p, "/op", "is required: placeholder, call_function or output");
+  }
   if (vl__jt_is(&p->r, op, "placeholder")) {
     n->op = VL_NODE_PLACEHOLDER;
     return parse_placeholder(p, n, f);
@@ -788,8 +828,9 @@ static void take_node(parser *p, uint32_t j) {
   if (p->failed != VL_OK) {
     uint32_t name = vl__jt_get(&p->r, j, "name");
     if (p->pending.set && !p->pending.later && is(p, name, VL__JT_STRING) &&
-        name_is(p->pending.name, vl__jt_bytes(&p->r, name), p->r.tape[name].len))
+        name_is(p->pending.name, vl__jt_bytes(&p->r, name), p->r.tape[name].len)) {
       p->pending.later = true;
+    }
     return;
   }
   vl_status st = VL_OK;
@@ -828,18 +869,21 @@ static vl_status header_member(parser *p, uint32_t v) {
   int64_t version;
   if (vl__jt_is(r, 0, "format")) {
     p->seen_format = true;
-    if (!vl__jt_is(r, v, "viewlower.graph"))
+    if (!vl__jt_is(r, v, "viewlower.graph")) {
       return FAIL(p, "/format", "unknown format (expected \"viewlower.graph\")");
+    }
   } else if (vl__jt_is(r, 0, "version")) {
     p->seen_version = true;
-    if (!vl__jt_int(r, v, 1, 1, &version))
+    if (!vl__jt_int(r, v, 1, 1, &version)) {
       return FAIL(p, "/version", "unsupported version (expected 1)");
+    }
   } else if (vl__jt_is(r, 0, "name")) {
     if (!is(p, v, VL__JT_STRING)) return FAIL(p, "/name", "must be a string");
     return dup_text(p, v, "/name", &p->g->name);
   } else if (vl__jt_is(r, 0, "skip_dim_order")) {
-    if (!is(p, v, VL__JT_TRUE) && !is(p, v, VL__JT_FALSE))
+    if (!is(p, v, VL__JT_TRUE) && !is(p, v, VL__JT_FALSE)) {
       return FAIL(p, "/skip_dim_order", "must be true or false");
+    }
     p->g->skip_dim_order = is(p, v, VL__JT_TRUE);
   }
   return VL_OK;
@@ -882,8 +926,9 @@ static void read_document(parser *p) {
       char c = 0;
       size_t at = r->pos;
       while (at < r->len && (r->text[at] == ' ' || r->text[at] == '\t' || r->text[at] == '\n' ||
-                             r->text[at] == '\r'))
+                             r->text[at] == '\r')) {
         at++;
+      }
       if (at < r->len) c = r->text[at];
       if (c == '[') {
         read_nodes(p);
@@ -959,8 +1004,9 @@ static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, 
   if (p.g == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   p.g->output = VL_NO_NODE;
   char c = 0;
-  for (size_t i = 0; i < len && c == 0; i++)
+  for (size_t i = 0; i < len && c == 0; i++) {
     if (json[i] != ' ' && json[i] != '\t' && json[i] != '\n' && json[i] != '\r') c = json[i];
+  }
   if (c == '{') {
     read_document(&p);
   } else if (vl__jr_value(&p.r) != NO_ENTRY) {
@@ -970,8 +1016,9 @@ static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, 
   vl__jr_free(&p.r);
   free(p.pending.name);
   free(p.names.slots);
-  if (st == VL_OK && vl_graph_index_users(p.g) != VL_OK)
+  if (st == VL_OK && vl_graph_index_users(p.g) != VL_OK) {
     st = vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  }
   if (st == VL_OK && check) st = vl__graph_check(p.g, err);
   if (st != VL_OK) {
     vl_graph_free(p.g);
@@ -985,8 +1032,9 @@ static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, 
 static bool nested_deeper(const cJSON *j, int budget) {
   if (!cJSON_IsArray(j) && !cJSON_IsObject(j)) return false;
   if (budget == 0) return true;
-  for (const cJSON *c = j->child; c; c = c->next)
+  for (const cJSON *c = j->child; c; c = c->next) {
     if (nested_deeper(c, budget - 1)) return true;
+  }
   return false;
 }
 
@@ -996,10 +1044,12 @@ static bool nested_deeper(const cJSON *j, int budget) {
 static vl_status tree_bounds(const cJSON *root, const vl_limits *lim, vl_error *err) {
   const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes");
   uint32_t i = 0;
-  for (const cJSON *n = cJSON_IsArray(nodes) ? nodes->child : NULL; n != NULL; n = n->next, i++)
-    if (i >= lim->max_nodes)
+  for (const cJSON *n = cJSON_IsArray(nodes) ? nodes->child : NULL; n != NULL; n = n->next, i++) {
+    if (i >= lim->max_nodes) {
       return vl_error_set(err, VL_ERR_TOO_LARGE, "/nodes", "the graph has more than %lld nodes",
                           (long long)lim->max_nodes);
+    }
+  }
   i = 0;
   for (const cJSON *n = cJSON_IsArray(nodes) ? nodes->child : NULL; n != NULL; n = n->next, i++) {
     static const char *const fields[] = {"args", "kwargs"};
@@ -1010,18 +1060,20 @@ static vl_status tree_bounds(const cJSON *root, const vl_limits *lim, vl_error *
         if (!nested_deeper(a, CJSON_NESTING_LIMIT)) continue;
         char path[VL_ERROR_PATH_MAX];
         snprintf(path, sizeof path, "/nodes/%u/%s", i, fields[f]);
-        if (cJSON_IsObject(list) && a->string != NULL)
+        if (cJSON_IsObject(list) && a->string != NULL) {
           vl_pointer_append(path, sizeof path, a->string);
-        else
+        } else {
           vl_pointer_append_index(path, sizeof path, k);
+        }
         return vl_error_set(err, VL_ERR_TOO_LARGE, path, "nested deeper than %d levels",
                             CJSON_NESTING_LIMIT);
       }
     }
   }
-  if (nested_deeper(root, CJSON_NESTING_LIMIT + TREE_DEPTH_SLACK))
+  if (nested_deeper(root, CJSON_NESTING_LIMIT + TREE_DEPTH_SLACK)) {
     return vl_error_set(err, VL_ERR_TOO_LARGE, "", "nested deeper than %d levels",
                         CJSON_NESTING_LIMIT);
+  }
   return VL_OK;
 }
 

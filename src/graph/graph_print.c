@@ -14,22 +14,24 @@ static const char *const kind_names[] = {"user_input", "parameter", "buffer", "c
 static const char *const op_names[] = {"placeholder", "call_function", "output"};
 
 static void put_float(vl__jw *w, double f) {
-  if (isnan(f))
+  if (isnan(f)) {
     VL__JW_LIT(w, "{\"float\":\"nan\"}");
-  else if (isinf(f))
+  } else if (isinf(f)) {
     vl__jw_raw(w, f < 0 ? "{\"float\":\"-inf\"}" : "{\"float\":\"inf\"}", f < 0 ? 16 : 15);
-  else
+  } else {
     vl__jw_float(w, f);
+  }
 }
 
 static void put_arg(vl__jw *w, const vl_graph *g, const vl_arg *a) {
   switch (a->kind) {
   case VL_ARG_NULL: VL__JW_LIT(w, "null"); return;
   case VL_ARG_BOOL:
-    if (a->u.b)
+    if (a->u.b) {
       VL__JW_LIT(w, "true");
-    else
+    } else {
       VL__JW_LIT(w, "false");
+    }
     return;
   case VL_ARG_INT: vl__jw_int(w, a->u.i); return;
   case VL_ARG_FLOAT: put_float(w, a->u.f); return;
@@ -146,10 +148,11 @@ vl_status vl_graph_write(const vl_graph *g, vl_buf *out) {
     VL__JW_LIT(&w, ",\"name\":");
     vl__jw_str(&w, g->name);
   }
-  if (g->skip_dim_order)
+  if (g->skip_dim_order) {
     VL__JW_LIT(&w, ",\"skip_dim_order\":true,\"nodes\":[");
-  else
+  } else {
     VL__JW_LIT(&w, ",\"skip_dim_order\":false,\"nodes\":[");
+  }
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     if (i > 0) vl__jw_char(&w, ',');
     put_node(&w, g, &g->nodes[i]);

@@ -110,12 +110,13 @@ static const char *skip_digits(const char *p) {
 /* The text of a cJSON raw node (made by our own printer) holding exactly one JSON number. */
 static bool raw_number(const char *s, double *out) {
   const char *p = s + (*s == '-');
-  if (*p == '0')
+  if (*p == '0') {
     p++;
-  else if (is_digit(*p))
+  } else if (is_digit(*p)) {
     p = skip_digits(p);
-  else
+  } else {
     return false;
+  }
   if (*p == '.') {
     if (!is_digit(p[1])) return false;
     p = skip_digits(p + 1);
@@ -152,10 +153,11 @@ static bool parse_decimal_int64(const char *s, int64_t *out) {
     if (acc > (limit - d) / 10u) return false;
     acc = acc * 10u + d;
   }
-  if (!neg)
+  if (!neg) {
     *out = (int64_t)acc;
-  else
+  } else {
     *out = acc == (uint64_t)INT64_MAX + 1u ? INT64_MIN : -(int64_t)acc;
+  }
   return true;
 }
 
@@ -213,8 +215,9 @@ static vl_status read_int(const elem_ctx *c, const cJSON *v, void *dst) {
   double d;
   if (!number_value(v, &d)) return elem_fail(c, "%s value must be a JSON number", name);
   if (!isfinite(d) || floor(d) != d) return elem_fail(c, "%s value must be a whole number", name);
-  if (d < (double)lo || d > (double)hi)
+  if (d < (double)lo || d > (double)hi) {
     return elem_fail(c, "%s value %.17g is outside [%" PRId64 ", %" PRId64 "]", name, d, lo, hi);
+  }
   store_int(c->dtype, (int64_t)d, dst);
   return VL_OK;
 }
@@ -257,8 +260,9 @@ static vl_status read_float(const elem_ctx *c, const cJSON *v, void *dst) {
       return VL_OK;
     }
   }
-  if (cJSON_IsString(v))
+  if (cJSON_IsString(v)) {
     return elem_fail(c, "%s string must be \"nan\", \"inf\" or \"-inf\"", name);
+  }
   return elem_fail(c, "%s value must be a JSON number or \"nan\", \"inf\", \"-inf\"", name);
 }
 
@@ -425,8 +429,9 @@ static size_t b64_decode(const char *s, size_t len, uint8_t *dst) {
     }
     uint32_t q = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
     size_t n = (last && s[i + 2] == '=') ? 1 : (last && s[i + 3] == '=') ? 2 : 3;
-    if ((n == 1 && (q & 0xffffu) != 0) || (n == 2 && (q & 0xffu) != 0))
+    if ((n == 1 && (q & 0xffffu) != 0) || (n == 2 && (q & 0xffu) != 0)) {
       return i + n; /* the character carrying non-zero padding bits */
+    }
     for (size_t k = 0; k < n; k++) *dst++ = (uint8_t)(q >> (16 - 8 * k));
   }
   return len;
@@ -484,9 +489,10 @@ static vl_status find_body(const cJSON *obj, tensor_head *h, vl_error *err) {
       h->kind = (body_kind)k;
     }
   }
-  if (h->body == NULL)
+  if (h->body == NULL) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "",
                         "a tensor needs one of values, data or blob");
+  }
   return VL_OK;
 }
 
@@ -494,39 +500,46 @@ static vl_status find_body(const cJSON *obj, tensor_head *h, vl_error *err) {
 static vl_status parse_head(const cJSON *obj, const vl_limits *lim, tensor_head *h, vl_error *err) {
   vl_status st = vl_spec_from_json(obj, body_keys, &h->spec, err);
   if (st != VL_OK) return st;
-  if (!vl_spec_numel(&h->spec, &h->numel) || !vl_spec_nbytes(&h->spec, &h->nbytes))
+  if (!vl_spec_numel(&h->spec, &h->numel) || !vl_spec_nbytes(&h->spec, &h->nbytes)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "byte size overflows 63 bits");
-  if (h->nbytes > lim->max_tensor_bytes)
+  }
+  if (h->nbytes > lim->max_tensor_bytes) {
     return vl_error_set(err, VL_ERR_TOO_LARGE, "/shape",
                         "tensor of %" PRId64 " bytes exceeds the limit of %" PRId64 " bytes",
                         h->nbytes, lim->max_tensor_bytes);
+  }
   return find_body(obj, h, err);
 }
 
 static vl_status check_values(const tensor_head *h, vl_error *err) {
-  if (!cJSON_IsArray(h->body))
+  if (!cJSON_IsArray(h->body)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/values", "must be an array");
+  }
   size_t count = 0;
   for (const cJSON *c = h->body->child; c != NULL; c = c->next) count++;
-  if ((uint64_t)count != (uint64_t)h->numel)
+  if ((uint64_t)count != (uint64_t)h->numel) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/values",
                         "expected %" PRId64 " values (numel of the shape), got %zu", h->numel,
                         count);
+  }
   return VL_OK;
 }
 
 static vl_status check_data(tensor_head *h, vl_error *err) {
-  if (!cJSON_IsString(h->body))
+  if (!cJSON_IsString(h->body)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/data", "must be a base64 string");
+  }
   size_t size;
   h->data_len = strlen(h->body->valuestring);
-  if (!b64_decoded_size(h->body->valuestring, h->data_len, &size))
+  if (!b64_decoded_size(h->body->valuestring, h->data_len, &size)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/data",
                         "base64 length %zu is not a multiple of 4", h->data_len);
-  if ((uint64_t)size != (uint64_t)h->nbytes)
+  }
+  if ((uint64_t)size != (uint64_t)h->nbytes) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/data",
                         "decodes to %zu bytes but the tensor has %" PRId64 " bytes", size,
                         h->nbytes);
+  }
   return VL_OK;
 }
 
@@ -536,31 +549,36 @@ static vl_status blob_field(const cJSON *blob, const char *key, int64_t *out, vl
   vl__path_join(path, "/blob", key);
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(blob, key);
   if (v == NULL) return vl_error_set(err, VL_ERR_INVALID_TENSOR, path, "is required");
-  if (json_int64(v, out) != I64_OK || *out < 0)
+  if (json_int64(v, out) != I64_OK || *out < 0) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, path,
                         "must be a non-negative whole number (a decimal string beyond 2^53)");
+  }
   return VL_OK;
 }
 
 static vl_status check_blob(tensor_head *h, size_t payload_len, vl_error *err) {
   int64_t nbytes = 0, end;
-  if (!cJSON_IsObject(h->body))
+  if (!cJSON_IsObject(h->body)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/blob",
                         "must be an object {\"offset\": N, \"nbytes\": M}");
+  }
   vl_status st = vl__json_check_keys(h->body, blob_keys, NULL, "/blob", VL_ERR_INVALID_TENSOR, err);
   if (st == VL_OK) st = blob_field(h->body, "offset", &h->blob_offset, err);
   if (st == VL_OK) st = blob_field(h->body, "nbytes", &nbytes, err);
   if (st != VL_OK) return st;
-  if (nbytes != h->nbytes)
+  if (nbytes != h->nbytes) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/blob/nbytes",
                         "is %" PRId64 " but the tensor has %" PRId64 " bytes", nbytes, h->nbytes);
-  if (__builtin_add_overflow(h->blob_offset, nbytes, &end))
+  }
+  if (__builtin_add_overflow(h->blob_offset, nbytes, &end)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/blob/offset",
                         "offset + nbytes overflows 63 bits");
-  if ((uint64_t)end > (uint64_t)payload_len)
+  }
+  if ((uint64_t)end > (uint64_t)payload_len) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/blob/offset",
                         "bytes [%" PRId64 ", %" PRId64 ") lie outside the payload of %zu bytes",
                         h->blob_offset, end, payload_len);
+  }
   return VL_OK;
 }
 
@@ -591,20 +609,23 @@ static vl_status fill_values(const tensor_head *h, vl_tensor *t, vl_error *err) 
 static vl_status check_bool_bytes(const vl_tensor *t, const char *path, vl_error *err) {
   const uint8_t *p = t->data;
   if (t->spec.dtype != VL_DTYPE_BOOL) return VL_OK;
-  for (int64_t i = 0; i < t->nbytes; i++)
-    if (p[i] > 1)
+  for (int64_t i = 0; i < t->nbytes; i++) {
+    if (p[i] > 1) {
       return vl_error_set(err, VL_ERR_INVALID_TENSOR, path,
                           "bool byte %" PRId64 " is %u; bool bytes must be 0 or 1", i, p[i]);
+    }
+  }
   return VL_OK;
 }
 
 static vl_status fill_data(const tensor_head *h, vl_tensor *t, vl_error *err) {
   size_t bad = b64_decode(h->body->valuestring, h->data_len, t->data);
-  if (bad != h->data_len)
+  if (bad != h->data_len) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/data",
                         "invalid base64 at character %zu (standard alphabet, '=' padding, "
                         "zero padding bits)",
                         bad);
+  }
   return check_bool_bytes(t, "/data", err);
 }
 
@@ -694,8 +715,9 @@ static cJSON *blob_to_json(const vl_tensor *t, vl_buf *payload) {
   if (vl_buf_append(payload, t->data, (size_t)t->nbytes) != VL_OK) return NULL;
   cJSON *obj = cJSON_CreateObject();
   cJSON *off = int64_node((int64_t)offset), *n = int64_node(t->nbytes);
-  if (obj == NULL || off == NULL || n == NULL || !cJSON_AddItemToObject(obj, "offset", off))
+  if (obj == NULL || off == NULL || n == NULL || !cJSON_AddItemToObject(obj, "offset", off)) {
     goto fail;
+  }
   off = NULL; /* owned by obj now */
   if (!cJSON_AddItemToObject(obj, "nbytes", n)) goto fail;
   return obj;
@@ -750,16 +772,18 @@ static vl_status find_duplicate(const cJSON *obj, size_t count, size_t *dup) {
   for (const cJSON *c = obj->child; c != NULL; c = c->next, i++) e[i] = (name_entry){c->string, i};
   qsort(e, count, sizeof *e, name_entry_cmp);
   *dup = SIZE_MAX;
-  for (i = 1; i < count; i++)
+  for (i = 1; i < count; i++) {
     if (strcmp(e[i - 1].name, e[i].name) == 0 && e[i].index < *dup) *dup = e[i].index;
+  }
   free(e);
   return VL_OK;
 }
 
 static vl_status map_check_names(const cJSON *obj, size_t count, vl_error *err) {
   size_t dup;
-  if (find_duplicate(obj, count, &dup) != VL_OK)
+  if (find_duplicate(obj, count, &dup) != VL_OK) {
     return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  }
   if (dup == SIZE_MAX) return VL_OK;
   const cJSON *c = obj->child;
   for (size_t i = 0; i < dup; i++) c = c->next;
@@ -773,17 +797,20 @@ static vl_status map_add(vl_tensor_map *m, const cJSON *c, const uint8_t *payloa
                          const vl_limits *lim, int64_t *budget, vl_error *err) {
   tensor_head h;
   size_t len = strlen(c->string);
-  if (len > lim->max_name_len)
+  if (len > lim->max_name_len) {
     return vl_error_set(err, VL_ERR_TOO_LARGE, "", "name of %zu bytes exceeds the limit of %u", len,
                         lim->max_name_len);
-  if (!vl__utf8_valid(c->string, len))
+  }
+  if (!vl__utf8_valid(c->string, len)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "", "name is not valid UTF-8");
+  }
   vl_status st = parse_head(c, lim, &h, err);
   if (st != VL_OK) return st;
-  if (h.nbytes > *budget)
+  if (h.nbytes > *budget) {
     return vl_error_set(err, VL_ERR_TOO_LARGE, "/shape",
                         "tensors exceed the total limit of %" PRId64 " bytes",
                         lim->max_total_bytes);
+  }
   *budget -= h.nbytes;
   m->names[m->count] = strdup(c->string);
   if (m->names[m->count] == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
@@ -814,9 +841,10 @@ vl_status vl_tensor_map_from_json(const cJSON *obj, const uint8_t *payload, size
   vl_limits defaults;
   lim = limits_or_default(lim, &defaults);
   if (payload == NULL) payload_len = 0;
-  if (!cJSON_IsObject(obj))
+  if (!cJSON_IsObject(obj)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "",
                         "must be an object mapping names to tensors");
+  }
   size_t count = 0;
   for (const cJSON *c = obj->child; c != NULL; c = c->next) count++;
   vl_status st = map_check_names(obj, count, err);

@@ -25,8 +25,9 @@ static bool wrap_dim(int64_t dim, uint8_t rank, int64_t *out) {
 
 static bool numel_of(uint8_t rank, const int64_t *shape, int64_t *numel) {
   int64_t n = 1;
-  for (uint8_t d = 0; d < rank; d++)
+  for (uint8_t d = 0; d < rank; d++) {
     if (shape[d] < 0 || __builtin_mul_overflow(n, shape[d], &n)) return false;
+  }
   *numel = n;
   return true;
 }
@@ -58,8 +59,9 @@ static bool reshape_strides(const vl_desc *in, uint8_t rank, const int64_t *shap
 bool vl_desc_reshape(const vl_desc *in, uint8_t rank, const int64_t *shape, vl_desc *out) {
   int64_t a, b, strides[VL_MAX_RANK];
   if (rank > VL_MAX_RANK || !numel_of(in->rank, in->shape, &a) || !numel_of(rank, shape, &b) ||
-      a != b)
+      a != b) {
     return false;
+  }
   if (!reshape_strides(in, rank, shape, a, strides)) return false;
   out->offset = in->offset;
   out->rank = rank;
@@ -186,10 +188,12 @@ bool vl_desc_as_strided(const vl_desc *in, uint8_t rank, const int64_t *size,
                         const int64_t *stride, int64_t storage_offset, vl_desc *out) {
   int64_t offset;
   if (rank > VL_MAX_RANK || storage_offset < 0 ||
-      __builtin_add_overflow(in->offset, storage_offset, &offset))
+      __builtin_add_overflow(in->offset, storage_offset, &offset)) {
     return false;
-  for (uint8_t d = 0; d < rank; d++)
+  }
+  for (uint8_t d = 0; d < rank; d++) {
     if (size[d] < 0 || stride[d] < 0) return false;
+  }
   vl_desc r;
   r.rank = rank;
   r.offset = offset;
@@ -200,13 +204,15 @@ bool vl_desc_as_strided(const vl_desc *in, uint8_t rank, const int64_t *size,
 }
 
 bool vl_desc_matches_spec(const vl_desc *d, const vl_spec *spec) {
-  if (d->rank != spec->rank || memcmp(d->shape, spec->shape, d->rank * sizeof d->shape[0]) != 0)
+  if (d->rank != spec->rank || memcmp(d->shape, spec->shape, d->rank * sizeof d->shape[0]) != 0) {
     return false;
+  }
   int64_t numel = 0, want[VL_MAX_RANK];
   if (vl_spec_numel(spec, &numel) && numel <= 1) return true;
   vl_layout_strides(spec, want);
-  for (uint8_t k = 0; k < d->rank; k++)
+  for (uint8_t k = 0; k < d->rank; k++) {
     if (d->shape[k] > 1 && d->strides[k] != want[k]) return false;
+  }
   return true;
 }
 
@@ -217,8 +223,9 @@ bool vl_desc_extent(const vl_desc *d, int64_t *last, bool *empty) {
     if (d->shape[k] == 0) *empty = true;
     int64_t span;
     if (d->shape[k] > 0 && (__builtin_mul_overflow(d->shape[k] - 1, d->strides[k], &span) ||
-                            __builtin_add_overflow(end, span, &end)))
+                            __builtin_add_overflow(end, span, &end))) {
       return false;
+    }
   }
   *last = end;
   return true;

@@ -60,8 +60,9 @@ static uint16_t narrow_from_double(double x, int mbits, int ebits) {
   (void)frexp(a, &e);
   int unbiased = e - 1; /* a is in [2^unbiased, 2^(unbiased+1)) */
   if (unbiased > bias) return (uint16_t)(sign | inf);
-  if (unbiased < emin) /* subnormal: a whole number of units 2^(emin - mbits) */
+  if (unbiased < emin) { /* subnormal: a whole number of units 2^(emin - mbits) */
     return (uint16_t)(sign | (uint32_t)round_half_even(ldexp(a, mbits - emin)));
+  }
   uint32_t q = (uint32_t)round_half_even(ldexp(a, mbits - unbiased)); /* [2^mbits, 2^(mbits+1)] */
   uint32_t bits = ((uint32_t)(unbiased + bias) << mbits) + (q - (1u << mbits));
   return (uint16_t)(sign | bits);
@@ -79,12 +80,13 @@ double vl_f16_to_double(uint16_t h) {
   unsigned e = (h >> 10) & 0x1fu;
   unsigned m = h & 0x3ffu;
   double v;
-  if (e == 0)
+  if (e == 0) {
     v = ldexp((double)m, -24);
-  else if (e == 31)
+  } else if (e == 31) {
     v = m != 0 ? NAN : INFINITY;
-  else
+  } else {
     v = ldexp((double)(m | 0x400u), (int)e - 25);
+  }
   return (h & 0x8000u) ? -v : v;
 }
 

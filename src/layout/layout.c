@@ -57,8 +57,9 @@ static bool order_fits(uint8_t rank, const int64_t *shape, const int64_t *stride
                        const uint8_t *order, bool exact) {
   int64_t want[VL_MAX_RANK];
   strides_for_order(rank, shape, order, want);
-  for (uint8_t d = 0; d < rank; d++)
+  for (uint8_t d = 0; d < rank; d++) {
     if ((exact || shape[d] > 1) && want[d] != strides[d]) return false;
+  }
   return true;
 }
 
@@ -81,9 +82,10 @@ vl_status vl_layout_dim_order_from_strides(uint8_t rank, const int64_t *shape,
   uint8_t cand[VL_MAX_RANK];
   for (uint8_t d = 0; d < rank; d++) {
     if (shape[d] < 0) return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "negative size");
-    if (strides[d] < 0)
+    if (strides[d] < 0) {
       return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/strides", "stride %lld is negative",
                           (long long)strides[d]);
+    }
   }
   /* Preference: an exact match of default, then of channels-last; then the same two ignoring
    * size-1 dims; then dims by descending stride. [8,1,3,3] strides [9,1,3,1] is channels-last. */
@@ -91,8 +93,9 @@ vl_status vl_layout_dim_order_from_strides(uint8_t rank, const int64_t *shape,
     bool exact = pass == 0;
     vl_dim_order_default(cand, rank);
     if (order_fits(rank, shape, strides, cand, exact)) goto found;
-    if (vl_dim_order_channels_last(cand, rank) && order_fits(rank, shape, strides, cand, exact))
+    if (vl_dim_order_channels_last(cand, rank) && order_fits(rank, shape, strides, cand, exact)) {
       goto found;
+    }
   }
   order_by_descending_stride(rank, strides, cand);
   if (order_fits(rank, shape, strides, cand, false)) goto found;
@@ -104,8 +107,9 @@ found:
 }
 
 bool vl_layout_is_default_order(const vl_spec *s) {
-  for (uint8_t i = 0; i < s->rank; i++)
+  for (uint8_t i = 0; i < s->rank; i++) {
     if (s->dim_order[i] != i) return false;
+  }
   return true;
 }
 
@@ -120,8 +124,9 @@ bool vl_layout_is_contiguous(const vl_spec *s) {
   int64_t have[VL_MAX_RANK], want[VL_MAX_RANK];
   vl_layout_strides(s, have);
   vl_layout_default_strides(s->rank, s->shape, want);
-  for (uint8_t d = 0; d < s->rank; d++)
+  for (uint8_t d = 0; d < s->rank; d++) {
     if (s->shape[d] > 1 && have[d] != want[d]) return false;
+  }
   return true;
 }
 
@@ -143,14 +148,16 @@ bool vl_layout_view_strides(uint8_t rank, const int64_t *shape, const int64_t *s
   for (int d = rank - 1; d >= 0; d--) {
     if (__builtin_mul_overflow(tensor_numel, shape[d], &tensor_numel)) return false;
     bool chunk_ends = d == 0;
-    if (d > 0 && shape[d - 1] != 1)
+    if (d > 0 && shape[d - 1] != 1) {
       chunk_ends = __builtin_mul_overflow(tensor_numel, chunk_base_stride, &span) ||
                    strides[d - 1] != span;
+    }
     if (!chunk_ends) continue;
     while (view_d >= 0 && (view_numel < tensor_numel || out_shape[view_d] == 1)) {
       if (__builtin_mul_overflow(view_numel, chunk_base_stride, &out_strides[view_d]) ||
-          __builtin_mul_overflow(view_numel, out_shape[view_d], &view_numel))
+          __builtin_mul_overflow(view_numel, out_shape[view_d], &view_numel)) {
         return false;
+      }
       view_d--;
     }
     if (view_numel != tensor_numel) return false;
@@ -163,17 +170,20 @@ bool vl_layout_view_strides(uint8_t rank, const int64_t *shape, const int64_t *s
 }
 
 bool vl_layout_view_keeps_offsets(const vl_spec *base, const vl_spec *view) {
-  if (base->dynamic || view->dynamic)
+  if (base->dynamic || view->dynamic) {
     return vl_layout_is_default_order(base) && vl_layout_is_default_order(view);
+  }
   int64_t numel = 0, view_numel = 0;
-  if (!vl_spec_numel(base, &numel) || !vl_spec_numel(view, &view_numel) || numel != view_numel)
+  if (!vl_spec_numel(base, &numel) || !vl_spec_numel(view, &view_numel) || numel != view_numel) {
     return false;
+  }
   if (numel <= 1) return true; /* nothing can move */
   int64_t bs[VL_MAX_RANK], vs[VL_MAX_RANK], want[VL_MAX_RANK];
   vl_layout_strides(base, bs);
   vl_layout_strides(view, want);
   if (!vl_layout_view_strides(base->rank, base->shape, bs, view->rank, view->shape, vs)) return false;
-  for (uint8_t d = 0; d < view->rank; d++)
+  for (uint8_t d = 0; d < view->rank; d++) {
     if (view->shape[d] > 1 && vs[d] != want[d]) return false;
+  }
   return true;
 }

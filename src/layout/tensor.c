@@ -48,11 +48,13 @@ bool vl_spec_nbytes(const vl_spec *s, int64_t *out) {
 }
 
 vl_status vl_spec_check(const vl_spec *s, vl_error *err) {
-  if ((unsigned)s->dtype >= VL_DTYPE_COUNT)
+  if ((unsigned)s->dtype >= VL_DTYPE_COUNT) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dtype", "unknown dtype");
-  if (s->rank > VL_MAX_RANK)
+  }
+  if (s->rank > VL_MAX_RANK) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "rank %u exceeds the maximum of %d",
                         s->rank, VL_MAX_RANK);
+  }
   for (uint8_t i = 0; i < s->rank; i++) {
     if (s->shape[i] < 0 || s->shape[i] > VL_MAX_DIM_SIZE) {
       char path[32];
@@ -62,38 +64,44 @@ vl_status vl_spec_check(const vl_spec *s, vl_error *err) {
                           (long long)s->shape[i]);
     }
   }
-  if (!vl_dim_order_is_permutation(s->dim_order, s->rank))
+  if (!vl_dim_order_is_permutation(s->dim_order, s->rank)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dim_order", "not a permutation of 0..%d",
                         (int)s->rank - 1);
+  }
   int64_t nbytes;
-  if (!vl_spec_nbytes(s, &nbytes))
+  if (!vl_spec_nbytes(s, &nbytes)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "byte size overflows 63 bits");
+  }
   return VL_OK;
 }
 
 bool vl_spec_equal(const vl_spec *a, const vl_spec *b) {
   if (a->dtype != b->dtype || a->rank != b->rank || a->dynamic != b->dynamic) return false;
-  for (uint8_t i = 0; i < a->rank; i++)
+  for (uint8_t i = 0; i < a->rank; i++) {
     if (a->shape[i] != b->shape[i] || a->dim_order[i] != b->dim_order[i]) return false;
+  }
   return true;
 }
 
 vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, int64_t *shape,
                              vl_error *err) {
-  if (rank > VL_MAX_RANK)
+  if (rank > VL_MAX_RANK) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "size has rank %zu, more than %d", rank,
                         VL_MAX_RANK);
+  }
   size_t infer = rank;
   int64_t known = 1;
   bool has_zero = false;
   /* With a zero size the product is 0, however large the sizes before it ([2^40, 2^40, 0]). */
-  for (size_t i = 0; i < rank; i++)
+  for (size_t i = 0; i < rank; i++) {
     if (size[i] == 0) known = 0;
+  }
   for (size_t i = 0; i < rank; i++) {
     if (size[i] == -1) {
-      if (infer != rank)
+      if (infer != rank) {
         return vl_error_set(err, VL_ERR_KERNEL, "", "only one size may be -1 (dims %zu and %zu)",
                             infer, i);
+      }
       infer = i;
     } else if (size[i] < 0) {
       return vl_error_set(err, VL_ERR_KERNEL, "", "size %lld at dim %zu is negative",
@@ -103,40 +111,47 @@ vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, in
                           (long long)size[i], i);
     } else {
       has_zero |= size[i] == 0;
-      if (__builtin_mul_overflow(known, size[i], &known))
+      if (__builtin_mul_overflow(known, size[i], &known)) {
         return vl_error_set(err, VL_ERR_KERNEL, "", "product of sizes overflows");
+      }
     }
   }
   int64_t out[VL_MAX_RANK];
   if (rank > 0) memcpy(out, size, rank * sizeof *size);
   if (infer != rank) {
-    if (has_zero)
+    if (has_zero) {
       return vl_error_set(err, VL_ERR_KERNEL, "",
                           "cannot infer size -1 at dim %zu: another size is 0", infer);
-    if (numel % known != 0)
+    }
+    if (numel % known != 0) {
       return vl_error_set(err, VL_ERR_KERNEL, "",
                           "cannot infer size -1 at dim %zu: %lld elements do not divide by %lld",
                           infer, (long long)numel, (long long)known);
+    }
     out[infer] = numel / known;
     known = numel;
   }
-  if (known != numel)
+  if (known != numel) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "size has %lld elements but the input has %lld",
                         (long long)known, (long long)numel);
+  }
   if (rank > 0) memcpy(shape, out, rank * sizeof *out);
   return VL_OK;
 }
 
 vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **out, vl_error *err) {
   int64_t nbytes;
-  if (!vl_spec_nbytes(spec, &nbytes))
+  if (!vl_spec_nbytes(spec, &nbytes)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "byte size overflows 63 bits");
-  if (lim != NULL && nbytes > lim->max_tensor_bytes)
+  }
+  if (lim != NULL && nbytes > lim->max_tensor_bytes) {
     return vl_error_set(err, VL_ERR_TOO_LARGE, "/shape",
                         "tensor of %lld bytes exceeds the limit of %lld bytes", (long long)nbytes,
                         (long long)lim->max_tensor_bytes);
-  if ((uint64_t)nbytes > SIZE_MAX)
+  }
+  if ((uint64_t)nbytes > SIZE_MAX) {
     return vl_error_set(err, VL_ERR_TOO_LARGE, "/shape", "too large");
+  }
   vl_tensor *t = calloc(1, sizeof *t);
   if (t == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   t->spec = *spec;
@@ -170,7 +185,8 @@ void vl_tensor_map_free(vl_tensor_map *m) {
 
 long vl_tensor_map_find(const vl_tensor_map *m, const char *name) {
   if (m == NULL) return -1;
-  for (size_t i = 0; i < m->count; i++)
+  for (size_t i = 0; i < m->count; i++) {
     if (strcmp(m->names[i], name) == 0) return (long)i;
+  }
   return -1;
 }

@@ -125,14 +125,18 @@ static uint32_t other_conditions(folder *x, uint32_t n, uint32_t root, uint32_t 
   if (f->view_writer != VL_NO_NODE) reasons |= 1u << VL_REASON_VIEW_MUTATED;
   f->last_read = x->alias.last_read[nc];
   f->base_writer = vl__alias_next_write(&x->alias, bs, p);
-  if (f->base_writer != VL_NO_NODE && f->last_read != VL_NO_NODE && f->base_writer <= f->last_read)
+  if (f->base_writer != VL_NO_NODE && f->last_read != VL_NO_NODE &&
+      f->base_writer <= f->last_read) {
     reasons |= 1u << VL_REASON_BASE_MUTATED;
+  }
   const vl_node *owner = &x->g->nodes[bs];
-  if (owner->op == VL_NODE_PLACEHOLDER && owner->mutated)
+  if (owner->op == VL_NODE_PLACEHOLDER && owner->mutated) {
     reasons |= 1u << VL_REASON_BASE_MUTABLE_INPUT;
+  }
   if (x->alias.is_output[bs]) reasons |= 1u << VL_REASON_BASE_FEEDS_OUTPUT;
-  if (x->g->nodes[root].val.dynamic != node->val.dynamic)
+  if (x->g->nodes[root].val.dynamic != node->val.dynamic) {
     reasons |= 1u << VL_REASON_DYNAMIC_SHAPE;
+  }
   return reasons;
 }
 
@@ -317,8 +321,9 @@ static int candidates(folder *x, uint32_t n, uint32_t b, cand *c, bool *has_c1) 
 static vl_status decide(folder *x, uint32_t n, uint32_t b, uint32_t p) {
   const vl_node *node = &x->g->nodes[n];
   if (node->val.dynamic || x->g->nodes[b].val.dynamic || node->out != VL_NO_NODE ||
-      node->n_mutates > 0)
+      node->n_mutates > 0) {
     return decide_unfolded(x, n, b, p);
+  }
   cand c[2];
   bool has_c1;
   int nc = candidates(x, n, b, c, &has_c1);
@@ -367,10 +372,11 @@ static vl_status decide_all(folder *x) {
   vl_status st = VL_OK;
   for (uint32_t i = 0; st == VL_OK && i < x->g->n_nodes; i++) {
     const vl_node *node = &x->g->nodes[i];
-    if (vl__is_memory_view(node) && node->n_args > 0 && node->args[0].kind == VL_ARG_REF)
+    if (vl__is_memory_view(node) && node->n_args > 0 && node->args[0].kind == VL_ARG_REF) {
       desc_of_alias(x, i, node->args[0].u.ref, node->offset);
-    else if (x->kind[i] != VL_FOLD_NONE && x->kind[i] != VL_FOLD_GETITEM)
+    } else if (x->kind[i] != VL_FOLD_NONE && x->kind[i] != VL_FOLD_GETITEM) {
       st = decide(x, i, x->input[i], i);
+    }
     /* A split's getitems are decided as if they stood at their producer's place. */
     if (st == VL_OK && vl__fold_is_split(node)) st = decide_getitems(x, i);
     x->pos = i;
@@ -431,8 +437,9 @@ static void drain_dead(folder *x) {
 
 static vl_status try_merge(folder *x, uint32_t n) {
   vl_node *node = &x->g->nodes[n];
-  if (x->dead[n] || x->state[n] != ST_KEPT || x->kind[n] == VL_FOLD_GETITEM || !x->has_c1[n])
+  if (x->dead[n] || x->state[n] != ST_KEPT || x->kind[n] == VL_FOLD_GETITEM || !x->has_c1[n]) {
     return VL_OK;
+  }
   uint32_t b = node->args[0].u.ref, root = x->root[n];
   if (!merge_input(x, b) || x->users_left[b] != 1 || root == b) return VL_OK;
   vl_desc d;
@@ -458,9 +465,10 @@ static uint32_t sole_user(const folder *x, uint32_t b) {
   for (uint32_t k = 0; k < node->n_users; k++) {
     uint32_t u = node->users[k];
     const vl_node *un = &x->g->nodes[u];
-    if (!x->dead[u] && x->state[u] == ST_KEPT && un->n_args > 0 &&
-        un->args[0].kind == VL_ARG_REF && un->args[0].u.ref == b)
+    if (!x->dead[u] && x->state[u] == ST_KEPT && un->n_args > 0 && un->args[0].kind == VL_ARG_REF &&
+        un->args[0].u.ref == b) {
       return u;
+    }
   }
   return VL_NO_NODE;
 }
@@ -483,8 +491,9 @@ static vl_status merge_and_remove(folder *x) {
   for (uint32_t i = 0; st == VL_OK && i < n; i++) st = try_merge(x, i);
   while (st == VL_OK && x->n_queue > 0) {
     uint32_t b = x->queue[--x->n_queue], u;
-    if (merge_input(x, b) && x->users_left[b] == 1 && (u = sole_user(x, b)) != VL_NO_NODE)
+    if (merge_input(x, b) && x->users_left[b] == 1 && (u = sole_user(x, b)) != VL_NO_NODE) {
       st = try_merge(x, u);
+    }
   }
   return st;
 }
@@ -495,8 +504,9 @@ static void drop_dead_decisions(folder *x) {
   uint32_t k = 0;
   bool *gone = x->own; /* reused: per decision index, below n */
   memset(gone, 0, r->n_decisions * sizeof *gone);
-  for (uint32_t i = 0; i < x->g->n_nodes; i++)
+  for (uint32_t i = 0; i < x->g->n_nodes; i++) {
     if (x->dead[i] && x->decision[i] != VL_NO_NODE) gone[x->decision[i]] = true;
+  }
   for (uint32_t j = 0; j < r->n_decisions; j++) {
     if (gone[j]) {
       vl__decision_free(&r->decisions[j]);
@@ -544,8 +554,9 @@ static vl_status folder_init(folder *x, vl_graph *g, vl_report *r, uint32_t *lay
   x->queue = malloc(2 * (size_t)n * sizeof *x->queue);
   if (!x->storage || !x->last_write || !x->is_output || !x->kind || !x->input || !x->state ||
       !x->own || !x->has_c1 || !x->root || !x->offset || !x->snap || !x->stride_at ||
-      !x->decision || !x->users_left || !x->seen || !x->dead || !x->stack || !x->queue)
+      !x->decision || !x->users_left || !x->seen || !x->dead || !x->stack || !x->queue) {
     return VL_ERR_NOMEM;
+  }
   size_t pool = 0;
   *layout_nodes = 0;
   for (uint32_t i = 0; i < g->n_nodes; i++) {

@@ -14,9 +14,13 @@ bool vl__fold_int(const vl_arg *a, int64_t *v) {
     return true;
   }
   if (a->kind != VL_ARG_FLOAT || !(a->u.f == a->u.f) || floor(a->u.f) != a->u.f) return false;
-  if (a->u.f >= 9223372036854775807.0) *v = INT64_MAX;
-  else if (a->u.f <= -9223372036854775807.0) *v = INT64_MIN;
-  else *v = (int64_t)a->u.f;
+  if (a->u.f >= 9223372036854775807.0) {
+    *v = INT64_MAX;
+  } else if (a->u.f <= -9223372036854775807.0) {
+    *v = INT64_MIN;
+  } else {
+    *v = (int64_t)a->u.f;
+  }
   return true;
 }
 
@@ -45,8 +49,9 @@ static bool opt_int_arg(const vl_node *n, uint32_t pos, const char *name, int64_
 
 static bool int_list(const vl_arg *a, int64_t *v, size_t *n) {
   if (a == NULL || a->kind != VL_ARG_LIST || a->u.list.count > VL_MAX_RANK) return false;
-  for (uint32_t k = 0; k < a->u.list.count; k++)
+  for (uint32_t k = 0; k < a->u.list.count; k++) {
     if (!vl__fold_int(&a->u.list.items[k], &v[k])) return false;
+  }
   *n = a->u.list.count;
   return true;
 }
@@ -59,8 +64,9 @@ static bool map_reshape(const vl_node *n, const vl_desc *in, vl_desc *out) {
   size_t rank;
   vl_error e;
   if (!int_list(arg_at(n, 1, "size"), size, &rank)) return false;
-  for (uint8_t d = 0; d < in->rank; d++)
+  for (uint8_t d = 0; d < in->rank; d++) {
     if (__builtin_mul_overflow(numel, in->shape[d], &numel)) return false;
+  }
   if (vl_view_size_infer(numel, size, rank, shape, &e) != VL_OK) return false;
   return vl_desc_reshape(in, (uint8_t)rank, shape, out);
 }
@@ -167,21 +173,24 @@ static const char *const split_targets[] = {"aten.split_copy.Tensor",
 
 static const fold_row *row_of(const vl_node *n) {
   if (n->op != VL_NODE_CALL || n->target == NULL) return NULL;
-  for (size_t k = 0; k < sizeof fold_table / sizeof *fold_table; k++)
+  for (size_t k = 0; k < sizeof fold_table / sizeof *fold_table; k++) {
     if (strcmp(fold_table[k].target, n->target) == 0) return &fold_table[k];
+  }
   return NULL;
 }
 
 bool vl__fold_is_split(const vl_node *n) {
   if (n->op != VL_NODE_CALL || n->target == NULL || n->n_vals == 0) return false;
-  for (size_t k = 0; k < sizeof split_targets / sizeof *split_targets; k++)
+  for (size_t k = 0; k < sizeof split_targets / sizeof *split_targets; k++) {
     if (strcmp(split_targets[k], n->target) == 0) return true;
+  }
   return false;
 }
 
 static bool reads_tensor(const vl_graph *g, const vl_node *n, uint32_t *input) {
-  if (n->n_args == 0 || n->args[0].kind != VL_ARG_REF || !g->nodes[n->args[0].u.ref].has_val)
+  if (n->n_args == 0 || n->args[0].kind != VL_ARG_REF || !g->nodes[n->args[0].u.ref].has_val) {
     return false;
+  }
   *input = n->args[0].u.ref;
   return true;
 }
@@ -196,8 +205,9 @@ vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input) {
   if (vl_node_getitem(n, &producer, &index)) {
     const vl_node *p = &g->nodes[producer];
     if (!vl__fold_is_split(p) || p->out != VL_NO_NODE || p->n_mutates > 0 ||
-        !reads_tensor(g, p, &in))
+        !reads_tensor(g, p, &in)) {
       return VL_FOLD_NONE;
+    }
     kind = VL_FOLD_GETITEM;
   } else {
     const fold_row *row = row_of(n);
@@ -219,8 +229,9 @@ bool vl__fold_split_starts(const vl_node *n, int64_t *starts) {
                                                                                    : "split_sizes");
   int64_t chunk = 0;
   bool sizes = a != NULL && a->kind == VL_ARG_LIST;
-  if (a == NULL || (sizes ? a->u.list.count != n->n_vals : !vl__fold_int(a, &chunk) || chunk < 0))
+  if (a == NULL || (sizes ? a->u.list.count != n->n_vals : !vl__fold_int(a, &chunk) || chunk < 0)) {
     return false;
+  }
   for (uint32_t k = 0; k < n->n_vals; k++) {
     int64_t len = chunk;
     if (sizes && (!vl__fold_int(&a->u.list.items[k], &len) || len < 0)) return false;
@@ -233,8 +244,9 @@ bool vl__fold_split_output(const vl_node *n, uint32_t index, const int64_t *star
                            const vl_desc *in, vl_desc *out) {
   int64_t dim, d;
   if (index >= n->n_vals) return false;
-  if (strcmp(n->target, "aten.unbind_copy.int") == 0)
+  if (strcmp(n->target, "aten.unbind_copy.int") == 0) {
     return int_arg(n, 1, "dim", 0, &dim) && vl_desc_select(in, dim, index, out);
+  }
   if (!int_arg(n, 2, "dim", 0, &dim) || in->rank == 0) return false;
   d = dim < 0 ? dim + in->rank : dim;
   if (d < 0 || d >= in->rank || starts[index] > in->shape[d]) return false;
@@ -247,16 +259,17 @@ bool vl__fold_map(const vl_graph *g, uint32_t i, const int64_t *split_starts, co
   uint32_t producer, index;
   vl_desc r;
   bool ok;
-  if (vl_node_getitem(n, &producer, &index))
+  if (vl_node_getitem(n, &producer, &index)) {
     ok = split_starts != NULL &&
          vl__fold_split_output(&g->nodes[producer], index, split_starts, in, &r);
-  else {
+  } else {
     const fold_row *row = row_of(n);
     ok = row != NULL && row->map(n, in, &r);
   }
   if (!ok || r.rank != n->val.rank ||
-      memcmp(r.shape, n->val.shape, r.rank * sizeof r.shape[0]) != 0)
+      memcmp(r.shape, n->val.shape, r.rank * sizeof r.shape[0]) != 0) {
     return false;
+  }
   *out = r;
   return true;
 }

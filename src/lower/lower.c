@@ -57,8 +57,9 @@ static vl_status normalize(vl_graph *g, bool safe, vl_report *r) {
     if (vl__is_view_copy(v)) {
       uint32_t base = v->args[0].u.ref, start = base;
       while (vl__is_view_copy(&g->nodes[base]) &&
-             may_skip(&s, &a, base, g->nodes[base].args[0].u.ref, safe))
+             may_skip(&s, &a, base, g->nodes[base].args[0].u.ref, safe)) {
         base = g->nodes[base].args[0].u.ref;
+      }
       if (base != start) {
         v->args[0].u.ref = base;
         r->normalized++;
@@ -180,11 +181,14 @@ static uint32_t failed_conditions(replacer *x, uint32_t v, lower_facts *f) {
   if (f->view_writer != VL_NO_NODE) reasons |= 1u << VL_REASON_VIEW_MUTATED;
   f->last_read = x->alias.last_read[vc];
   f->base_writer = vl__alias_next_write(&x->alias, bs, v);
-  if (f->base_writer != VL_NO_NODE && f->last_read != VL_NO_NODE && f->base_writer <= f->last_read)
+  if (f->base_writer != VL_NO_NODE && f->last_read != VL_NO_NODE &&
+      f->base_writer <= f->last_read) {
     reasons |= 1u << VL_REASON_BASE_MUTATED;
+  }
   const vl_node *owner = &x->g->nodes[bs];
-  if (owner->op == VL_NODE_PLACEHOLDER && owner->mutated)
+  if (owner->op == VL_NODE_PLACEHOLDER && owner->mutated) {
     reasons |= 1u << VL_REASON_BASE_MUTABLE_INPUT;
+  }
   if (x->alias.is_output[bs]) reasons |= 1u << VL_REASON_BASE_FEEDS_OUTPUT;
   if (base->val.dynamic != view->val.dynamic) reasons |= 1u << VL_REASON_DYNAMIC_SHAPE;
   return reasons;
@@ -234,8 +238,9 @@ static vl_status replace(vl_graph *g, const vl_lower_options *opts, vl_report *r
     const vl_node *out = &g->nodes[g->output];
     for (uint32_t k = 0; k < out->n_args; k++) x.is_output[out->args[k].u.ref] = true;
   }
-  for (uint32_t i = 0; st == VL_OK && i < n; i++)
+  for (uint32_t i = 0; st == VL_OK && i < n; i++) {
     if (vl__is_view_copy(&g->nodes[i])) st = decide(&x, i);
+  }
   vl__alias_free(&x.alias);
   free(x.storage);
   free(x.is_output);

@@ -89,10 +89,11 @@ static void put_reason(text *t, const vl_graph *g, uint32_t v, vl_reason r, uint
     break;
   case VL_REASON_BASE_LAYOUT: put_layout_reason(t, view, lbase, reasons); break;
   case VL_REASON_VIEW_LAYOUT:
-    if (!(reasons & (1u << VL_REASON_BASE_LAYOUT)))
+    if (!(reasons & (1u << VL_REASON_BASE_LAYOUT))) {
       put_layout_reason(t, view, lbase, reasons);
-    else
+    } else {
       put(t, "and the view's own dim_order is not contiguous either");
+    }
     break;
   case VL_REASON_REORDERS:
     put(t, "no strided alias of %s puts every element where %s's declared dim_order ", base->name,
@@ -131,8 +132,9 @@ vl_status vl__decision_init(vl_decision *d, const vl_graph *g, uint32_t v, uint3
   const vl_node *base = &g->nodes[base_of(g, v, f)];
   text t = {.len = 0};
   t.buf[0] = '\0';
-  for (int r = 0; r < VL_REASON_COUNT; r++)
+  for (int r = 0; r < VL_REASON_COUNT; r++) {
     if (reasons & (1u << r)) put_reason(&t, g, v, (vl_reason)r, reasons, f);
+  }
   if (reasons == 0 && f->legacy) {
     /* legacy decides on feeds_output alone: say so, claim no check it did not make */
     int64_t nbytes = 0;
@@ -144,10 +146,11 @@ vl_status vl__decision_init(vl_decision *d, const vl_graph *g, uint32_t v, uint3
   } else if (reasons == 0) {
     int64_t nbytes = 0;
     vl_spec_nbytes(&view->val, &nbytes);
-    if (f->offset != 0)
+    if (f->offset != 0) {
       put(&t, "aliases %s at element offset %lld: ", name_of(g, f->owner), (long long)f->offset);
-    else
+    } else {
       put(&t, "aliases %s: ", name_of(g, f->owner));
+    }
     put(&t,
         "every element keeps its memory offset and nothing writes the storage "
         "while the view is read; saves %lld bytes",
@@ -213,10 +216,12 @@ static cJSON *decision_to_json(const vl_decision *d) {
   if (ok && d->offset != 0) ok = cJSON_AddNumberToObject(o, "offset", (double)d->offset);
   if (ok && cJSON_AddItemToObject(o, "reasons", reasons)) {
     reasons = NULL;
-    for (int r = 0; ok && r < VL_REASON_COUNT; r++)
-      if (d->reasons & (1u << r))
+    for (int r = 0; ok && r < VL_REASON_COUNT; r++) {
+      if (d->reasons & (1u << r)) {
         ok = cJSON_AddItemToArray(cJSON_GetObjectItem(o, "reasons"),
                                   cJSON_CreateString(vl_reason_name((vl_reason)r)));
+      }
+    }
     ok = ok && cJSON_AddStringToObject(o, "message", d->message);
   } else {
     ok = false;
@@ -259,27 +264,31 @@ vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, v
   vl_lower_options o;
   vl_lower_options_default(&o);
   if (opts != NULL && !cJSON_IsNull(opts)) {
-    if (!cJSON_IsObject(opts))
+    if (!cJSON_IsObject(opts)) {
       return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "must be an object");
+    }
     vl_status st = vl__json_check_keys(opts, keys, NULL, "", VL_ERR_INVALID_PARAMS, err);
     if (st != VL_OK) return st;
     const cJSON *rvc = cJSON_GetObjectItemCaseSensitive(opts, "remove_view_copy");
     const cJSON *pol = cJSON_GetObjectItemCaseSensitive(opts, "policy");
-    if (rvc != NULL && !cJSON_IsBool(rvc))
+    if (rvc != NULL && !cJSON_IsBool(rvc)) {
       return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/remove_view_copy", "must be true or false");
+    }
     if (rvc != NULL) o.remove_view_copy = cJSON_IsTrue(rvc);
     const cJSON *fold = cJSON_GetObjectItemCaseSensitive(opts, "fold");
-    if (fold != NULL && !cJSON_IsBool(fold))
+    if (fold != NULL && !cJSON_IsBool(fold)) {
       return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/fold", "must be true or false");
+    }
     if (fold != NULL) o.fold = cJSON_IsTrue(fold);
     if (pol != NULL) {
-      if (cJSON_IsString(pol) && strcmp(pol->valuestring, "safe") == 0)
+      if (cJSON_IsString(pol) && strcmp(pol->valuestring, "safe") == 0) {
         o.policy = VL_POLICY_SAFE;
-      else if (cJSON_IsString(pol) && strcmp(pol->valuestring, "legacy") == 0)
+      } else if (cJSON_IsString(pol) && strcmp(pol->valuestring, "legacy") == 0) {
         o.policy = VL_POLICY_LEGACY;
-      else
+      } else {
         return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/policy",
                             "must be \"safe\" or \"legacy\"");
+      }
     }
   }
   *out = o;

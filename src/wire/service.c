@@ -62,9 +62,10 @@ static vl_status get_encoding(call *c, vl_encoding *enc) {
   const cJSON *e = param(c, "encoding");
   *enc = VL_ENCODING_VALUES;
   if (e == NULL || cJSON_IsNull(e)) return VL_OK;
-  if (!cJSON_IsString(e) || !vl_encoding_from_name(e->valuestring, enc))
+  if (!cJSON_IsString(e) || !vl_encoding_from_name(e->valuestring, enc)) {
     return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/encoding",
                         "must be \"values\", \"base64\" or \"blob\"");
+  }
   return VL_OK;
 }
 
@@ -141,9 +142,10 @@ static vl_status get_inputs(call *c, vl_tensor_map **inputs) {
   const cJSON *in = param(c, "inputs");
   *inputs = NULL;
   if (in == NULL || cJSON_IsNull(in)) return VL_OK;
-  if (!cJSON_IsObject(in))
+  if (!cJSON_IsObject(in)) {
     return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/inputs",
                         "must be an object mapping placeholder names to tensors");
+  }
   vl_status st = vl_tensor_map_from_json(in, c->payload, c->payload_len, c->lim, inputs, c->err);
   if (st != VL_OK) vl_error_prefix(c->err, "/inputs");
   return st;
@@ -209,15 +211,17 @@ static vl_status m_execute(call *c, cJSON *result) {
   if (st == VL_OK) {
     st = vl_interp_run(g, inputs, c->lim, &outputs, c->err);
     /* Missing inputs are named relative to the inputs object, everything else to the graph. */
-    if (st != VL_OK)
+    if (st != VL_OK) {
       vl_error_prefix(c->err, st == VL_ERR_INVALID_PARAMS || st == VL_ERR_INVALID_TENSOR
                                   ? "/inputs"
                                   : "/graph");
+    }
   }
   cJSON *list = st == VL_OK ? cJSON_CreateArray() : NULL;
   if (st == VL_OK) st = attach(c, result, "outputs", list);
-  for (size_t i = 0; st == VL_OK && i < outputs->count; i++)
+  for (size_t i = 0; st == VL_OK && i < outputs->count; i++) {
     st = put_tensor(c, list, NULL, outputs->tensors[i], enc);
+  }
   vl_tensor_map_free(outputs);
   vl_tensor_map_free(inputs);
   vl_graph_free(g);
@@ -229,9 +233,10 @@ static vl_status get_seed(call *c, uint64_t *seed) {
   int64_t v = 0;
   *seed = 0;
   if (s == NULL || cJSON_IsNull(s)) return VL_OK;
-  if (!vl__json_int(s, 0, INT64_MAX, &v))
+  if (!vl__json_int(s, 0, INT64_MAX, &v)) {
     return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/seed",
                         "must be a whole number in [0, 2^53]");
+  }
   *seed = (uint64_t)v;
   return VL_OK;
 }
@@ -251,10 +256,11 @@ static vl_status m_verify(call *c, cJSON *result) {
   if (st == VL_OK) st = get_inputs(c, &inputs);
   if (st == VL_OK) {
     st = vl_verify(g, &o, inputs, seed, c->lim, &vr, c->err);
-    if (st != VL_OK)
+    if (st != VL_OK) {
       vl_error_prefix(c->err, st == VL_ERR_INVALID_PARAMS || st == VL_ERR_INVALID_TENSOR
                                   ? "/inputs"
                                   : "/graph");
+    }
   }
   cJSON *json = st == VL_OK ? vl_verify_result_to_json(&vr) : NULL;
   /* The verify result's keys are the result's keys. */
@@ -295,24 +301,29 @@ static vl_status m_view_copy(call *c, cJSON *result) {
   vl_encoding enc;
   vl_status st = need_keys(c, keys);
   if (st == VL_OK) st = get_encoding(c, &enc);
-  if (st == VL_OK && param(c, "size") == NULL)
+  if (st == VL_OK && param(c, "size") == NULL) {
     st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/size", "is required");
+  }
   const cJSON *jsize = param(c, "size");
   /* Rank over 16 is one of the kernel's errors (SPEC §4), not a malformed request. */
-  if (st == VL_OK && cJSON_IsArray(jsize) && cJSON_GetArraySize(jsize) > VL_MAX_RANK)
+  if (st == VL_OK && cJSON_IsArray(jsize) && cJSON_GetArraySize(jsize) > VL_MAX_RANK) {
     st =
         vl_error_set(c->err, VL_ERR_KERNEL, "/size", "view_copy: rank %d exceeds the maximum of %d",
                      cJSON_GetArraySize(jsize), VL_MAX_RANK);
+  }
   if (st == VL_OK) st = get_dims(c, "size", INT64_MIN, INT64_MAX, size, &rank);
   bool has_order = param(c, "out_dim_order") != NULL && !cJSON_IsNull(param(c, "out_dim_order"));
-  if (st == VL_OK && has_order)
+  if (st == VL_OK && has_order) {
     st = get_dims(c, "out_dim_order", 0, VL_MAX_RANK - 1, order, &order_rank);
-  if (st == VL_OK && has_order && order_rank != rank)
+  }
+  if (st == VL_OK && has_order && order_rank != rank) {
     st = vl_error_set(c->err, VL_ERR_KERNEL, "/out_dim_order",
                       "has %zu entries but the size has %zu", order_rank, rank);
+  }
   for (size_t i = 0; i < order_rank; i++) dim_order[i] = (uint8_t)order[i];
-  if (st == VL_OK && param(c, "input") == NULL)
+  if (st == VL_OK && param(c, "input") == NULL) {
     st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/input", "is required");
+  }
   if (st == VL_OK) {
     st = vl_tensor_from_json(param(c, "input"), c->payload, c->payload_len, c->lim, &in, c->err);
     if (st != VL_OK) vl_error_prefix(c->err, "/input");
@@ -349,8 +360,9 @@ const vl_method_info *vl_service_method(size_t i) {
 }
 
 int vl_service_method_index(const char *name) {
-  for (size_t i = 0; i < N_METHODS; i++)
+  for (size_t i = 0; i < N_METHODS; i++) {
     if (strcmp(methods[i].info.name, name) == 0) return (int)i;
+  }
   return -1;
 }
 
@@ -369,13 +381,15 @@ vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t
   vl_error_clear(err);
   int m = vl_service_method_index(method);
   method_fn fn = m >= 0 ? methods[m].fn : NULL;
-  if (fn == NULL)
+  if (fn == NULL) {
     return vl_error_set(err, VL_ERR_UNKNOWN_METHOD, "", "unknown method \"%.64s\"", method);
+  }
   cJSON empty = {0};
   empty.type = cJSON_Object;
   if (params == NULL || cJSON_IsNull(params)) params = &empty;
-  if (!cJSON_IsObject(params))
+  if (!cJSON_IsObject(params)) {
     return vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "params must be an object");
+  }
   if (stats) memset(stats, 0, sizeof *stats);
   cJSON *res = cJSON_CreateObject();
   if (res == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
