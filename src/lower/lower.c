@@ -15,12 +15,6 @@
 #include "lower/lower_internal.h"
 #include "viewlower/layout.h"
 
-void vl_lower_options_default(vl_lower_options *o) {
-  o->remove_view_copy = true;
-  o->policy = VL_POLICY_SAFE;
-  o->fold = true;
-}
-
 /* ---- pass 1: normalize ---- */
 
 typedef struct {

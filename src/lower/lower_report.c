@@ -259,6 +259,14 @@ cJSON *vl_report_to_json(const vl_report *r) {
   return o;
 }
 
+/* The options, their defaults and their JSON form live here with the report, so the passes
+ * (lower.c, fold.c) call into this file and never the other way. */
+void vl_lower_options_default(vl_lower_options *o) {
+  o->remove_view_copy = true;
+  o->policy = VL_POLICY_SAFE;
+  o->fold = true;
+}
+
 vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, vl_error *err) {
   static const char *const keys[] = {"remove_view_copy", "policy", "fold", NULL};
   vl_lower_options o;
