@@ -1,4 +1,5 @@
 /* test_tensor.c - dtypes, strides from dim order, dim order from strides, contiguity, sizes. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -235,6 +236,35 @@ static void tensors_over_the_byte_limit_are_refused_before_allocating(void **sta
   vl_tensor_free(t);
 }
 
+/* The dtype module's element stores: integers wrap to their width, floats truncate toward zero
+ * (NaN as 0, saturating), bool is v != 0, half floats round to nearest even. */
+static void element_stores_follow_the_dtype_rules(void **state) {
+  (void)state;
+  uint8_t u8 = 0;
+  int32_t i32 = 0;
+  int64_t i64 = 0;
+  uint16_t h = 0;
+  vl_dtype_store(VL_DTYPE_UINT8, &u8, vl_scalar_int(-1));
+  assert_int_equal(u8, 255);
+  vl_dtype_store(VL_DTYPE_INT32, &i32, vl_scalar_float(-3.7));
+  assert_int_equal(i32, -3);
+  vl_dtype_store(VL_DTYPE_INT32, &i32, vl_scalar_float(NAN));
+  assert_int_equal(i32, 0);
+  vl_dtype_store(VL_DTYPE_INT64, &i64, vl_scalar_float(1e300));
+  assert_true(i64 == INT64_MAX);
+  vl_dtype_store(VL_DTYPE_BOOL, &u8, vl_scalar_float(0.5));
+  assert_int_equal(u8, 1);
+  vl_dtype_store(VL_DTYPE_FLOAT16, &h, vl_scalar_float(1.0 + 1.0 / 2048)); /* a tie: to even */
+  assert_int_equal(h, 0x3c00);
+  vl_dtype_store(VL_DTYPE_BFLOAT16, &h, vl_scalar_int(3));
+  assert_int_equal(h, 0x4040);
+  assert_true(vl_dtype_load(VL_DTYPE_BFLOAT16, &h).is_float);
+  assert_true(vl_dtype_load(VL_DTYPE_BFLOAT16, &h).f == 3.0);
+  u8 = 200;
+  assert_int_equal(vl_dtype_load(VL_DTYPE_INT8, &u8).i, -56);
+  assert_int_equal(vl_dtype_load(VL_DTYPE_BOOL, &u8).i, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(dtype_names_and_sizes_match_the_spec),
@@ -255,6 +285,7 @@ int main(void) {
       cmocka_unit_test(view_sizes_infer_one_minus_one),
       cmocka_unit_test(view_size_errors_are_each_reported),
       cmocka_unit_test(tensors_over_the_byte_limit_are_refused_before_allocating),
+      cmocka_unit_test(element_stores_follow_the_dtype_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,22 @@ VL_API uint16_t vl_bf16_from_double(double x);
 VL_API double vl_f16_to_double(uint16_t h);
 VL_API double vl_bf16_to_double(uint16_t h);
 
+/* One element's value: an integer (integer and bool dtypes) or a double (float dtypes). */
+typedef struct vl_scalar {
+  bool is_float;
+  int64_t i;
+  double f;
+} vl_scalar;
+
+VL_API vl_scalar vl_scalar_int(int64_t i);
+VL_API vl_scalar vl_scalar_float(double f);
+/* The element of dtype dt at elem (any alignment); bool loads as 0/1. */
+VL_API vl_scalar vl_dtype_load(vl_dtype dt, const void *elem);
+/* Stores v at elem as dt. Integers keep the low bits of the int64 value (two's complement wrap);
+ * a float stored to an integer dtype truncates toward zero, saturating at the int64 range, NaN
+ * as 0; bool stores v != 0; half floats round to nearest even. */
+VL_API void vl_dtype_store(vl_dtype dt, void *elem, vl_scalar v);
+
 #ifdef __cplusplus
 }
 #endif

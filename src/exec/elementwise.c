@@ -133,98 +133,19 @@ void vl__ew_relu(vl_dtype dt, void *out, const void *a, int64_t n) {
 
 /* ---- casts ------------------------------------------------------------------------------- */
 
-typedef struct num {
-  bool is_float;
-  int64_t i;
-  double f;
-} num;
-
-static num num_int(int64_t i) {
-  return (num){.is_float = false, .i = i, .f = 0};
-}
-static num num_float(double f) {
-  return (num){.is_float = true, .i = 0, .f = f};
-}
-
-static num num_load(vl_dtype dt, const void *p) {
-  uint8_t u8;
-  uint16_t u16;
-  int8_t i8;
-  int16_t i16;
-  int32_t i32;
-  int64_t i64;
-  float f32;
-  double f64;
-  switch (dt) {
-  case VL_DTYPE_UINT8: memcpy(&u8, p, 1); return num_int(u8);
-  case VL_DTYPE_BOOL: memcpy(&u8, p, 1); return num_int(u8 != 0);
-  case VL_DTYPE_INT8: memcpy(&i8, p, 1); return num_int(i8);
-  case VL_DTYPE_INT16: memcpy(&i16, p, 2); return num_int(i16);
-  case VL_DTYPE_INT32: memcpy(&i32, p, 4); return num_int(i32);
-  case VL_DTYPE_INT64: memcpy(&i64, p, 8); return num_int(i64);
-  case VL_DTYPE_FLOAT16: memcpy(&u16, p, 2); return num_float(vl_f16_to_double(u16));
-  case VL_DTYPE_BFLOAT16: memcpy(&u16, p, 2); return num_float(vl_bf16_to_double(u16));
-  case VL_DTYPE_FLOAT32: memcpy(&f32, p, 4); return num_float(f32);
-  default: memcpy(&f64, p, 8); return num_float(f64);
-  }
-}
-
-/* Truncates toward zero, saturating at the int64 range; NaN is 0. */
-static int64_t num_to_int(num v) {
-  if (!v.is_float) return v.i;
-  if (isnan(v.f)) return 0;
-  if (v.f >= 9223372036854775808.0) return INT64_MAX;
-  if (v.f <= -9223372036854775808.0) return INT64_MIN;
-  return (int64_t)v.f;
-}
-
-static double num_to_double(num v) {
-  return v.is_float ? v.f : (double)v.i;
-}
-
-/* Stores v as dt; integers keep the low bits of the int64 value (two's complement wrap). */
-static void num_store(vl_dtype dt, void *p, num v) {
-  uint64_t u = (uint64_t)num_to_int(v);
-  uint8_t u8 = (uint8_t)u;
-  uint16_t u16 = (uint16_t)u;
-  uint32_t u32 = (uint32_t)u;
-  float f32 = (float)num_to_double(v);
-  double f64 = num_to_double(v);
-  switch (dt) {
-  case VL_DTYPE_BOOL:
-    u8 = v.is_float ? v.f != 0 : v.i != 0;
-    memcpy(p, &u8, 1);
-    return;
-  case VL_DTYPE_UINT8:
-  case VL_DTYPE_INT8: memcpy(p, &u8, 1); return;
-  case VL_DTYPE_INT16: memcpy(p, &u16, 2); return;
-  case VL_DTYPE_INT32: memcpy(p, &u32, 4); return;
-  case VL_DTYPE_INT64: memcpy(p, &u, 8); return;
-  case VL_DTYPE_FLOAT16:
-    u16 = vl_f16_from_double(f64);
-    memcpy(p, &u16, 2);
-    return;
-  case VL_DTYPE_BFLOAT16:
-    u16 = vl_bf16_from_double(f64);
-    memcpy(p, &u16, 2);
-    return;
-  case VL_DTYPE_FLOAT32: memcpy(p, &f32, 4); return;
-  default: memcpy(p, &f64, 8); return;
-  }
-}
-
 void vl__ew_cast(vl_dtype to, void *out, vl_dtype from, const void *in, int64_t n) {
   size_t eo = vl_dtype_size(to), ei = vl_dtype_size(from);
   char *po = out;
   const char *pi = in;
-  for (int64_t k = 0; k < n; k++, po += eo, pi += ei) num_store(to, po, num_load(from, pi));
+  for (int64_t k = 0; k < n; k++, po += eo, pi += ei)
+    vl_dtype_store(to, po, vl_dtype_load(from, pi));
 }
 
 bool vl__ew_scalar(vl_dtype dt, const vl_arg *a, void *elem) {
   switch (a->kind) {
-  case VL_ARG_INT: num_store(dt, elem, num_int(a->u.i)); return true;
-  case VL_ARG_BOOL: num_store(dt, elem, num_int(a->u.b)); return true;
-  case VL_ARG_FLOAT: num_store(dt, elem, num_float(a->u.f)); return true;
+  case VL_ARG_INT: vl_dtype_store(dt, elem, vl_scalar_int(a->u.i)); return true;
+  case VL_ARG_BOOL: vl_dtype_store(dt, elem, vl_scalar_int(a->u.b)); return true;
+  case VL_ARG_FLOAT: vl_dtype_store(dt, elem, vl_scalar_float(a->u.f)); return true;
   default: return false;
   }
 }

@@ -67,33 +67,14 @@ static const struct {
     [VL_DTYPE_INT32] = {INT32_MIN, INT32_MAX},
 };
 
+/* Integers in range for their dtype (checked by the readers) and floats, through the dtype
+ * module's element stores. */
 static void store_int(vl_dtype dt, int64_t x, void *dst) {
-  uint8_t u8 = (uint8_t)x;
-  int8_t i8 = (int8_t)x;
-  int16_t i16 = (int16_t)x;
-  int32_t i32 = (int32_t)x;
-  switch (dt) {
-  case VL_DTYPE_UINT8: memcpy(dst, &u8, sizeof u8); break;
-  case VL_DTYPE_INT8: memcpy(dst, &i8, sizeof i8); break;
-  case VL_DTYPE_INT16: memcpy(dst, &i16, sizeof i16); break;
-  case VL_DTYPE_INT32: memcpy(dst, &i32, sizeof i32); break;
-  default: memcpy(dst, &x, sizeof x); break;
-  }
+  vl_dtype_store(dt, dst, vl_scalar_int(x));
 }
 
 static int64_t load_int(vl_dtype dt, const void *src) {
-  uint8_t u8;
-  int8_t i8;
-  int16_t i16;
-  int32_t i32;
-  int64_t i64;
-  switch (dt) {
-  case VL_DTYPE_UINT8: memcpy(&u8, src, sizeof u8); return u8;
-  case VL_DTYPE_INT8: memcpy(&i8, src, sizeof i8); return i8;
-  case VL_DTYPE_INT16: memcpy(&i16, src, sizeof i16); return i16;
-  case VL_DTYPE_INT32: memcpy(&i32, src, sizeof i32); return i32;
-  default: memcpy(&i64, src, sizeof i64); return i64;
-  }
+  return vl_dtype_load(dt, src).i;
 }
 
 /* ---------------------------------------------------------------- reading numbers from JSON */
@@ -223,23 +204,7 @@ static vl_status read_int(const elem_ctx *c, const cJSON *v, void *dst) {
 }
 
 static void store_float(vl_dtype dt, double d, void *dst) {
-  uint16_t h;
-  float f;
-  switch (dt) {
-  case VL_DTYPE_FLOAT16:
-    h = vl_f16_from_double(d);
-    memcpy(dst, &h, sizeof h);
-    break;
-  case VL_DTYPE_BFLOAT16:
-    h = vl_bf16_from_double(d);
-    memcpy(dst, &h, sizeof h);
-    break;
-  case VL_DTYPE_FLOAT32:
-    f = (float)d;
-    memcpy(dst, &f, sizeof f);
-    break;
-  default: memcpy(dst, &d, sizeof d); break;
-  }
+  vl_dtype_store(dt, dst, vl_scalar_float(d));
 }
 
 static const struct {

@@ -1,9 +1,10 @@
 /* dtype.c - element types (SPEC §1): names, sizes, and exact float16 / bfloat16 conversion
- * (round to nearest even from a double, exact back), shared by tensor JSON, the interpreter's
- * arithmetic and input generation. */
+ * (round to nearest even from a double, exact back), and one element loaded or stored as a
+ * scalar; shared by tensor JSON, the interpreter's arithmetic and casts, and input generation. */
 #include "viewlower/dtype.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 static const struct {
@@ -97,3 +98,78 @@ double vl_bf16_to_double(uint16_t h) {
   return (double)f;
 }
 
+/* ---------------------------------------------------------------- elements in memory */
+
+vl_scalar vl_scalar_int(int64_t i) {
+  return (vl_scalar){.is_float = false, .i = i, .f = 0};
+}
+vl_scalar vl_scalar_float(double f) {
+  return (vl_scalar){.is_float = true, .i = 0, .f = f};
+}
+
+vl_scalar vl_dtype_load(vl_dtype dt, const void *p) {
+  uint8_t u8;
+  uint16_t u16;
+  int8_t i8;
+  int16_t i16;
+  int32_t i32;
+  int64_t i64;
+  float f32;
+  double f64;
+  switch (dt) {
+  case VL_DTYPE_UINT8: memcpy(&u8, p, 1); return vl_scalar_int(u8);
+  case VL_DTYPE_BOOL: memcpy(&u8, p, 1); return vl_scalar_int(u8 != 0);
+  case VL_DTYPE_INT8: memcpy(&i8, p, 1); return vl_scalar_int(i8);
+  case VL_DTYPE_INT16: memcpy(&i16, p, 2); return vl_scalar_int(i16);
+  case VL_DTYPE_INT32: memcpy(&i32, p, 4); return vl_scalar_int(i32);
+  case VL_DTYPE_INT64: memcpy(&i64, p, 8); return vl_scalar_int(i64);
+  case VL_DTYPE_FLOAT16: memcpy(&u16, p, 2); return vl_scalar_float(vl_f16_to_double(u16));
+  case VL_DTYPE_BFLOAT16: memcpy(&u16, p, 2); return vl_scalar_float(vl_bf16_to_double(u16));
+  case VL_DTYPE_FLOAT32: memcpy(&f32, p, 4); return vl_scalar_float(f32);
+  default: memcpy(&f64, p, 8); return vl_scalar_float(f64);
+  }
+}
+
+/* Truncates toward zero, saturating at the int64 range; NaN is 0. */
+static int64_t scalar_to_int(vl_scalar v) {
+  if (!v.is_float) return v.i;
+  if (isnan(v.f)) return 0;
+  if (v.f >= 9223372036854775808.0) return INT64_MAX;
+  if (v.f <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v.f;
+}
+
+static double scalar_to_double(vl_scalar v) {
+  return v.is_float ? v.f : (double)v.i;
+}
+
+/* Stores v as dt; integers keep the low bits of the int64 value (two's complement wrap). */
+void vl_dtype_store(vl_dtype dt, void *p, vl_scalar v) {
+  uint64_t u = (uint64_t)scalar_to_int(v);
+  uint8_t u8 = (uint8_t)u;
+  uint16_t u16 = (uint16_t)u;
+  uint32_t u32 = (uint32_t)u;
+  float f32 = (float)scalar_to_double(v);
+  double f64 = scalar_to_double(v);
+  switch (dt) {
+  case VL_DTYPE_BOOL:
+    u8 = v.is_float ? v.f != 0 : v.i != 0;
+    memcpy(p, &u8, 1);
+    return;
+  case VL_DTYPE_UINT8:
+  case VL_DTYPE_INT8: memcpy(p, &u8, 1); return;
+  case VL_DTYPE_INT16: memcpy(p, &u16, 2); return;
+  case VL_DTYPE_INT32: memcpy(p, &u32, 4); return;
+  case VL_DTYPE_INT64: memcpy(p, &u, 8); return;
+  case VL_DTYPE_FLOAT16:
+    u16 = vl_f16_from_double(f64);
+    memcpy(p, &u16, 2);
+    return;
+  case VL_DTYPE_BFLOAT16:
+    u16 = vl_bf16_from_double(f64);
+    memcpy(p, &u16, 2);
+    return;
+  case VL_DTYPE_FLOAT32: memcpy(p, &f32, 4); return;
+  default: memcpy(p, &f64, 8); return;
+  }
+}
