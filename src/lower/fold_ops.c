@@ -142,47 +142,60 @@ static bool map_as_strided(const vl_node *n, const vl_desc *in, vl_desc *out) {
 
 typedef struct fold_row {
   const char *target;
+  size_t len; /* strlen(target): rows of another length are skipped without a compare */
   vl_fold_kind kind;
   map_fn map;
   bool conversion; /* a layout conversion: layout-only only without a dtype change */
 } fold_row;
 
+#define ROW(t) t, sizeof t - 1
+
 static const fold_row fold_table[] = {
-    {"aten.view_copy.default", VL_FOLD_VIEW_COPY, map_reshape, false},
-    {"aten._reshape_alias_copy.default", VL_FOLD_OP, map_reshape, false},
-    {"aten.permute_copy.default", VL_FOLD_OP, map_permute, false},
-    {"aten.transpose_copy.int", VL_FOLD_OP, map_transpose, false},
-    {"aten.t_copy.default", VL_FOLD_OP, map_t, false},
-    {"aten.squeeze_copy.default", VL_FOLD_OP, map_squeeze_all, false},
-    {"aten.squeeze_copy.dim", VL_FOLD_OP, map_squeeze_dim, false},
-    {"aten.squeeze_copy.dims", VL_FOLD_OP, map_squeeze_dims, false},
-    {"aten.unsqueeze_copy.default", VL_FOLD_OP, map_unsqueeze, false},
-    {"aten.alias_copy.default", VL_FOLD_OP, map_identity, false},
-    {"aten.slice_copy.Tensor", VL_FOLD_OP, map_slice, false},
-    {"aten.select_copy.int", VL_FOLD_OP, map_select, false},
-    {"dim_order_ops._to_dim_order_copy.default", VL_FOLD_OP, map_identity, true},
-    {"dim_order_ops._clone_dim_order.default", VL_FOLD_OP, map_identity, true},
-    {"aten._to_copy.default", VL_FOLD_OP, map_identity, true},
-    {"aten.clone.default", VL_FOLD_OP, map_identity, true},
-    {"aten.as_strided_copy.default", VL_FOLD_AS_STRIDED, map_as_strided, false},
+    {ROW("aten.view_copy.default"), VL_FOLD_VIEW_COPY, map_reshape, false},
+    {ROW("aten._reshape_alias_copy.default"), VL_FOLD_OP, map_reshape, false},
+    {ROW("aten.permute_copy.default"), VL_FOLD_OP, map_permute, false},
+    {ROW("aten.transpose_copy.int"), VL_FOLD_OP, map_transpose, false},
+    {ROW("aten.t_copy.default"), VL_FOLD_OP, map_t, false},
+    {ROW("aten.squeeze_copy.default"), VL_FOLD_OP, map_squeeze_all, false},
+    {ROW("aten.squeeze_copy.dim"), VL_FOLD_OP, map_squeeze_dim, false},
+    {ROW("aten.squeeze_copy.dims"), VL_FOLD_OP, map_squeeze_dims, false},
+    {ROW("aten.unsqueeze_copy.default"), VL_FOLD_OP, map_unsqueeze, false},
+    {ROW("aten.alias_copy.default"), VL_FOLD_OP, map_identity, false},
+    {ROW("aten.slice_copy.Tensor"), VL_FOLD_OP, map_slice, false},
+    {ROW("aten.select_copy.int"), VL_FOLD_OP, map_select, false},
+    {ROW("dim_order_ops._to_dim_order_copy.default"), VL_FOLD_OP, map_identity, true},
+    {ROW("dim_order_ops._clone_dim_order.default"), VL_FOLD_OP, map_identity, true},
+    {ROW("aten._to_copy.default"), VL_FOLD_OP, map_identity, true},
+    {ROW("aten.clone.default"), VL_FOLD_OP, map_identity, true},
+    {ROW("aten.as_strided_copy.default"), VL_FOLD_AS_STRIDED, map_as_strided, false},
 };
 
-static const char *const split_targets[] = {"aten.split_copy.Tensor",
-                                            "aten.split_with_sizes_copy.default",
-                                            "aten.unbind_copy.int"};
+static const struct {
+  const char *target;
+  size_t len;
+} split_targets[] = {{ROW("aten.split_copy.Tensor")},
+                     {ROW("aten.split_with_sizes_copy.default")},
+                     {ROW("aten.unbind_copy.int")}};
+
+#undef ROW
 
 static const fold_row *row_of(const vl_node *n) {
   if (n->op != VL_NODE_CALL || n->target == NULL) return NULL;
+  size_t len = strlen(n->target);
   for (size_t k = 0; k < sizeof fold_table / sizeof *fold_table; k++) {
-    if (strcmp(fold_table[k].target, n->target) == 0) return &fold_table[k];
+    const fold_row *row = &fold_table[k];
+    if (row->len == len && memcmp(row->target, n->target, len) == 0) return row;
   }
   return NULL;
 }
 
 bool vl__fold_is_split(const vl_node *n) {
   if (n->op != VL_NODE_CALL || n->target == NULL || n->n_vals == 0) return false;
+  size_t len = strlen(n->target);
   for (size_t k = 0; k < sizeof split_targets / sizeof *split_targets; k++) {
-    if (strcmp(split_targets[k], n->target) == 0) return true;
+    if (split_targets[k].len == len && memcmp(split_targets[k].target, n->target, len) == 0) {
+      return true;
+    }
   }
   return false;
 }
