@@ -275,17 +275,34 @@ static void process_input(vld_conn *c) {
   }
 }
 
+/* A large payload being received is read straight into the frame's body (no copy through the
+ * read buffer); everything else goes through the read buffer. Reading is on only while the read
+ * buffer holds nothing left over, so bytes stay in order. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   vld_conn *c = h->data;
+  size_t room = 0;
+  uint8_t *direct = vl_frame_decoder_direct(&c->dec, &room);
+  if (direct != NULL && room >= VLD_READ_BUF_SIZE && !c->draining) {
+    buf->base = (char *)direct;
+    buf->len = room;
+    return;
+  }
   buf->base = (char *)c->rbuf;
   buf->len = VLD_READ_BUF_SIZE;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  (void)buf;
   vld_conn *c = s->data;
-  if (nread > 0) {
+  if (nread > 0 && buf->base != (char *)c->rbuf) {
+    bool ready = false;
+    vl_frame frame;
+    vl_frame_decoder_commit(&c->dec, (size_t)nread, &ready, &frame);
+    mark_activity(c);
+    if (ready) {
+      c->cb->on_frame(c, &frame);
+    }
+  } else if (nread > 0) {
     c->rbuf_off = 0;
     c->rbuf_len = (size_t)nread;
     mark_activity(c);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -69,11 +70,33 @@ static bool admit(size_t n) {
   return false;
 }
 
+/* Large blocks (frame bodies, tensors, response payloads: each a fresh map, see vld_mem_init)
+ * are asked to be backed by transparent huge pages where the system offers them on request:
+ * their first touch then takes one fault per 2 MiB instead of one per 4 KiB page, which was
+ * most of a 64 MiB blob round trip. Only the 2 MiB-aligned interior can be huge. */
+#define HUGE_HINT_MIN ((size_t)4 << 20)
+static void hint_huge(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  if (p == NULL || n < HUGE_HINT_MIN) {
+    return;
+  }
+  uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + n) & ~(huge - 1);
+  if (hi > lo) {
+    (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+  }
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 void *__wrap_malloc(size_t n) {
   if (!admit(n)) {
     return NULL;
   }
   void *p = __real_malloc(n);
+  hint_huge(p, n);
   count_in(p);
   return p;
 }
@@ -84,6 +107,7 @@ void *__wrap_calloc(size_t k, size_t n) {
     return NULL;
   }
   void *p = __real_calloc(k, n);
+  hint_huge(p, total);
   count_in(p);
   return p;
 }

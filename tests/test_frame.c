@@ -317,6 +317,56 @@ static void decoder_reports_out_of_memory_for_an_unallocatable_frame(void **stat
   vl_frame_decoder_free(&d);
 }
 
+/* A payload received in place: the decoder names where the missing bytes go only once the JSON
+ * is in, a commit past the missing count is capped, and the frame completes with the bytes. */
+static void decoder_receives_a_payload_in_place(void **state) {
+  (void)state;
+  const char *json = "{\"a\":1}";
+  uint8_t payload[40];
+  for (size_t i = 0; i < sizeof payload; i++) payload[i] = (uint8_t)(i * 7 + 1);
+  size_t len = 0;
+  uint8_t *b = make_frame(json, payload, sizeof payload, &len);
+  vl_frame_decoder d;
+  vl_frame_decoder_init(&d, 1024);
+  size_t room = 99, used = 0;
+  bool ready = true;
+  vl_frame f;
+  vl_error err;
+  assert_null(vl_frame_decoder_direct(&d, &room));
+  assert_int_equal(room, 0);
+  /* header and all but one JSON byte: not yet in place */
+  size_t upto = VL_FRAME_HEADER_SIZE + strlen(json) - 1;
+  assert_int_equal(vl_frame_decoder_feed(&d, b, upto, &used, &ready, &f, &err), VL_OK);
+  assert_false(ready);
+  assert_null(vl_frame_decoder_direct(&d, &room));
+  /* the last JSON byte and 10 payload bytes fed */
+  assert_int_equal(vl_frame_decoder_feed(&d, b + upto, 11, &used, &ready, &f, &err), VL_OK);
+  assert_int_equal(used, 11);
+  uint8_t *at = vl_frame_decoder_direct(&d, &room);
+  assert_non_null(at);
+  assert_int_equal(room, 30);
+  memcpy(at, payload + 10, 20);
+  vl_frame_decoder_commit(&d, 20, &ready, &f);
+  assert_false(ready);
+  at = vl_frame_decoder_direct(&d, &room);
+  assert_int_equal(room, 10);
+  memcpy(at, payload + 30, 10);
+  vl_frame_decoder_commit(&d, 1000, &ready, &f); /* capped at the 10 missing */
+  assert_true(ready);
+  assert_int_equal(f.json_len, strlen(json));
+  assert_string_equal(f.json, json);
+  assert_int_equal(f.payload_len, sizeof payload);
+  assert_memory_equal(f.payload, payload, sizeof payload);
+  assert_true(vl_frame_decoder_idle(&d));
+  assert_null(vl_frame_decoder_direct(&d, &room));
+  vl_frame_decoder_commit(&d, 5, &ready, &f); /* nothing in progress: no effect */
+  assert_false(ready);
+  assert_true(vl_frame_decoder_idle(&d));
+  vl_frame_free(&f);
+  vl_frame_decoder_free(&d);
+  free(b);
+}
+
 static void decoder_free_releases_a_partial_frame(void **state) {
   (void)state;
   size_t len;
@@ -491,6 +541,7 @@ int main(void) {
       cmocka_unit_test(size_check_rejects_json_plus_payload_over_the_limit),
       cmocka_unit_test(size_check_does_not_overflow_on_huge_payload_lengths),
       cmocka_unit_test(decoder_yields_a_frame_fed_whole),
+      cmocka_unit_test(decoder_receives_a_payload_in_place),
       cmocka_unit_test(decoder_yields_a_frame_fed_one_byte_at_a_time),
       cmocka_unit_test(decoder_splits_two_frames_sent_in_one_chunk),
       cmocka_unit_test(decoder_completes_an_empty_frame_with_its_header),

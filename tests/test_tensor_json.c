@@ -312,6 +312,94 @@ static void blob_bytes_are_appended_at_eight_byte_aligned_offsets(void **state) 
   vl_tensor_free(t);
 }
 
+/* A blob at an 8-byte aligned address is borrowed (data points into the payload, nothing is
+ * allocated); an unaligned one, and other bodies, are copied into an owned tensor; the checks
+ * are those of vl_tensor_from_json. */
+static void aligned_blobs_are_borrowed_and_others_copied(void **state) {
+  (void)state;
+  _Alignas(8) uint8_t payload[24] = {0};
+  for (int i = 0; i < 24; i++) payload[i] = (uint8_t)(i + 1);
+  vl_tensor view, *owned = (vl_tensor *)1;
+  vl_error err;
+  cJSON *a =
+      cJSON_Parse("{\"dtype\":\"int32\",\"shape\":[2],\"blob\":{\"offset\":8,\"nbytes\":8}}");
+  assert_int_equal(
+      vl_tensor_from_json_borrow(a, payload, sizeof payload, NULL, &view, &owned, &err), VL_OK);
+  assert_null(owned);
+  assert_ptr_equal(view.data, payload + 8);
+  assert_int_equal(view.nbytes, 8);
+  assert_int_equal(view.spec.dtype, VL_DTYPE_INT32);
+  assert_int_equal(view.spec.rank, 1);
+  assert_int_equal(view.spec.shape[0], 2);
+  cJSON *u =
+      cJSON_Parse("{\"dtype\":\"uint8\",\"shape\":[3],\"blob\":{\"offset\":5,\"nbytes\":3}}");
+  assert_int_equal(
+      vl_tensor_from_json_borrow(u, payload, sizeof payload, NULL, &view, &owned, &err), VL_OK);
+  assert_non_null(owned);
+  assert_true((uint8_t *)owned->data < payload || (uint8_t *)owned->data >= payload + 24);
+  assert_memory_equal(owned->data, "\x06\x07\x08", 3);
+  vl_tensor_free(owned);
+  cJSON *v = cJSON_Parse("{\"dtype\":\"int8\",\"shape\":[2],\"values\":[-1,2]}");
+  assert_int_equal(vl_tensor_from_json_borrow(v, NULL, 0, NULL, &view, &owned, &err), VL_OK);
+  assert_non_null(owned);
+  assert_memory_equal(owned->data, "\xff\x02", 2);
+  vl_tensor_free(owned);
+  cJSON *o =
+      cJSON_Parse("{\"dtype\":\"int32\",\"shape\":[2],\"blob\":{\"offset\":24,\"nbytes\":8}}");
+  assert_int_equal(
+      vl_tensor_from_json_borrow(o, payload, sizeof payload, NULL, &view, &owned, &err),
+      VL_ERR_INVALID_TENSOR);
+  assert_string_equal(err.path, "/blob/offset");
+  assert_null(owned);
+  cJSON *b = cJSON_Parse("{\"dtype\":\"bool\",\"shape\":[8],\"blob\":{\"offset\":0,\"nbytes\":8}}");
+  assert_int_equal(
+      vl_tensor_from_json_borrow(b, payload, sizeof payload, NULL, &view, &owned, &err),
+      VL_ERR_INVALID_TENSOR);
+  assert_string_equal(err.path, "/blob");
+  assert_null(owned);
+  cJSON_Delete(a);
+  cJSON_Delete(u);
+  cJSON_Delete(v);
+  cJSON_Delete(o);
+  cJSON_Delete(b);
+}
+
+/* Into an empty payload the tensor's storage is moved (same address, offset 0); into a payload
+ * that already holds bytes it is copied at the next aligned offset, as vl_tensor_to_json. */
+static void blob_output_takes_the_storage_into_an_empty_payload(void **state) {
+  (void)state;
+  static const int64_t shape[1] = {3};
+  vl_tensor *t = new_tensor(VL_DTYPE_UINT8, 1, shape, NULL);
+  memcpy(t->data, "\x01\x02\x03", 3);
+  void *storage = t->data;
+  vl_buf payload = {0};
+  cJSON *a = vl_tensor_to_json_take(t, VL_ENCODING_BLOB, &payload);
+  char *ta = print_json(a);
+  assert_string_equal(ta, "{\"dtype\":\"uint8\",\"shape\":[3],\"dim_order\":[0],"
+                          "\"blob\":{\"offset\":0,\"nbytes\":3}}");
+  assert_ptr_equal(payload.data, storage);
+  assert_int_equal(payload.len, 3);
+  assert_memory_equal(payload.data, "\x01\x02\x03", 3);
+  assert_null(t->data);
+  assert_int_equal(t->nbytes, 0);
+  vl_tensor_free(t);
+  vl_tensor *t2 = new_tensor(VL_DTYPE_UINT8, 1, shape, NULL);
+  memcpy(t2->data, "\x04\x05\x06", 3);
+  cJSON *b = vl_tensor_to_json_take(t2, VL_ENCODING_BLOB, &payload);
+  char *tb = print_json(b);
+  assert_string_equal(tb, "{\"dtype\":\"uint8\",\"shape\":[3],\"dim_order\":[0],"
+                          "\"blob\":{\"offset\":8,\"nbytes\":3}}");
+  assert_int_equal(payload.len, 11);
+  assert_memory_equal(payload.data, "\x01\x02\x03\0\0\0\0\0\x04\x05\x06", 11);
+  assert_non_null(t2->data);
+  free(ta);
+  free(tb);
+  cJSON_Delete(a);
+  cJSON_Delete(b);
+  vl_buf_free(&payload);
+  vl_tensor_free(t2);
+}
+
 static void base64_output_uses_the_standard_alphabet_with_padding(void **state) {
   (void)state;
   static const int64_t shape[1] = {4};
@@ -925,6 +1013,8 @@ int main(void) {
       cmocka_unit_test(every_float16_and_bfloat16_prints_and_reads_back_to_the_same_bits),
       cmocka_unit_test(printed_values_read_back_without_reprinting),
       cmocka_unit_test(blob_bytes_are_appended_at_eight_byte_aligned_offsets),
+      cmocka_unit_test(aligned_blobs_are_borrowed_and_others_copied),
+      cmocka_unit_test(blob_output_takes_the_storage_into_an_empty_payload),
       cmocka_unit_test(base64_output_uses_the_standard_alphabet_with_padding),
       cmocka_unit_test(float16_rounds_to_nearest_even_from_the_double),
       cmocka_unit_test(float16_subnormals_round_to_nearest_even),

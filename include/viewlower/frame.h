@@ -79,6 +79,14 @@ VL_API void vl_frame_decoder_init(vl_frame_decoder *d, uint64_t max_frame_bytes)
  * after an error the decoder only reports that error again. */
 VL_API vl_status vl_frame_decoder_feed(vl_frame_decoder *d, const uint8_t *data, size_t len,
                                        size_t *consumed, bool *ready, vl_frame *out, vl_error *err);
+/* Receiving a payload in place: while a frame's payload is being filled, the address where its
+ * next bytes go and, in *len, how many are still missing; NULL (and *len 0) otherwise. A reader
+ * may receive up to *len bytes there itself, then report them with vl_frame_decoder_commit
+ * instead of feeding them (one copy less). Nothing may be fed in between. */
+VL_API uint8_t *vl_frame_decoder_direct(vl_frame_decoder *d, size_t *len);
+/* n bytes were written at vl_frame_decoder_direct's address (n is capped at its *len). When
+ * that completes the frame, *ready is true and *out owns it, as with vl_frame_decoder_feed. */
+VL_API void vl_frame_decoder_commit(vl_frame_decoder *d, size_t n, bool *ready, vl_frame *out);
 /* True when a frame's header is in and its admission said to wait (VL_FRAME_WAIT). */
 VL_API bool vl_frame_decoder_waiting(const vl_frame_decoder *d);
 /* True when no partial frame is buffered (nothing received since the last whole frame). */

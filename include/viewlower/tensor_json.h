@@ -37,6 +37,21 @@ VL_API vl_status vl_tensor_from_json(const cJSON *obj, const uint8_t *payload, s
  * offsets) and referenced as {"blob":{"offset","nbytes"}}. NULL on out-of-memory. */
 VL_API cJSON *vl_tensor_to_json(const vl_tensor *t, vl_encoding enc, vl_buf *payload);
 
+/* Like vl_tensor_from_json, without copying a blob: when obj's body is a blob whose bytes are
+ * 8-byte aligned in payload, *view is filled as a borrowed, non-owning tensor whose data points
+ * into payload (*owned is NULL). It must not be written, must not be passed to vl_tensor_free,
+ * and is valid only while payload is. Otherwise (values, base64, an unaligned or empty blob)
+ * *owned is a new tensor the caller frees with vl_tensor_free, and *view is untouched.
+ * Same checks and errors as vl_tensor_from_json. */
+VL_API vl_status vl_tensor_from_json_borrow(const cJSON *obj, const uint8_t *payload,
+                                            size_t payload_len, const vl_limits *lim,
+                                            vl_tensor *view, vl_tensor **owned, vl_error *err);
+/* Like vl_tensor_to_json, but for VL_ENCODING_BLOB into an empty payload (data NULL) the
+ * tensor's storage is moved into payload instead of copied: payload then owns t's bytes at
+ * offset 0 (freed with vl_buf_free) and t is left with data NULL, nbytes 0 (vl_tensor_free it
+ * as usual). In every other case t is unchanged and this is vl_tensor_to_json. */
+VL_API cJSON *vl_tensor_to_json_take(vl_tensor *t, vl_encoding enc, vl_buf *payload);
+
 /* May t be written with enc under lim? "values" costs a JSON node per element, so tensors of
  * more than lim->max_json_values elements must use base64 or blob (VL_ERR_TOO_LARGE, path
  * "/encoding"). */

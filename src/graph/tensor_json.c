@@ -641,6 +641,58 @@ vl_status vl_tensor_from_json(const cJSON *obj, const uint8_t *payload, size_t p
   return tensor_build(&h, payload, payload_len, lim, out, err);
 }
 
+/* A blob's bytes are borrowed when they are aligned for every element type (8 bytes). */
+static bool blob_borrowable(const tensor_head *h, const uint8_t *payload) {
+  return h->kind == BODY_BLOB && h->nbytes > 0 && (uintptr_t)(payload + h->blob_offset) % 8u == 0;
+}
+
+vl_status vl_tensor_from_json_borrow(const cJSON *obj, const uint8_t *payload, size_t payload_len,
+                                     const vl_limits *lim, vl_tensor *view, vl_tensor **owned,
+                                     vl_error *err) {
+  vl_limits defaults;
+  tensor_head h;
+  *owned = NULL;
+  lim = limits_or_default(lim, &defaults);
+  if (payload == NULL) payload_len = 0;
+  vl_status st = parse_head(obj, lim, &h, err);
+  if (st != VL_OK) return st;
+  st = check_body(&h, payload_len, err);
+  if (st != VL_OK) return st;
+  if (!blob_borrowable(&h, payload)) return tensor_build(&h, payload, payload_len, lim, owned, err);
+  memset(view, 0, sizeof *view);
+  view->spec = h.spec;
+  view->nbytes = h.nbytes;
+  view->data = (void *)(uintptr_t)(payload + h.blob_offset); /* read only: see the header */
+  return check_bool_bytes(view, "/blob", err);
+}
+
+cJSON *vl_tensor_to_json_take(vl_tensor *t, vl_encoding enc, vl_buf *payload) {
+  if (enc != VL_ENCODING_BLOB || payload == NULL || payload->data != NULL || t->nbytes <= 0) {
+    return vl_tensor_to_json(t, enc, payload);
+  }
+  cJSON *obj = vl_spec_to_json(&t->spec), *blob = cJSON_CreateObject();
+  cJSON *off = int64_node(0), *n = int64_node(t->nbytes);
+  bool ok = obj != NULL && blob != NULL && off != NULL && n != NULL &&
+            cJSON_AddItemToObject(blob, "offset", off);
+  if (ok) off = NULL; /* owned by blob now */
+  ok = ok && cJSON_AddItemToObject(blob, "nbytes", n);
+  if (ok) n = NULL;
+  ok = ok && cJSON_AddItemToObject(obj, "blob", blob);
+  if (!ok) {
+    cJSON_Delete(off);
+    cJSON_Delete(n);
+    cJSON_Delete(blob);
+    cJSON_Delete(obj);
+    return NULL;
+  }
+  payload->data = t->data; /* the tensor's storage becomes the payload: no copy */
+  payload->len = (size_t)t->nbytes;
+  payload->cap = (size_t)t->nbytes;
+  t->data = NULL;
+  t->nbytes = 0;
+  return obj;
+}
+
 /* ---------------------------------------------------------------- printing a tensor */
 
 static cJSON *values_to_json(const vl_tensor *t) {

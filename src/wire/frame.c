@@ -196,6 +196,30 @@ vl_status vl_frame_decoder_feed(vl_frame_decoder *d, const uint8_t *data, size_t
   return VL_OK;
 }
 
+uint8_t *vl_frame_decoder_direct(vl_frame_decoder *d, size_t *len) {
+  size_t json_len = d->hdr.json_len;
+  *len = 0;
+  if (d->failed != VL_OK || d->body == NULL || d->body_got < json_len ||
+      d->body_got >= d->body_len) {
+    return NULL;
+  }
+  *len = d->body_len - d->body_got;
+  return d->body + payload_offset(d->hdr.json_len) + (d->body_got - json_len);
+}
+
+void vl_frame_decoder_commit(vl_frame_decoder *d, size_t n, bool *ready, vl_frame *out) {
+  size_t room = 0;
+  *ready = false;
+  if (vl_frame_decoder_direct(d, &room) == NULL || n == 0) {
+    return;
+  }
+  d->body_got += n < room ? n : room;
+  if (d->body_got == d->body_len) {
+    finish(d, out);
+    *ready = true;
+  }
+}
+
 bool vl_frame_decoder_waiting(const vl_frame_decoder *d) {
   return d->failed == VL_OK && d->header_got == VL_FRAME_HEADER_SIZE && d->body == NULL;
 }

@@ -294,7 +294,7 @@ static vl_status get_dims(call *c, const char *key, int64_t min, int64_t max, in
 
 static vl_status m_view_copy(call *c, cJSON *result) {
   static const char *const keys[] = {"input", "size", "out_dim_order", "encoding", NULL};
-  vl_tensor *in = NULL, *out = NULL;
+  vl_tensor *out = NULL;
   int64_t size[VL_MAX_RANK], order[VL_MAX_RANK];
   uint8_t dim_order[VL_MAX_RANK];
   size_t rank = 0, order_rank = 0;
@@ -324,16 +324,27 @@ static vl_status m_view_copy(call *c, cJSON *result) {
   if (st == VL_OK && param(c, "input") == NULL) {
     st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/input", "is required");
   }
+  /* A blob input is read in place from the request payload (borrowed, not freed here), and a
+   * blob output's storage becomes the response payload: no copy of the bytes either way. */
+  vl_tensor view, *owned = NULL;
+  const vl_tensor *in = NULL;
   if (st == VL_OK) {
-    st = vl_tensor_from_json(param(c, "input"), c->payload, c->payload_len, c->lim, &in, c->err);
+    st = vl_tensor_from_json_borrow(param(c, "input"), c->payload, c->payload_len, c->lim, &view,
+                                    &owned, c->err);
     if (st != VL_OK) vl_error_prefix(c->err, "/input");
+    in = owned != NULL ? owned : &view;
   }
   if (st == VL_OK) {
     st = vl_view_copy(in, size, rank, has_order ? dim_order : NULL, c->lim, &out, c->err);
     if (st != VL_OK && c->err->path[0] == '\0') vl_error_prefix(c->err, "/size");
   }
-  if (st == VL_OK) st = put_tensor(c, result, "output", out, enc);
-  vl_tensor_free(in);
+  if (st == VL_OK) st = vl_tensor_encoding_check(out, enc, c->lim, c->err);
+  if (st == VL_OK && enc == VL_ENCODING_BLOB) {
+    st = attach(c, result, "output", vl_tensor_to_json_take(out, enc, c->out_payload));
+  } else if (st == VL_OK) {
+    st = put_tensor(c, result, "output", out, enc);
+  }
+  vl_tensor_free(owned);
   vl_tensor_free(out);
   return st;
 }
