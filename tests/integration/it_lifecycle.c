@@ -350,12 +350,13 @@ static void the_drain_timeout_bounds_the_shutdown(void **state) {
   (void)state;
   daemon_proc d;
   daemon_prepare(&d);
-  static const char *const args[] = {"--workers", "1", "--drain-timeout-ms", "1", NULL};
+  static const char *const args[] = {"--workers", "1", "--drain-timeout-ms", "1",
+                                     "--max-inflight", "64", NULL};
   daemon_start(&d, args);
   vl_client *c = client_open(&d);
-  /* Eight, not four: on a loaded machine the loop thread may not run for a while after the
+  /* Thirty-two, not four: on a loaded machine the loop thread may not run for a while after the
    * SIGTERM while the worker does; the last verifies must still be queued by then. */
-  enum { N = 8 };
+  enum { N = 32 };
   send_heavy_then_ping(c, N);
   kill(d.pid, SIGTERM);
   /* One worker: one verify runs, the rest wait. After the 1 ms drain the waiting ones are
