@@ -15,6 +15,7 @@ static const struct {
      "val with dtype, shape, dim_order, and dynamic when true. GRAPH may be - (stdin).\n"},
     {"lower",
      "usage: viewlowerctl lower GRAPH... [-o OUT] [--keep-view-copy] [--no-fold]\n"
+     "                          [--no-param-layouts] [--plan [--plan-alignment N]]\n"
      "                          [--policy safe|legacy]\n"
      "Lowers each graph and prints {\"graph\": lowered, \"report\": report}.\n"
      "  -o OUT             one GRAPH: write the result to the file OUT (- is stdout);\n"
@@ -24,6 +25,10 @@ static const struct {
      "  --keep-view-copy   remove_view_copy false: change nothing, report every copy kept\n"
      "  --no-fold          fold false: consider view_copy alone, not chains of layout-only\n"
      "                     copies (SPEC section 3 instead of 3a)\n"
+     "  --no-param-layouts param_layouts false: keep every parameter in its declared layout\n"
+     "                     (by default a weight is stored in the order its readers want)\n"
+     "  --plan             plan the arena: every run-time buffer gets a mem_offset\n"
+     "  --plan-alignment N the plan's alignment in bytes (a power of two, default 16)\n"
      "  --policy P         safe (default) or legacy (upstream's rule, for comparison only)\n"
      "Several graphs without -o: one line per input, in input order; an input that fails\n"
      "gives {\"error\": {\"input\", \"code\", \"kind\", \"path\", \"message\"}} on its line (and\n"

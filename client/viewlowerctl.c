@@ -51,7 +51,8 @@ typedef struct {
   const char *positional[MAX_POSITIONAL];
   size_t n_positional;
   const char *out, *inputs, *seed, *size, *out_dim_order, *policy, *encoding, *format;
-  bool keep_view_copy, no_fold;
+  const char *plan_alignment;
+  bool keep_view_copy, no_fold, no_param_layouts, plan;
   vl__ctl_format fmt;
   /* flag values, checked before any file is read */
   uint64_t seed_value;
@@ -64,9 +65,11 @@ static void usage(FILE *f) {
   fputs("usage: viewlowerctl [--socket PATH | --local] [--timeout-ms N] COMMAND ...\n"
         "       viewlowerctl COMMAND --help | --help | --version\n"
         "  validate GRAPH\n"
-        "  lower GRAPH... [-o OUT] [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
-        "  explain GRAPH [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
-        "  verify GRAPH [--inputs FILE] [--seed N] [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
+        "  lower GRAPH... [-o OUT] [LOWER OPTIONS]\n"
+        "  explain GRAPH [LOWER OPTIONS]\n"
+        "  verify GRAPH [--inputs FILE] [--seed N] [LOWER OPTIONS]\n"
+        "    (LOWER OPTIONS: --keep-view-copy --no-fold --no-param-layouts --plan\n"
+        "     --plan-alignment N --policy safe|legacy)\n"
         "  run GRAPH --inputs FILE [-o OUT] [--encoding values|base64]\n"
         "  view-copy TENSOR --size 1,2,-1 [--out-dim-order 0,1,2] [-o OUT] [--encoding "
         "values|base64]\n"
@@ -351,6 +354,9 @@ static cJSON *options_json(const ctl *c) {
   if (o == NULL) return NULL;
   if (c->keep_view_copy) cJSON_AddFalseToObject(o, "remove_view_copy");
   if (c->no_fold) cJSON_AddFalseToObject(o, "fold");
+  if (c->no_param_layouts) cJSON_AddFalseToObject(o, "param_layouts");
+  if (c->plan) cJSON_AddTrueToObject(o, "plan");
+  if (c->plan_alignment) cJSON_AddNumberToObject(o, "plan_alignment", atof(c->plan_alignment));
   if (c->policy) cJSON_AddStringToObject(o, "policy", c->policy);
   return o;
 }
@@ -841,7 +847,12 @@ enum {
   OPT_SIZE = 1 << 6,
   OPT_ORDER = 1 << 7,
   OPT_FORMAT = 1 << 8,
-  OPT_NOFOLD = 1 << 9
+  OPT_NOFOLD = 1 << 9,
+  OPT_NOPARAMS = 1 << 10,
+  OPT_PLAN = 1 << 11,
+  OPT_PLAN_ALIGN = 1 << 12,
+  /* the lowering options of lower, explain and verify */
+  OPT_LOWER = OPT_KEEP | OPT_NOFOLD | OPT_POLICY | OPT_NOPARAMS | OPT_PLAN | OPT_PLAN_ALIGN
 };
 
 static const struct command {
@@ -851,9 +862,9 @@ static const struct command {
   unsigned options, required;
 } commands[] = {
     {"validate", cmd_validate, 1, 1, 0, 0},
-    {"lower", cmd_lower, 1, MAX_POSITIONAL, OPT_OUT | OPT_KEEP | OPT_NOFOLD | OPT_POLICY, 0},
-    {"explain", cmd_explain, 1, 1, OPT_KEEP | OPT_NOFOLD | OPT_POLICY, 0},
-    {"verify", cmd_verify, 1, 1, OPT_INPUTS | OPT_SEED | OPT_KEEP | OPT_NOFOLD | OPT_POLICY, 0},
+    {"lower", cmd_lower, 1, MAX_POSITIONAL, OPT_OUT | OPT_LOWER, 0},
+    {"explain", cmd_explain, 1, 1, OPT_LOWER, 0},
+    {"verify", cmd_verify, 1, 1, OPT_INPUTS | OPT_SEED | OPT_LOWER, 0},
     {"run", cmd_run, 1, 1, OPT_INPUTS | OPT_OUT | OPT_ENCODING, OPT_INPUTS},
     {"view-copy", cmd_view_copy, 1, 1, OPT_SIZE | OPT_ORDER | OPT_OUT | OPT_ENCODING, OPT_SIZE},
     {"ping", cmd_ping, 0, 0, 0, 0},
@@ -906,25 +917,41 @@ static bool check_order(ctl *c, const char *v) {
   return parse_list(v, c->order_v, &c->order_rank);
 }
 
+static bool check_alignment(ctl *c, const char *v) {
+  (void)c;
+  char *end;
+  errno = 0;
+  long long a = strtoll(v, &end, 10);
+  return errno == 0 && end != v && *end == '\0' && a >= 1 && a <= VL_PLAN_MAX_ALIGNMENT &&
+         (a & (a - 1)) == 0;
+}
+
 static const struct option_row {
   const char *flag;
   unsigned bit;
-  size_t offset; /* of the const char * field in ctl; 0 for --keep-view-copy */
+  size_t offset; /* of the const char * field in ctl, or of the bool a switch sets */
   bool (*check)(ctl *, const char *value); /* NULL: any value */
   const char *hint;                        /* the usage error when check fails */
+  bool is_switch;                          /* takes no value: sets a bool */
 } option_rows[] = {
-    {"-o", OPT_OUT, offsetof(ctl, out), NULL, NULL},
-    {"--policy", OPT_POLICY, offsetof(ctl, policy), check_policy, "use safe or legacy"},
-    {"--inputs", OPT_INPUTS, offsetof(ctl, inputs), NULL, NULL},
-    {"--seed", OPT_SEED, offsetof(ctl, seed), check_seed, "not a whole number in [0, 2^53]"},
-    {"--encoding", OPT_ENCODING, offsetof(ctl, encoding), check_encoding, "use values or base64"},
-    {"--size", OPT_SIZE, offsetof(ctl, size), check_size, "not a comma list of integers"},
+    {"-o", OPT_OUT, offsetof(ctl, out), NULL, NULL, false},
+    {"--policy", OPT_POLICY, offsetof(ctl, policy), check_policy, "use safe or legacy", false},
+    {"--inputs", OPT_INPUTS, offsetof(ctl, inputs), NULL, NULL, false},
+    {"--seed", OPT_SEED, offsetof(ctl, seed), check_seed, "not a whole number in [0, 2^53]",
+     false},
+    {"--encoding", OPT_ENCODING, offsetof(ctl, encoding), check_encoding, "use values or base64",
+     false},
+    {"--size", OPT_SIZE, offsetof(ctl, size), check_size, "not a comma list of integers", false},
     {"--out-dim-order", OPT_ORDER, offsetof(ctl, out_dim_order), check_order,
-     "not a comma list of integers"},
+     "not a comma list of integers", false},
     {"--format", OPT_FORMAT, offsetof(ctl, format), check_format,
-     "use json, openmetrics or prometheus"},
-    {"--keep-view-copy", OPT_KEEP, 0, NULL, NULL},
-    {"--no-fold", OPT_NOFOLD, 0, NULL, NULL},
+     "use json, openmetrics or prometheus", false},
+    {"--plan-alignment", OPT_PLAN_ALIGN, offsetof(ctl, plan_alignment), check_alignment,
+     "not a power of two from 1 to 1073741824", false},
+    {"--keep-view-copy", OPT_KEEP, offsetof(ctl, keep_view_copy), NULL, NULL, true},
+    {"--no-fold", OPT_NOFOLD, offsetof(ctl, no_fold), NULL, NULL, true},
+    {"--no-param-layouts", OPT_NOPARAMS, offsetof(ctl, no_param_layouts), NULL, NULL, true},
+    {"--plan", OPT_PLAN, offsetof(ctl, plan), NULL, NULL, true},
 };
 
 static const struct option_row *find_option(const struct command *cmd, const char *flag) {
@@ -955,12 +982,8 @@ static int parse_command_args(ctl *c, const struct command *cmd, int argc, char 
     const struct option_row *row = find_option(cmd, a);
     if (row == NULL) return usage_error("unknown option %s for this command", a);
     seen |= row->bit;
-    if (row->bit == OPT_NOFOLD) {
-      c->no_fold = true;
-      continue;
-    }
-    if (row->bit == OPT_KEEP) {
-      c->keep_view_copy = true;
+    if (row->is_switch) {
+      *(bool *)((char *)c + row->offset) = true;
       continue;
     }
     if (i + 1 >= argc) return usage_error("%s needs a value", a);

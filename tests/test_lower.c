@@ -36,14 +36,22 @@ typedef struct {
   vl_report r;
 } lowered;
 
-static lowered lower_opts(const char *json, bool remove, vl_policy policy, bool fold) {
+static lowered lower_with(const char *json, const vl_lower_options *o) {
   lowered l;
   vl_error err;
-  vl_lower_options o = {remove, policy, fold};
   if (vl_graph_parse(json, strlen(json), NULL, &l.g, &err) != VL_OK)
     fail_msg("parse: %s: %s", err.path, err.message);
-  assert_int_equal(vl_lower(l.g, &o, &l.r, &err), VL_OK);
+  assert_int_equal(vl_lower(l.g, o, &l.r, &err), VL_OK);
   return l;
+}
+
+static lowered lower_opts(const char *json, bool remove, vl_policy policy, bool fold) {
+  vl_lower_options o;
+  vl_lower_options_default(&o);
+  o.remove_view_copy = remove;
+  o.policy = policy;
+  o.fold = fold;
+  return lower_with(json, &o);
 }
 
 /* The tests of SPEC §3 run with fold false (exactly §3); fold_* tests below run §3a. */
@@ -767,22 +775,247 @@ static void a_slice_of_an_inner_dim_or_with_a_step_stays_a_copy(void **state) {
   done(&l);
 }
 
-static void a_transpose_of_a_contiguous_weight_stays_a_copy(void **state) {
+/* A Linear's weight: t_copy(w) feeding addmm. */
+#define LINEAR(wkind, extra_reader)                                                                \
+  HEAD PHV("w", wkind, "[6,4]", "[0,1]") "," PHV("x", "", "[2,4]", "[0,1]")                       \
+  CALL("wt", "aten.t_copy.default", "[\"w\"]", VAL("[4,6]", "[0,1]"))                             \
+  CALL("y", "aten.mm.default", "[\"x\",\"wt\"]", VAL("[2,6]", "[0,1]")) extra_reader              \
+  OUT("[\"y\"]")
+#define PARAM ",\"kind\":\"parameter\""
+
+static lowered lower_no_params(const char *json) {
+  vl_lower_options o;
+  vl_lower_options_default(&o);
+  o.param_layouts = false;
+  return lower_with(json, &o);
+}
+
+static void a_transpose_of_a_contiguous_weight_stays_a_copy_without_param_layouts(void **state) {
   (void)state;
-  lowered l = lower_fold(HEAD PHV("w", ",\"kind\":\"parameter\"", "[6,4]", "[0,1]")
-                             CALL("wt", "aten.t_copy.default", "[\"w\"]", VAL("[4,6]", "[0,1]"))
-                                 CALL("y", "aten.relu.default", "[\"wt\"]", VAL("[4,6]", "[0,1]"))
-                                     OUT("[\"y\"]"));
+  lowered l = lower_no_params(LINEAR(PARAM, ""));
   expect_fold(&l, "wt", "kept", "w", 0, R(REORDERS));
   assert_int_equal(l.r.bytes_copied, 96);
+  assert_false(l.r.params_ran);
+  cJSON *j = vl_report_to_json(&l.r);
+  assert_null(cJSON_GetObjectItem(j, "params_relaid"));
+  assert_null(cJSON_GetObjectItem(j, "param_layouts"));
+  cJSON_Delete(j);
   done(&l);
   /* Declared in the order the transpose gives, it is an alias. */
-  l = lower_fold(HEAD PHV("w", ",\"kind\":\"parameter\"", "[6,4]", "[0,1]")
+  l = lower_fold(HEAD PHV("w", PARAM, "[6,4]", "[0,1]")
                      CALL("wt", "aten.t_copy.default", "[\"w\"]", VAL("[4,6]", "[1,0]"))
                          CALL("y", "aten.relu.default", "[\"wt\"]", VAL("[4,6]", "[0,1]"))
                              OUT("[\"y\"]"));
   expect_fold(&l, "wt", "replaced", "w", 0, 0);
+  assert_int_equal(l.r.params_relaid, 0);
   done(&l);
+}
+
+static char *json_text(const cJSON *j) {
+  char *t = cJSON_PrintUnformatted(j);
+  assert_non_null(t);
+  return t;
+}
+
+/* SPEC §3b: the weight is stored transposed and the t_copy is its alias. */
+static void a_linear_weight_is_stored_transposed_and_its_t_copy_aliases_it(void **state) {
+  (void)state;
+  lowered l = lower_fold(LINEAR(PARAM, ""));
+  const vl_node *w = node(&l, "w");
+  assert_int_equal(w->val.dim_order[0], 1);
+  assert_int_equal(w->val.dim_order[1], 0);
+  expect_fold(&l, "wt", "replaced", "w", 0, 0);
+  assert_int_equal(l.r.bytes_copied, 0);
+  assert_int_equal(l.r.bytes_saved, 96);
+  assert_int_equal(l.r.params_relaid, 1);
+  cJSON *j = vl_report_to_json(&l.r);
+  char *t = json_text(cJSON_GetObjectItem(j, "param_layouts"));
+  assert_string_equal(t, "[{\"node\":\"w\",\"dim_order\":[1,0],\"was\":[0,1],\"nbytes\":96,"
+                         "\"aliased\":1}]");
+  free(t);
+  assert_int_equal(cJSON_GetObjectItem(j, "params_relaid")->valueint, 1);
+  t = json_text(cJSON_GetObjectItem(j, "params_not_relaid"));
+  assert_string_equal(t, "[]");
+  free(t);
+  cJSON_Delete(j);
+  /* The printed graph declares the stored order. */
+  char *g = vl_graph_print(l.g);
+  assert_non_null(strstr(g, "\"name\":\"w\",\"op\":\"placeholder\",\"kind\":\"parameter\","
+                            "\"val\":{\"dtype\":\"float32\",\"shape\":[6,4],\"dim_order\":[1,0]}"));
+  free(g);
+  done(&l);
+  /* A constant too; a buffer, a user input never. */
+  l = lower_fold(LINEAR(",\"kind\":\"constant\"", ""));
+  assert_int_equal(l.r.params_relaid, 1);
+  done(&l);
+  const char *never[] = {",\"kind\":\"buffer\"", ",\"kind\":\"buffer\",\"mutated\":true", "",
+                         ",\"kind\":\"user_input\",\"mutated\":true"};
+  for (size_t k = 0; k < sizeof never / sizeof *never; k++) {
+    char json[2048];
+    snprintf(json, sizeof json, LINEAR("%s", ""), never[k]);
+    l = lower_fold(json);
+    assert_int_equal(l.r.params_relaid, 0);
+    assert_int_equal(l.r.n_params_kept, 0);
+    assert_int_equal(node(&l, "w")->val.dim_order[0], 0);
+    expect_fold(&l, "wt", "kept", "w", 0,
+                R(REORDERS) | (strstr(never[k], "mutated") ? R(BASE_MUTABLE_INPUT) : 0));
+    done(&l);
+  }
+}
+
+static const vl_param_kept *kept_param(const lowered *l, const char *name) {
+  for (uint32_t i = 0; i < l->r.n_params_kept; i++)
+    if (strcmp(l->r.params_kept[i].node, name) == 0) return &l->r.params_kept[i];
+  fail_msg("no params_not_relaid entry for %s", name);
+  return NULL;
+}
+
+/* Weight tying: a reader that is not layout-only keeps the layout, and the weight is never
+ * duplicated; the report names the reader that blocks it. */
+static void a_tied_weight_keeps_its_layout_and_names_its_blocker(void **state) {
+  (void)state;
+  lowered l = lower_fold(LINEAR(PARAM, CALL("e", "aten.embedding.default", "[\"w\",\"x\"]",
+                                            VAL("[2,4,4]", "[0,1,2]"))));
+  assert_int_equal(l.r.params_relaid, 0);
+  assert_int_equal(node(&l, "w")->val.dim_order[0], 0);
+  expect_fold(&l, "wt", "kept", "w", 0, R(REORDERS));
+  const vl_param_kept *k = kept_param(&l, "w");
+  assert_int_equal(k->rules, 0);
+  assert_int_equal(k->n_blockers, 1);
+  assert_string_equal(k->blockers[0].node, "e");
+  assert_int_equal(k->blockers[0].rule, VL_PARAM_READ_BY_OP);
+  cJSON *j = vl_report_to_json(&l.r);
+  char *t = json_text(cJSON_GetObjectItem(j, "params_not_relaid"));
+  assert_string_equal(t, "[{\"node\":\"w\",\"reasons\":[],\"blockers\":[{\"node\":\"e\","
+                         "\"reason\":\"read_by_op\"}],\"message\":\"w keeps its declared layout: e "
+                         "reads it with an op that is not layout-only\"}]");
+  free(t);
+  cJSON_Delete(j);
+  int placeholders = 0;
+  for (uint32_t i = 0; i < l.g->n_nodes; i++) placeholders += l.g->nodes[i].op == VL_NODE_PLACEHOLDER;
+  assert_int_equal(placeholders, 2);
+  done(&l);
+  /* Listed in the output, read through as_strided_copy or a memory.view: never relaid. */
+  l = lower_fold(HEAD PHV("w", PARAM, "[6,4]", "[0,1]")
+                     CALL("wt", "aten.t_copy.default", "[\"w\"]", VAL("[4,6]", "[0,1]"))
+                         OUT("[\"wt\",\"w\"]"));
+  assert_int_equal(l.r.params_relaid, 0);
+  assert_int_equal(kept_param(&l, "w")->rules, 1u << VL_PARAM_FEEDS_OUTPUT);
+  done(&l);
+  l = lower_fold(LINEAR(PARAM, CALL("s", "aten.as_strided_copy.default", "[\"w\",[4,6],[1,4],0]",
+                                    VAL("[4,6]", "[0,1]"))
+                                   CALL("z", "aten.relu.default", "[\"s\"]", VAL("[4,6]", "[0,1]"))));
+  assert_int_equal(l.r.params_relaid, 0);
+  assert_int_equal(kept_param(&l, "w")->blockers[0].rule, VL_PARAM_READS_BUFFER);
+  done(&l);
+  /* One element, or dynamic: nothing to relay. */
+  l = lower_fold(HEAD PHV("w", PARAM, "[1,1]", "[0,1]")
+                     CALL("wt", "aten.t_copy.default", "[\"w\"]", VAL("[1,1]", "[0,1]"))
+                         CALL("y", "aten.relu.default", "[\"wt\"]", VAL("[1,1]", "[0,1]"))
+                             OUT("[\"y\"]"));
+  assert_int_equal(l.r.params_relaid, 0);
+  done(&l);
+}
+
+/* A weight read by permutes and a reshape: the order with the most bytes aliased wins, the
+ * declared order on ties. */
+#define PERMUTE_AND_RESHAPE(second)                                                                \
+  HEAD PHV("w", PARAM, "[2,3,4]", "[0,1,2]")                                                       \
+  CALL("p", "aten.permute_copy.default", "[\"w\",[2,0,1]]", VAL("[4,2,3]", "[0,1,2]"))             \
+  second VIEW("r", "w", "[6,4]", "[6,4]", "[0,1]")                                                 \
+  CALL("y", "aten.add.Tensor", "[\"p\",\"r\"]", VAL("[4,2,3]", "[0,1,2]")) OUT("[\"y\"]")
+
+static void the_score_picks_the_order_and_ties_keep_the_declared_one(void **state) {
+  (void)state;
+  lowered l = lower_fold(PERMUTE_AND_RESHAPE(""));
+  assert_int_equal(l.r.params_relaid, 0); /* 96 bytes either way */
+  expect_fold(&l, "p", "kept", "w", 0, R(REORDERS));
+  expect_fold(&l, "r", "replaced", "w", 0, 0);
+  done(&l);
+  l = lower_fold(PERMUTE_AND_RESHAPE(
+      CALL("q", "aten.permute_copy.default", "[\"w\",[2,0,1]]", VAL("[4,2,3]", "[0,1,2]"))
+          CALL("z", "aten.add.Tensor", "[\"q\",\"q\"]", VAL("[4,2,3]", "[0,1,2]"))));
+  assert_int_equal(l.r.params_relaid, 1);
+  const vl_param_layout *e = &l.r.param_layouts[0];
+  assert_memory_equal(e->dim_order, ((uint8_t[]){2, 0, 1}), 3);
+  assert_memory_equal(e->was, ((uint8_t[]){0, 1, 2}), 3);
+  assert_int_equal(e->aliased, 2);
+  expect_fold(&l, "p", "replaced", "w", 0, 0);
+  expect_fold(&l, "q", "replaced", "w", 0, 0);
+  expect_fold(&l, "r", "kept", "w", 0, R(BASE_LAYOUT));
+  done(&l);
+}
+
+/* A conv weight converted to channels-last by a layout conversion is stored channels-last. */
+static void a_conv_weight_converted_to_channels_last_is_stored_so(void **state) {
+  (void)state;
+  lowered l = lower_fold(HEAD PHV("w", PARAM, "[8,3,3,3]", "[0,1,2,3]")
+                             CALLK("wc", "dim_order_ops._to_dim_order_copy.default", "[\"w\"]",
+                                   "{\"dim_order\":[0,2,3,1]}", VAL("[8,3,3,3]", "[0,2,3,1]"))
+                                 CALL("y", "aten.relu.default", "[\"wc\"]",
+                                      VAL("[8,3,3,3]", "[0,2,3,1]")) OUT("[\"y\"]"));
+  assert_int_equal(l.r.params_relaid, 1);
+  assert_memory_equal(l.r.param_layouts[0].dim_order, ((uint8_t[]){0, 2, 3, 1}), 4);
+  expect_fold(&l, "wc", "replaced", "w", 0, 0);
+  done(&l);
+  /* The same in the other spelling. */
+  l = lower_fold(G("true") PHV("w", PARAM, "[8,3,3,3]", "[0,1,2,3]")
+                     CALLK("wc", "aten._to_copy.default", "[\"w\"]",
+                           "{\"memory_format\":\"channels_last\"}", VAL("[8,3,3,3]", "[0,2,3,1]"))
+                         CALL("y", "aten.relu.default", "[\"wc\"]", VAL("[8,3,3,3]", "[0,2,3,1]"))
+                             OUT("[\"y\"]"));
+  assert_int_equal(l.r.params_relaid, 1);
+  expect_fold(&l, "wc", "replaced", "w", 0, 0);
+  done(&l);
+}
+
+/* A reader that is itself written, or is an output, is not counted: no gain, no relayout. */
+static void readers_that_cannot_alias_score_nothing(void **state) {
+  (void)state;
+  lowered l = lower_fold(HEAD PHV("w", PARAM, "[6,4]", "[0,1]")
+                             CALL("wt", "aten.t_copy.default", "[\"w\"]", VAL("[4,6]", "[0,1]"))
+                                 CALL("a", "aten.add_.Tensor", "[\"wt\",1]", VAL("[4,6]", "[0,1]"))
+                                     OUT("[\"a\"]"));
+  assert_int_equal(l.r.params_relaid, 0);
+  expect_fold(&l, "wt", "kept", "w", 0, R(REORDERS) | R(VIEW_MUTATED));
+  done(&l);
+  l = lower_fold(HEAD PHV("w", PARAM, "[6,4]", "[0,1]")
+                     CALL("wt", "aten.t_copy.default", "[\"w\"]", VAL("[4,6]", "[0,1]"))
+                         OUT("[\"wt\"]"));
+  assert_int_equal(l.r.params_relaid, 0);
+  done(&l);
+}
+
+static void param_and_plan_options_are_read_from_json(void **state) {
+  (void)state;
+  vl_lower_options o;
+  vl_error err;
+  assert_int_equal(vl_lower_options_from_json(NULL, &o, &err), VL_OK);
+  assert_true(o.param_layouts);
+  assert_false(o.plan);
+  assert_int_equal(o.plan_alignment, 16);
+  cJSON *j = cJSON_Parse("{\"param_layouts\":false,\"plan\":true,\"plan_alignment\":64}");
+  assert_int_equal(vl_lower_options_from_json(j, &o, &err), VL_OK);
+  assert_false(o.param_layouts);
+  assert_true(o.plan);
+  assert_int_equal(o.plan_alignment, 64);
+  cJSON_Delete(j);
+  const char *bad[][2] = {{"{\"param_layouts\":1}", "/param_layouts"},
+                          {"{\"plan\":\"yes\"}", "/plan"},
+                          {"{\"plan_alignment\":12}", "/plan_alignment"},
+                          {"{\"plan_alignment\":0}", "/plan_alignment"},
+                          {"{\"plan_alignment\":2.5}", "/plan_alignment"},
+                          {"{\"plan_alignment\":2147483648}", "/plan_alignment"}};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    j = cJSON_Parse(bad[k][0]);
+    assert_int_equal(vl_lower_options_from_json(j, &o, &err), VL_ERR_INVALID_PARAMS);
+    assert_string_equal(err.path, bad[k][1]);
+    cJSON_Delete(j);
+  }
+  j = cJSON_Parse("{\"plan_alignment\":1}");
+  assert_int_equal(vl_lower_options_from_json(j, &o, &err), VL_OK);
+  assert_int_equal(o.plan_alignment, 1);
+  cJSON_Delete(j);
 }
 
 /* The patch-token chain with one more node after the flatten, and the tokens' reader. */
@@ -971,7 +1204,13 @@ int main(void) {
       cmocka_unit_test(two_transposes_that_do_not_cancel_merge_into_one_strided_copy),
       cmocka_unit_test(a_qkv_split_by_slices_is_three_aliases_at_offsets),
       cmocka_unit_test(a_slice_of_an_inner_dim_or_with_a_step_stays_a_copy),
-      cmocka_unit_test(a_transpose_of_a_contiguous_weight_stays_a_copy),
+      cmocka_unit_test(a_transpose_of_a_contiguous_weight_stays_a_copy_without_param_layouts),
+      cmocka_unit_test(a_linear_weight_is_stored_transposed_and_its_t_copy_aliases_it),
+      cmocka_unit_test(a_tied_weight_keeps_its_layout_and_names_its_blocker),
+      cmocka_unit_test(the_score_picks_the_order_and_ties_keep_the_declared_one),
+      cmocka_unit_test(a_conv_weight_converted_to_channels_last_is_stored_so),
+      cmocka_unit_test(readers_that_cannot_alias_score_nothing),
+      cmocka_unit_test(param_and_plan_options_are_read_from_json),
       cmocka_unit_test(every_mutation_rule_applies_to_a_folded_node),
       cmocka_unit_test(a_split_is_aliases_of_its_input_and_the_producer_goes),
       cmocka_unit_test(a_view_copy_that_writes_is_decided_but_never_folded),

@@ -17,10 +17,16 @@ extern "C" {
 
 typedef enum { VL_POLICY_SAFE, VL_POLICY_LEGACY } vl_policy;
 
+/* The largest plan_alignment accepted (1 GiB). */
+#define VL_PLAN_MAX_ALIGNMENT (1 << 30)
+
 typedef struct vl_lower_options {
   bool remove_view_copy; /* default true */
   vl_policy policy;      /* default VL_POLICY_SAFE */
   bool fold;             /* default true: SPEC §3a (safe policy only); false is exactly §3 */
+  bool param_layouts;    /* default true: SPEC §3b, stored layouts of parameters (with fold) */
+  bool plan;             /* default false: SPEC §11, the memory plan of the lowered graph */
+  int64_t plan_alignment; /* default 16: a power of two >= 1 */
 } vl_lower_options;
 
 /* Reason codes in SPEC order. X(enum, name) */
@@ -56,6 +62,63 @@ typedef struct vl_decision {
   char *message;    /* one line for people */
 } vl_decision;
 
+/* Why a parameter or constant keeps its layout (SPEC §3b eligibility), in this order.
+ * X(enum, name): the first five are the placeholder's own; the last three are a user's. */
+#define VL_PARAM_RULE_MAP(X)                                                                       \
+  X(VL_PARAM_MUTATED, "mutated")                                                                   \
+  X(VL_PARAM_DYNAMIC, "dynamic")                                                                   \
+  X(VL_PARAM_ONE_ELEMENT, "single_element")                                                        \
+  X(VL_PARAM_FEEDS_OUTPUT, "feeds_output")                                                         \
+  X(VL_PARAM_WRITTEN, "written")                                                                   \
+  X(VL_PARAM_READ_BY_OP, "read_by_op")                                                             \
+  X(VL_PARAM_READS_BUFFER, "reads_buffer")                                                         \
+  X(VL_PARAM_NOT_INPUT, "not_input")
+
+typedef enum {
+#define VL__PARAM_RULE_ENUM(e, name) e,
+  VL_PARAM_RULE_MAP(VL__PARAM_RULE_ENUM)
+#undef VL__PARAM_RULE_ENUM
+      VL_PARAM_RULE_COUNT
+} vl_param_rule;
+
+VL_API const char *vl_param_rule_name(vl_param_rule r);
+
+/* A relaid parameter (report "param_layouts"). */
+typedef struct vl_param_layout {
+  char *node;
+  uint8_t rank;
+  uint8_t dim_order[VL_MAX_RANK]; /* the declared order now */
+  uint8_t was[VL_MAX_RANK];       /* the order of the input graph */
+  int64_t nbytes;
+  uint32_t aliased; /* users that no longer copy */
+} vl_param_layout;
+
+/* A user that makes a parameter ineligible. */
+typedef struct vl_param_blocker {
+  char *node;
+  vl_param_rule rule;
+} vl_param_blocker;
+
+/* A parameter or constant that is not eligible although a layout-only reader of it still
+ * copies (report "params_not_relaid"): the placeholder's own rules and every blocking user. */
+typedef struct vl_param_kept {
+  char *node;
+  uint32_t rules; /* bit (1u << vl_param_rule) per placeholder rule that fails */
+  vl_param_blocker *blockers;
+  uint32_t n_blockers;
+  char *message; /* one line for people */
+} vl_param_kept;
+
+/* The memory plan (SPEC §11), when lowered with option plan. */
+typedef struct vl_plan_report {
+  bool present;
+  int64_t arena_bytes;
+  int64_t lower_bound_bytes;
+  int64_t naive_bytes;
+  uint32_t planned;
+  int64_t alignment;
+} vl_plan_report;
+
 typedef struct vl_report {
   uint32_t view_copy_nodes;
   uint32_t replaced;
@@ -68,11 +131,17 @@ typedef struct vl_report {
   int64_t bytes_copied; /* nbytes of the layout-only nodes that still copy */
   vl_decision *decisions;
   uint32_t n_decisions;
+  bool params_ran; /* SPEC §3b ran: the keys below are reported */
+  uint32_t params_relaid;
+  vl_param_layout *param_layouts; /* params_relaid entries, in graph order */
+  vl_param_kept *params_kept;
+  uint32_t n_params_kept;
+  vl_plan_report plan;
 } vl_report;
 
 VL_API void vl_lower_options_default(vl_lower_options *o);
-/* Options from JSON {"remove_view_copy": bool, "policy": "safe"|"legacy", "fold": bool}; opts may
- * be NULL. */
+/* Options from JSON {"remove_view_copy": bool, "policy": "safe"|"legacy", "fold": bool,
+ * "param_layouts": bool, "plan": bool, "plan_alignment": N}; opts may be NULL. */
 VL_API vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out,
                                             vl_error *err);
 

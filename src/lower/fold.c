@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/alias.h"
 #include "graph/graph_internal.h"
 #include "lower/fold_ops.h"
 #include "lower/lower_internal.h"
@@ -110,34 +109,15 @@ static void desc_of_alias(folder *x, uint32_t i, uint32_t base, int64_t offset) 
 /* ---- conditions ------------------------------------------------------------------------------ */
 
 static uint32_t storage_of(folder *x, uint32_t node) {
-  return x->storage[vl__alias_class(&x->alias, node)];
+  vl_storage_view sv = {&x->alias, x->storage, x->is_output};
+  return vl__storage_of(&sv, node);
 }
 
 /* The conditions of §3 other than layout, for node n read at position p with root as base. */
 static uint32_t other_conditions(folder *x, uint32_t n, uint32_t root, uint32_t p,
                                  lower_facts *f) {
-  const vl_node *node = &x->g->nodes[n];
-  uint32_t reasons = 0, nc = vl__alias_class(&x->alias, n), bs = storage_of(x, root);
-  f->base = root;
-  f->owner = bs;
-  if (x->is_output[n]) reasons |= 1u << VL_REASON_FEEDS_OUTPUT;
-  f->view_writer = x->alias.first_writer[nc];
-  if (f->view_writer != VL_NO_NODE) reasons |= 1u << VL_REASON_VIEW_MUTATED;
-  f->last_read = x->alias.last_read[nc];
-  f->base_writer = vl__alias_next_write(&x->alias, bs, p);
-  if (f->base_writer != VL_NO_NODE && f->last_read != VL_NO_NODE &&
-      f->base_writer <= f->last_read) {
-    reasons |= 1u << VL_REASON_BASE_MUTATED;
-  }
-  const vl_node *owner = &x->g->nodes[bs];
-  if (owner->op == VL_NODE_PLACEHOLDER && owner->mutated) {
-    reasons |= 1u << VL_REASON_BASE_MUTABLE_INPUT;
-  }
-  if (x->alias.is_output[bs]) reasons |= 1u << VL_REASON_BASE_FEEDS_OUTPUT;
-  if (x->g->nodes[root].val.dynamic != node->val.dynamic) {
-    reasons |= 1u << VL_REASON_DYNAMIC_SHAPE;
-  }
-  return reasons;
+  vl_storage_view sv = {&x->alias, x->storage, x->is_output};
+  return vl__storage_reasons(&sv, x->g, n, root, p, f);
 }
 
 /* The layout reason when no candidate passes the layout test: §3's for a view_copy, judged
@@ -576,7 +556,18 @@ static vl_status folder_init(folder *x, vl_graph *g, vl_report *r, uint32_t *lay
   return VL_OK;
 }
 
-vl_status vl__fold(vl_graph *g, vl_report *r) {
+/* What became of each node, before compaction renumbers them. */
+static void report_fates(const folder *x, uint8_t *fate) {
+  for (uint32_t i = 0; i < x->g->n_nodes; i++) {
+    uint8_t st = x->state[i];
+    fate[i] = st == ST_REPLACED ? VL_FATE_ALIASED
+              : x->dead[i]      ? VL_FATE_DEAD
+              : st == ST_OTHER  ? VL_FATE_OTHER
+                                : VL_FATE_COPIES;
+  }
+}
+
+vl_status vl__fold(vl_graph *g, vl_report *r, uint8_t *fate) {
   folder x;
   uint32_t layout_nodes = 0;
   vl_status st = folder_init(&x, g, r, &layout_nodes);
@@ -586,9 +577,12 @@ vl_status vl__fold(vl_graph *g, vl_report *r) {
     if (st == VL_OK) st = decide_all(&x);
     if (st == VL_OK) st = merge_and_remove(&x);
     if (st == VL_OK) {
+      if (fate != NULL) report_fates(&x, fate);
       drop_dead_decisions(&x);
       st = vl__lower_compact(g, x.dead);
     }
+  } else if (st == VL_OK && fate != NULL) {
+    memset(fate, VL_FATE_OTHER, g->n_nodes);
   }
   folder_free(&x);
   return st;

@@ -146,28 +146,29 @@ typedef struct fold_row {
   vl_fold_kind kind;
   map_fn map;
   bool conversion; /* a layout conversion: layout-only only without a dtype change */
+  bool permutes;   /* the map only permutes dims and inserts or drops size-1 dims (SPEC §3b) */
 } fold_row;
 
 #define ROW(t) t, sizeof t - 1
 
 static const fold_row fold_table[] = {
-    {ROW("aten.view_copy.default"), VL_FOLD_VIEW_COPY, map_reshape, false},
-    {ROW("aten._reshape_alias_copy.default"), VL_FOLD_OP, map_reshape, false},
-    {ROW("aten.permute_copy.default"), VL_FOLD_OP, map_permute, false},
-    {ROW("aten.transpose_copy.int"), VL_FOLD_OP, map_transpose, false},
-    {ROW("aten.t_copy.default"), VL_FOLD_OP, map_t, false},
-    {ROW("aten.squeeze_copy.default"), VL_FOLD_OP, map_squeeze_all, false},
-    {ROW("aten.squeeze_copy.dim"), VL_FOLD_OP, map_squeeze_dim, false},
-    {ROW("aten.squeeze_copy.dims"), VL_FOLD_OP, map_squeeze_dims, false},
-    {ROW("aten.unsqueeze_copy.default"), VL_FOLD_OP, map_unsqueeze, false},
-    {ROW("aten.alias_copy.default"), VL_FOLD_OP, map_identity, false},
-    {ROW("aten.slice_copy.Tensor"), VL_FOLD_OP, map_slice, false},
-    {ROW("aten.select_copy.int"), VL_FOLD_OP, map_select, false},
-    {ROW("dim_order_ops._to_dim_order_copy.default"), VL_FOLD_OP, map_identity, true},
-    {ROW("dim_order_ops._clone_dim_order.default"), VL_FOLD_OP, map_identity, true},
-    {ROW("aten._to_copy.default"), VL_FOLD_OP, map_identity, true},
-    {ROW("aten.clone.default"), VL_FOLD_OP, map_identity, true},
-    {ROW("aten.as_strided_copy.default"), VL_FOLD_AS_STRIDED, map_as_strided, false},
+    {ROW("aten.view_copy.default"), VL_FOLD_VIEW_COPY, map_reshape, false, false},
+    {ROW("aten._reshape_alias_copy.default"), VL_FOLD_OP, map_reshape, false, false},
+    {ROW("aten.permute_copy.default"), VL_FOLD_OP, map_permute, false, true},
+    {ROW("aten.transpose_copy.int"), VL_FOLD_OP, map_transpose, false, true},
+    {ROW("aten.t_copy.default"), VL_FOLD_OP, map_t, false, true},
+    {ROW("aten.squeeze_copy.default"), VL_FOLD_OP, map_squeeze_all, false, true},
+    {ROW("aten.squeeze_copy.dim"), VL_FOLD_OP, map_squeeze_dim, false, true},
+    {ROW("aten.squeeze_copy.dims"), VL_FOLD_OP, map_squeeze_dims, false, true},
+    {ROW("aten.unsqueeze_copy.default"), VL_FOLD_OP, map_unsqueeze, false, true},
+    {ROW("aten.alias_copy.default"), VL_FOLD_OP, map_identity, false, true},
+    {ROW("aten.slice_copy.Tensor"), VL_FOLD_OP, map_slice, false, false},
+    {ROW("aten.select_copy.int"), VL_FOLD_OP, map_select, false, false},
+    {ROW("dim_order_ops._to_dim_order_copy.default"), VL_FOLD_OP, map_identity, true, true},
+    {ROW("dim_order_ops._clone_dim_order.default"), VL_FOLD_OP, map_identity, true, true},
+    {ROW("aten._to_copy.default"), VL_FOLD_OP, map_identity, true, true},
+    {ROW("aten.clone.default"), VL_FOLD_OP, map_identity, true, true},
+    {ROW("aten.as_strided_copy.default"), VL_FOLD_AS_STRIDED, map_as_strided, false, false},
 };
 
 static const struct {
@@ -187,6 +188,11 @@ static const fold_row *row_of(const vl_node *n) {
     if (row->len == len && memcmp(row->target, n->target, len) == 0) return row;
   }
   return NULL;
+}
+
+bool vl__fold_proposes_order(const vl_node *n) {
+  const fold_row *row = row_of(n);
+  return row != NULL && row->permutes;
 }
 
 bool vl__fold_is_split(const vl_node *n) {

@@ -81,26 +81,6 @@ static void drop_ref(void *p, uint32_t ref) {
   d->users_left[ref]--;
 }
 
-vl_status vl__lower_compact(vl_graph *g, const bool *dead) {
-  uint32_t *map = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *map);
-  if (map == NULL) return VL_ERR_NOMEM;
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < g->n_nodes; i++) {
-    map[i] = dead[i] ? VL_NO_NODE : kept;
-    if (dead[i]) {
-      vl__node_clear(&g->nodes[i]);
-      continue;
-    }
-    if (kept != i) g->nodes[kept] = g->nodes[i];
-    vl__node_remap_refs(&g->nodes[kept], map);
-    kept++;
-  }
-  g->output = map[g->output];
-  g->n_nodes = kept;
-  free(map);
-  return vl_graph_index_users(g);
-}
-
 /* May node i go when nothing reads it? Without fold: a view_copy. With fold: every layout-only
  * node (counted), and a split producer none of whose outputs is read (not counted). */
 static bool removable(const vl_graph *g, uint32_t i, bool fold, bool *counts) {
@@ -156,36 +136,23 @@ typedef struct {
 } replacer;
 
 static uint32_t storage_of(replacer *x, uint32_t node) {
-  return x->storage[vl__alias_class(&x->alias, node)];
+  vl_storage_view sv = {&x->alias, x->storage, x->is_output};
+  return vl__storage_of(&sv, node);
 }
 
 static uint32_t failed_conditions(replacer *x, uint32_t v, lower_facts *f) {
   const vl_node *view = &x->g->nodes[v];
-  const vl_node *base = &x->g->nodes[view->args[0].u.ref];
-  uint32_t reasons = 0;
-  if (x->is_output[v]) reasons |= 1u << VL_REASON_FEEDS_OUTPUT;
+  uint32_t b = view->args[0].u.ref;
+  const vl_node *base = &x->g->nodes[b];
   f->legacy = x->opts->policy == VL_POLICY_LEGACY;
-  if (f->legacy) return reasons;
+  if (f->legacy) return x->is_output[v] ? 1u << VL_REASON_FEEDS_OUTPUT : 0;
+  uint32_t reasons = 0;
   if (!vl_layout_view_keeps_offsets(&base->val, &view->val)) {
     if (!vl_layout_rule_contiguous(&base->val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
     if (!vl_layout_rule_contiguous(&view->val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;
   }
-  uint32_t vc = vl__alias_class(&x->alias, v), bs = storage_of(x, view->args[0].u.ref);
-  f->view_writer = x->alias.first_writer[vc];
-  if (f->view_writer != VL_NO_NODE) reasons |= 1u << VL_REASON_VIEW_MUTATED;
-  f->last_read = x->alias.last_read[vc];
-  f->base_writer = vl__alias_next_write(&x->alias, bs, v);
-  if (f->base_writer != VL_NO_NODE && f->last_read != VL_NO_NODE &&
-      f->base_writer <= f->last_read) {
-    reasons |= 1u << VL_REASON_BASE_MUTATED;
-  }
-  const vl_node *owner = &x->g->nodes[bs];
-  if (owner->op == VL_NODE_PLACEHOLDER && owner->mutated) {
-    reasons |= 1u << VL_REASON_BASE_MUTABLE_INPUT;
-  }
-  if (x->alias.is_output[bs]) reasons |= 1u << VL_REASON_BASE_FEEDS_OUTPUT;
-  if (base->val.dynamic != view->val.dynamic) reasons |= 1u << VL_REASON_DYNAMIC_SHAPE;
-  return reasons;
+  vl_storage_view sv = {&x->alias, x->storage, x->is_output};
+  return reasons | vl__storage_reasons(&sv, x->g, v, b, v, f);
 }
 
 static vl_status decide(replacer *x, uint32_t v) {
@@ -241,11 +208,6 @@ static vl_status replace(vl_graph *g, const vl_lower_options *opts, vl_report *r
   return st;
 }
 
-void vl__bytes_add(int64_t *sum, int64_t nbytes) {
-  /* Each tensor fits 63 bits, their sum need not: saturate. */
-  if (__builtin_add_overflow(*sum, nbytes, sum)) *sum = INT64_MAX;
-}
-
 /* Is node i one the pass considers: a layout-only node with fold, else a view_copy? */
 static bool considered(const vl_graph *g, uint32_t i, bool fold) {
   return fold ? vl__fold_kind(g, i, NULL) != VL_FOLD_NONE : vl__is_view_copy(&g->nodes[i]);
@@ -280,6 +242,23 @@ static void count_copies(const vl_graph *g, vl_report *r, bool fold) {
   }
 }
 
+/* §3b (with param_layouts) picks the parameters' stored orders, then §3a folds; what became of
+ * each relaid parameter's readers is known only after the fold. */
+static vl_status fold_with_params(vl_graph *g, const vl_lower_options *opts, vl_report *r) {
+  if (!opts->param_layouts) return vl__fold(g, r, NULL);
+  vl_params *params = NULL;
+  uint8_t *fate = malloc(g->n_nodes ? g->n_nodes : 1);
+  vl_status st = fate ? vl__params_relay(g, r, &params) : VL_ERR_NOMEM;
+  if (st == VL_OK) st = vl__fold(g, r, fate);
+  if (st == VL_OK) {
+    st = vl__params_finish(params, r, fate);
+  } else {
+    vl__params_free(params);
+  }
+  free(fate);
+  return st;
+}
+
 vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report, vl_error *err) {
   vl_lower_options dflt;
   if (opts == NULL) {
@@ -299,7 +278,7 @@ vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report,
   } else {
     st = normalize(g, opts->policy == VL_POLICY_SAFE, report);
     if (st == VL_OK) st = remove_dead(g, report, fold);
-    if (st == VL_OK) st = fold ? vl__fold(g, report) : replace(g, opts, report);
+    if (st == VL_OK) st = fold ? fold_with_params(g, opts, report) : replace(g, opts, report);
   }
   if (st == VL_OK) count_copies(g, report, fold);
   if (st != VL_OK) {

@@ -198,10 +198,22 @@ void vl__decision_free(vl_decision *d) {
   memset(d, 0, sizeof *d);
 }
 
+void vl__param_kept_free(vl_param_kept *e) {
+  for (uint32_t k = 0; k < e->n_blockers; k++) free(e->blockers[k].node);
+  free(e->blockers);
+  free(e->node);
+  free(e->message);
+  memset(e, 0, sizeof *e);
+}
+
 void vl_report_clear(vl_report *r) {
   if (r == NULL) return;
   for (uint32_t i = 0; i < r->n_decisions; i++) vl__decision_free(&r->decisions[i]);
   free(r->decisions);
+  for (uint32_t i = 0; i < r->params_relaid; i++) free(r->param_layouts[i].node);
+  free(r->param_layouts);
+  for (uint32_t i = 0; i < r->n_params_kept; i++) vl__param_kept_free(&r->params_kept[i]);
+  free(r->params_kept);
   memset(r, 0, sizeof *r);
 }
 
@@ -234,6 +246,88 @@ static cJSON *decision_to_json(const vl_decision *d) {
   return o;
 }
 
+static cJSON *order_json(const uint8_t *order, uint8_t rank) {
+  cJSON *a = cJSON_CreateArray();
+  for (uint8_t k = 0; a != NULL && k < rank; k++) {
+    cJSON *v = cJSON_CreateNumber(order[k]);
+    if (!cJSON_AddItemToArray(a, v)) {
+      cJSON_Delete(v);
+      cJSON_Delete(a);
+      return NULL;
+    }
+  }
+  return a;
+}
+
+static cJSON *param_layout_json(const vl_param_layout *e) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = o && cJSON_AddStringToObject(o, "node", e->node) &&
+            cJSON_AddItemToObject(o, "dim_order", order_json(e->dim_order, e->rank)) &&
+            cJSON_AddItemToObject(o, "was", order_json(e->was, e->rank)) &&
+            cJSON_AddNumberToObject(o, "nbytes", (double)e->nbytes) &&
+            cJSON_AddNumberToObject(o, "aliased", e->aliased);
+  if (ok) return o;
+  cJSON_Delete(o);
+  return NULL;
+}
+
+static cJSON *param_kept_json(const vl_param_kept *e) {
+  cJSON *o = cJSON_CreateObject();
+  bool ok = o && cJSON_AddStringToObject(o, "node", e->node);
+  cJSON *rules = ok ? cJSON_AddArrayToObject(o, "reasons") : NULL;
+  ok = ok && rules;
+  for (int k = 0; ok && k < VL_PARAM_RULE_COUNT; k++) {
+    if (e->rules & (1u << k)) {
+      ok = cJSON_AddItemToArray(rules, cJSON_CreateString(vl_param_rule_name((vl_param_rule)k)));
+    }
+  }
+  cJSON *blockers = ok ? cJSON_AddArrayToObject(o, "blockers") : NULL;
+  ok = ok && blockers;
+  for (uint32_t k = 0; ok && k < e->n_blockers; k++) {
+    cJSON *b = cJSON_CreateObject();
+    ok = b && cJSON_AddStringToObject(b, "node", e->blockers[k].node) &&
+         cJSON_AddStringToObject(b, "reason", vl_param_rule_name(e->blockers[k].rule));
+    if (ok) ok = cJSON_AddItemToArray(blockers, b);
+    if (!ok) cJSON_Delete(b);
+  }
+  ok = ok && cJSON_AddStringToObject(o, "message", e->message ? e->message : "");
+  if (ok) return o;
+  cJSON_Delete(o);
+  return NULL;
+}
+
+static bool add_params(cJSON *o, const vl_report *r) {
+  if (!r->params_ran) return true;
+  if (!cJSON_AddNumberToObject(o, "params_relaid", r->params_relaid)) return false;
+  cJSON *list = cJSON_AddArrayToObject(o, "param_layouts");
+  for (uint32_t i = 0; list && i < r->params_relaid; i++) {
+    cJSON *e = param_layout_json(&r->param_layouts[i]);
+    if (!cJSON_AddItemToArray(list, e)) {
+      cJSON_Delete(e);
+      return false;
+    }
+  }
+  cJSON *kept = list ? cJSON_AddArrayToObject(o, "params_not_relaid") : NULL;
+  for (uint32_t i = 0; kept && i < r->n_params_kept; i++) {
+    cJSON *e = param_kept_json(&r->params_kept[i]);
+    if (!cJSON_AddItemToArray(kept, e)) {
+      cJSON_Delete(e);
+      return false;
+    }
+  }
+  return kept != NULL;
+}
+
+static bool add_plan(cJSON *o, const vl_plan_report *p) {
+  if (!p->present) return true;
+  cJSON *plan = cJSON_AddObjectToObject(o, "plan");
+  return plan && cJSON_AddNumberToObject(plan, "arena_bytes", (double)p->arena_bytes) &&
+         cJSON_AddNumberToObject(plan, "lower_bound_bytes", (double)p->lower_bound_bytes) &&
+         cJSON_AddNumberToObject(plan, "naive_bytes", (double)p->naive_bytes) &&
+         cJSON_AddNumberToObject(plan, "planned", p->planned) &&
+         cJSON_AddNumberToObject(plan, "alignment", (double)p->alignment);
+}
+
 cJSON *vl_report_to_json(const vl_report *r) {
   cJSON *o = cJSON_CreateObject();
   bool ok = o && cJSON_AddNumberToObject(o, "view_copy_nodes", r->view_copy_nodes) &&
@@ -252,6 +346,7 @@ cJSON *vl_report_to_json(const vl_report *r) {
     ok = d && cJSON_AddItemToArray(list, d);
     if (!ok) cJSON_Delete(d);
   }
+  ok = ok && add_params(o, r) && add_plan(o, &r->plan);
   if (!ok) {
     cJSON_Delete(o);
     return NULL;
@@ -265,10 +360,26 @@ void vl_lower_options_default(vl_lower_options *o) {
   o->remove_view_copy = true;
   o->policy = VL_POLICY_SAFE;
   o->fold = true;
+  o->param_layouts = true;
+  o->plan = false;
+  o->plan_alignment = 16;
+}
+
+static vl_status bool_option(const cJSON *opts, const char *key, bool *out, vl_error *err) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(opts, key);
+  if (v == NULL) return VL_OK;
+  if (!cJSON_IsBool(v)) {
+    char path[32];
+    snprintf(path, sizeof path, "/%s", key);
+    return vl_error_set(err, VL_ERR_INVALID_PARAMS, path, "must be true or false");
+  }
+  *out = cJSON_IsTrue(v);
+  return VL_OK;
 }
 
 vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, vl_error *err) {
-  static const char *const keys[] = {"remove_view_copy", "policy", "fold", NULL};
+  static const char *const keys[] = {"remove_view_copy", "policy",        "fold",
+                                     "param_layouts",    "plan", "plan_alignment", NULL};
   vl_lower_options o;
   vl_lower_options_default(&o);
   if (opts != NULL && !cJSON_IsNull(opts)) {
@@ -288,6 +399,18 @@ vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, v
       return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/fold", "must be true or false");
     }
     if (fold != NULL) o.fold = cJSON_IsTrue(fold);
+    if ((st = bool_option(opts, "param_layouts", &o.param_layouts, err)) != VL_OK) return st;
+    if ((st = bool_option(opts, "plan", &o.plan, err)) != VL_OK) return st;
+    const cJSON *align = cJSON_GetObjectItemCaseSensitive(opts, "plan_alignment");
+    if (align != NULL) {
+      double a = cJSON_IsNumber(align) ? align->valuedouble : 0;
+      int64_t v = a >= 1 && a <= VL_PLAN_MAX_ALIGNMENT ? (int64_t)a : 0;
+      if (v == 0 || (double)v != a || (v & (v - 1)) != 0) {
+        return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/plan_alignment",
+                            "must be a power of two from 1 to %d", VL_PLAN_MAX_ALIGNMENT);
+      }
+      o.plan_alignment = v;
+    }
     if (pol != NULL) {
       if (cJSON_IsString(pol) && strcmp(pol->valuestring, "safe") == 0) {
         o.policy = VL_POLICY_SAFE;
