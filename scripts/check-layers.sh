@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when an #include runs against the layering of the tree (docs/architecture.md):
-#   core:  base -> layout -> graph -> lower -> exec -> wire   (src/<layer>/, include/viewlower/)
+#   core:  base -> layout -> graph -> plan -> lower -> exec -> wire   (src/<layer>/, include/viewlower/)
 #   above: daemon/ and client/ may include the core, never each other; the core includes neither.
 # A file may include headers of its own layer or of a layer below it. Public headers belong to
 # the layer of the module that defines them (table below). Usage: scripts/check-layers.sh [ROOT]
@@ -8,12 +8,13 @@ set -euo pipefail
 root=${1:-$(dirname "$0")/..}
 cd "$root"
 
-declare -A rank=([base]=0 [layout]=1 [graph]=2 [lower]=3 [exec]=4 [wire]=5 [daemon]=6 [client]=6)
+declare -A rank=([base]=0 [layout]=1 [graph]=2 [plan]=3 [lower]=4 [exec]=5 [wire]=6 [daemon]=7 [client]=7)
 # Public header -> layer of the module behind it.
 declare -A public=(
   [export.h]=base [status.h]=base [buf.h]=base
   [dtype.h]=layout [tensor.h]=layout [layout.h]=layout
   [graph.h]=graph [tensor_json.h]=graph
+  [plan.h]=plan
   [lower.h]=lower
   [copy.h]=exec [interp.h]=exec
   [frame.h]=wire [service.h]=wire

@@ -65,6 +65,10 @@ typedef struct vl_kwarg {
 
 #define VL_NO_NODE UINT32_MAX
 
+/* Memory plan bounds (SPEC §11): the largest alignment (1 GiB) and arena or offset (2^53). */
+#define VL_PLAN_MAX_ALIGNMENT (1 << 30)
+#define VL_PLAN_MAX_BYTES (INT64_C(1) << 53)
+
 typedef struct vl_node {
   char *name;
   vl_node_op op;
@@ -88,6 +92,9 @@ typedef struct vl_node {
    * each user once, in graph order. */
   uint32_t *users;
   uint32_t n_users;
+  /* The memory plan (SPEC §11): a planned storage owner's byte offset in the arena. */
+  bool has_mem_offset;
+  int64_t mem_offset;
 } vl_node;
 
 typedef struct vl_graph {
@@ -96,6 +103,11 @@ typedef struct vl_graph {
   vl_node *nodes;
   uint32_t n_nodes;
   uint32_t output; /* index of the output node (always the last) */
+  /* The memory plan (SPEC §11): "plan": {"arena_bytes", "alignment"}; every planned owner has
+   * a mem_offset. Parsing checks the plan's invariant. */
+  bool has_plan;
+  int64_t plan_arena_bytes;
+  int64_t plan_alignment;
 } vl_graph;
 
 /* Parses and validates graph JSON. Error paths are JSON pointers into the document. */

@@ -9,6 +9,7 @@
 
 #include "viewlower/export.h"
 #include "viewlower/graph.h"
+#include "viewlower/plan.h"
 #include "viewlower/status.h"
 
 #ifdef __cplusplus
@@ -16,9 +17,6 @@ extern "C" {
 #endif
 
 typedef enum { VL_POLICY_SAFE, VL_POLICY_LEGACY } vl_policy;
-
-/* The largest plan_alignment accepted (1 GiB). */
-#define VL_PLAN_MAX_ALIGNMENT (1 << 30)
 
 typedef struct vl_lower_options {
   bool remove_view_copy; /* default true */
@@ -108,16 +106,6 @@ typedef struct vl_param_kept {
   uint32_t n_blockers;
   char *message; /* one line for people */
 } vl_param_kept;
-
-/* The memory plan (SPEC §11), when lowered with option plan. */
-typedef struct vl_plan_report {
-  bool present;
-  int64_t arena_bytes;
-  int64_t lower_bound_bytes;
-  int64_t naive_bytes;
-  uint32_t planned;
-  int64_t alignment;
-} vl_plan_report;
 
 typedef struct vl_report {
   uint32_t view_copy_nodes;

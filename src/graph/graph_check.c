@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/storage.h"
 #include "viewlower/layout.h"
 
 static vl_status node_error(vl_error *err, uint32_t i, const char *sub, const char *msg) {
@@ -117,5 +118,5 @@ vl_status vl__graph_check(vl_graph *g, vl_error *err) {
     if (st == VL_OK && (vl__is_view_copy(n) || vl__is_memory_view(n))) st = check_view(g, i, err);
     if (st != VL_OK) return st;
   }
-  return VL_OK;
+  return vl__plan_check(g, err); /* SPEC §11, once every node is known to be well formed */
 }

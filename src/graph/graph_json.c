@@ -66,8 +66,8 @@ typedef struct {
   bool seen_format, seen_version, seen_nodes;
 } parser;
 
-static const char *const graph_keys[] = {"format",         "version", "name",
-                                         "skip_dim_order", "nodes",   NULL};
+static const char *const graph_keys[] = {"format", "version", "name", "skip_dim_order",
+                                         "nodes",  "plan",    NULL};
 
 /* Node and spec keys, in the order of their field enums; a node's or spec's members are
  * sorted into a field array once (read_keys), so fields are found without a key search. */
@@ -78,11 +78,11 @@ typedef struct {
 #define KEY(s) {s, sizeof(s) - 1}
 
 enum { K_NAME, K_OP, K_TARGET, K_KIND, K_MUTATED, K_VAL, K_ARGS, K_KWARGS, K_MUTATES, K_ALIAS_OF,
-       K_VALS, K_OFFSET, K_NODE_COUNT };
+       K_VALS, K_OFFSET, K_MEM_OFFSET, K_NODE_COUNT };
 static const key_name node_keys[K_NODE_COUNT] = {
     KEY("name"),    KEY("op"),       KEY("target"), KEY("kind"),  KEY("mutated"),
     KEY("val"),     KEY("args"),     KEY("kwargs"), KEY("mutates"), KEY("alias_of"),
-    KEY("vals"),    KEY("offset")};
+    KEY("vals"),    KEY("offset"),   KEY("mem_offset")};
 
 enum { S_DTYPE, S_SHAPE, S_DIM_ORDER, S_STRIDES, S_DYNAMIC, K_SPEC_COUNT };
 static const key_name spec_keys[K_SPEC_COUNT] = {KEY("dtype"), KEY("shape"), KEY("dim_order"),
@@ -767,6 +767,17 @@ static vl_status parse_name(parser *p, vl_node *n, uint32_t name) {
   return VL_OK;
 }
 
+/* SPEC §11: a byte offset in the arena (whether this node may carry one is checked with the
+ * whole plan, after parsing). */
+static vl_status parse_mem_offset(parser *p, vl_node *n, uint32_t v) {
+  if (v == NO_ENTRY) return VL_OK;
+  if (!vl__jt_int(&p->r, v, 0, VL_PLAN_MAX_BYTES, &n->mem_offset)) {
+    return FAIL(p, "/mem_offset", "must be a whole number of bytes from 0 to 2^53");
+  }
+  n->has_mem_offset = true;
+  return VL_OK;
+}
+
 static vl_status parse_node(parser *p, uint32_t j) {
   vl_node *n = &p->g->nodes[p->index];
   if (!is(p, j, VL__JT_OBJECT)) return FAIL(p, "", "a node must be an object");
@@ -790,11 +801,13 @@ static vl_status parse_node(parser *p, uint32_t j) {
   }
   if (vl__jt_is(&p->r, op, "placeholder")) {
     n->op = VL_NODE_PLACEHOLDER;
-    return parse_placeholder(p, n, f);
+    st = parse_placeholder(p, n, f);
+    return st == VL_OK ? parse_mem_offset(p, n, f[K_MEM_OFFSET]) : st;
   }
   if (vl__jt_is(&p->r, op, "call_function")) {
     n->op = VL_NODE_CALL;
-    return parse_call(p, n, f);
+    st = parse_call(p, n, f);
+    return st == VL_OK ? parse_mem_offset(p, n, f[K_MEM_OFFSET]) : st;
   }
   if (vl__jt_is(&p->r, op, "output")) {
     n->op = VL_NODE_OUTPUT;
@@ -863,6 +876,26 @@ static void read_nodes(parser *p) {
   }
 }
 
+/* SPEC §11: "plan": {"arena_bytes": N, "alignment": A}, A a power of two. */
+static vl_status parse_plan(parser *p, uint32_t v) {
+  static const key_name plan_keys[] = {KEY("arena_bytes"), KEY("alignment")};
+  uint32_t f[2];
+  if (!is(p, v, VL__JT_OBJECT)) return FAIL(p, "/plan", "must be an object");
+  vl_status st = read_keys(p, v, plan_keys, 2, f, "/plan", "", VL_ERR_INVALID_GRAPH);
+  if (st != VL_OK) return st;
+  if (f[0] == NO_ENTRY || !vl__jt_int(&p->r, f[0], 0, VL_PLAN_MAX_BYTES, &p->g->plan_arena_bytes)) {
+    return FAIL(p, "/plan/arena_bytes", "is required: a whole number of bytes from 0 to 2^53");
+  }
+  int64_t a = 0;
+  if (f[1] == NO_ENTRY || !vl__jt_int(&p->r, f[1], 1, VL_PLAN_MAX_ALIGNMENT, &a) || (a & (a - 1))) {
+    return FAIL(p, "/plan/alignment", "is required: a power of two from 1 to %d",
+                VL_PLAN_MAX_ALIGNMENT);
+  }
+  p->g->plan_alignment = a;
+  p->g->has_plan = true;
+  return VL_OK;
+}
+
 /* One header member (the key is tape entry 0) other than nodes. */
 static vl_status header_member(parser *p, uint32_t v) {
   const vl__jr *r = &p->r;
@@ -885,6 +918,8 @@ static vl_status header_member(parser *p, uint32_t v) {
       return FAIL(p, "/skip_dim_order", "must be true or false");
     }
     p->g->skip_dim_order = is(p, v, VL__JT_TRUE);
+  } else if (vl__jt_is(r, 0, "plan")) {
+    return parse_plan(p, v);
   }
   return VL_OK;
 }

@@ -137,6 +137,10 @@ static void put_node(vl__jw *w, const vl_graph *g, const vl_node *n) {
     }
     vl__jw_char(w, ']');
   }
+  if (n->has_mem_offset) {
+    VL__JW_LIT(w, ",\"mem_offset\":");
+    vl__jw_int(w, n->mem_offset);
+  }
   vl__jw_char(w, '}');
 }
 
@@ -147,6 +151,13 @@ vl_status vl_graph_write(const vl_graph *g, vl_buf *out) {
   if (g->name != NULL) {
     VL__JW_LIT(&w, ",\"name\":");
     vl__jw_str(&w, g->name);
+  }
+  if (g->has_plan) {
+    VL__JW_LIT(&w, ",\"plan\":{\"arena_bytes\":");
+    vl__jw_int(&w, g->plan_arena_bytes);
+    VL__JW_LIT(&w, ",\"alignment\":");
+    vl__jw_int(&w, g->plan_alignment);
+    vl__jw_char(&w, '}');
   }
   if (g->skip_dim_order) {
     VL__JW_LIT(&w, ",\"skip_dim_order\":true,\"nodes\":[");

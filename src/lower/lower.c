@@ -259,6 +259,19 @@ static vl_status fold_with_params(vl_graph *g, const vl_lower_options *opts, vl_
   return st;
 }
 
+/* SPEC §11: a lowering that changed the graph drops its plan; with option plan the graph is
+ * planned (a plan it kept at the same alignment is its own, and stays). */
+static vl_status plan_after(vl_graph *g, const vl_lower_options *opts, vl_report *r,
+                            vl_error *err) {
+  bool changed = r->normalized + r->replaced + r->merged + r->removed_dead + r->params_relaid > 0;
+  if (changed) vl_plan_drop(g);
+  if (!opts->plan) return VL_OK;
+  if (g->has_plan && g->plan_alignment == opts->plan_alignment) {
+    return vl_plan_figures(g, &r->plan, err);
+  }
+  return vl_plan(g, opts->plan_alignment, &r->plan, err);
+}
+
 vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report, vl_error *err) {
   vl_lower_options dflt;
   if (opts == NULL) {
@@ -281,9 +294,8 @@ vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report,
     if (st == VL_OK) st = fold ? fold_with_params(g, opts, report) : replace(g, opts, report);
   }
   if (st == VL_OK) count_copies(g, report, fold);
-  if (st != VL_OK) {
-    vl_report_clear(report);
-    return vl_error_set(err, st, "", "out of memory while lowering");
-  }
-  return VL_OK;
+  if (st == VL_OK) st = plan_after(g, opts, report, err);
+  if (st == VL_ERR_NOMEM) vl_error_set(err, st, "", "out of memory while lowering");
+  if (st != VL_OK) vl_report_clear(report);
+  return st;
 }

@@ -1,0 +1,38 @@
+/* storage.h - the run-time buffers of a graph and their lifetimes (SPEC §11), and the check of a
+ * memory plan (internal). A storage is one per storage owner: a call_function that owns its
+ * buffer, each getitem of a multi-output node (two getitems of one output share it), a
+ * placeholder; memory.view nodes and in-place / out= results share their owner's. Planned are
+ * the storages of more than zero bytes other than those of parameters, constants and unmutated
+ * buffers (the program's constant data). Positions are node indices. */
+#ifndef VIEWLOWER_STORAGE_H
+#define VIEWLOWER_STORAGE_H
+
+#include "viewlower/graph.h"
+
+typedef struct vl_storage {
+  uint32_t owner;      /* the node that carries mem_offset */
+  uint32_t start, end; /* first and last position it is live at */
+  int64_t size;        /* nbytes of the owner's spec, rounded up to the alignment */
+} vl_storage;
+
+typedef struct vl_storages {
+  vl_storage *s; /* planned storages, in order of owner */
+  uint32_t n;
+  uint32_t *of_node; /* per node: index into s of its storage, or VL_NO_NODE (not planned) */
+} vl_storages;
+
+/* The planned storages of g with sizes rounded up to alignment (a power of two >= 1). A size
+ * that overflows when rounded is VL_ERR_TOO_LARGE. */
+vl_status vl__storages_build(const vl_graph *g, int64_t alignment, vl_storages *out);
+void vl__storages_free(vl_storages *s);
+/* n rounded up to a multiple of alignment; false on overflow. */
+bool vl__round_up(int64_t n, int64_t alignment, int64_t *out);
+/* The largest sum of sizes of storages live at one position (no valid plan is smaller). */
+int64_t vl__storages_lower_bound(const vl_storages *s, uint32_t n_positions);
+/* SPEC §11 "Checking" of a graph that has a plan (and of one that has none: no mem_offset):
+ * every planned owner has a mem_offset and no other node has one; each is a multiple of the
+ * alignment and its range lies inside the arena; no two storages live at one position overlap
+ * (the later owner of the first overlapping pair is named). O(n log n). */
+vl_status vl__plan_check(const vl_graph *g, vl_error *err);
+
+#endif

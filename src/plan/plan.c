@@ -1,0 +1,336 @@
+/* plan.c - the memory planner (SPEC §11).
+ *
+ * Storages and lifetimes come from the graph's storage classes (graph/storage.h). The planner
+ * is greedy by size: storages in decreasing size (ties: earlier start, then earlier owner), each
+ * placed in a gap among the already placed storages whose lifetimes overlap its own; two fits
+ * are tried, best fit (the smallest gap that holds it) and first fit (the lowest), and the
+ * smaller arena is kept. Greedy by size with best fit is the strongest of the classic offline
+ * planners on inference graphs (TFLite's); first fit wins now and then on graphs with many
+ * equal sizes. A chain (ping-pong) reaches the lower bound, as does every CNN tried.
+ *
+ * The overlap lists come from one sweep over positions: each storage that starts overlaps
+ * exactly the storages live at that moment. Their total is bounded (VL__PLAN_PAIRS per storage
+ * plus a constant); a graph past it (a hostile one: very many storages live at once) gets one
+ * buffer each, which keeps the invariant and keeps planning O(n log n). Deterministic: the same
+ * graph gives the same plan, so planning a planned graph changes nothing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/storage.h"
+#include "viewlower/plan.h"
+
+#define VL__PLAN_PAIRS 16
+#define VL__PLAN_PAIRS_EXTRA (UINT64_C(1) << 22)
+
+typedef struct {
+  const vl_storages *s;
+  uint32_t *start;  /* CSR of overlapping storages per storage */
+  uint32_t *adj;
+  int64_t *offset;  /* per storage, or -1 while unplaced */
+} planner;
+
+typedef struct {
+  int64_t lo, hi;
+} range;
+
+static int by_lo(const void *a, const void *b) {
+  const range *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* An order of placement: by primary key (decreasing), then size (decreasing), then earlier
+ * start, then earlier owner. */
+typedef struct {
+  int64_t primary, size;
+  uint32_t start, owner, index;
+} order_key;
+
+static int by_key(const void *a, const void *b) {
+  const order_key *x = a, *y = b;
+  if (x->primary != y->primary) return x->primary > y->primary ? -1 : 1;
+  if (x->size != y->size) return x->size > y->size ? -1 : 1;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return x->owner < y->owner ? -1 : x->owner > y->owner;
+}
+
+enum {
+  ORDER_SIZE,
+  ORDER_BREADTH,
+  ORDER_BREADTH_TIME,
+  ORDER_AREA,
+  ORDER_DURATION,
+  ORDER_START,
+  ORDER_COUNT
+};
+
+/* The largest live total over each storage's lifetime (a segment tree of the totals per
+ * position): storages live at the peak come first, as in greedy by breadth. */
+static bool breadth_of(const vl_storages *s, uint32_t n_positions, int64_t *breadth) {
+  uint32_t size = 1;
+  while (size < n_positions) size *= 2;
+  int64_t *tree = calloc(2 * (size_t)size, sizeof *tree), live = 0;
+  int64_t *delta = calloc((size_t)n_positions + 1, sizeof *delta);
+  bool ok = tree && delta;
+  for (uint32_t k = 0; ok && k < s->n; k++) {
+    delta[s->s[k].start] += s->s[k].size;
+    delta[s->s[k].end + 1] -= s->s[k].size;
+  }
+  for (uint32_t q = 0; ok && q < n_positions; q++) tree[size + q] = live += delta[q];
+  for (uint32_t v = size - 1; ok && v >= 1; v--) {
+    tree[v] = tree[2 * v] > tree[2 * v + 1] ? tree[2 * v] : tree[2 * v + 1];
+  }
+  for (uint32_t k = 0; ok && k < s->n; k++) {
+    int64_t best = 0;
+    for (uint32_t lo = s->s[k].start + size, hi = s->s[k].end + size + 1; lo < hi;
+         lo /= 2, hi /= 2) {
+      if (lo & 1) best = tree[lo] > best ? tree[lo] : best, lo++;
+      if (hi & 1) --hi, best = tree[hi] > best ? tree[hi] : best;
+    }
+    breadth[k] = best;
+  }
+  free(tree);
+  free(delta);
+  return ok;
+}
+
+static void order_of(const vl_storages *s, int order, const int64_t *breadth, order_key *keys) {
+  for (uint32_t k = 0; k < s->n; k++) {
+    const vl_storage *x = &s->s[k];
+    int64_t primary = x->size, area;
+    int64_t second = x->size;
+    if (order == ORDER_BREADTH || order == ORDER_BREADTH_TIME) primary = breadth[k];
+    if (order == ORDER_BREADTH_TIME) second = -(int64_t)x->start;
+    if (order == ORDER_AREA) {
+      primary = __builtin_mul_overflow(x->size, (int64_t)(x->end - x->start + 1), &area)
+                    ? INT64_MAX
+                    : area;
+    }
+    if (order == ORDER_DURATION) primary = x->end - x->start;
+    if (order == ORDER_START) primary = -(int64_t)x->start;
+    keys[k] = (order_key){primary, second, x->start, x->owner, k};
+  }
+  qsort(keys, s->n, sizeof *keys, by_key);
+}
+
+/* The overlap lists; false when they would pass the bound (or memory runs out). */
+static bool build_overlaps(planner *p, uint32_t n_positions) {
+  const vl_storages *s = p->s;
+  uint32_t n = s->n;
+  uint64_t budget = (uint64_t)VL__PLAN_PAIRS * n + VL__PLAN_PAIRS_EXTRA, pairs = 0;
+  uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+  uint32_t *count = calloc((size_t)n_positions + 1, sizeof *count);
+  uint32_t *active = malloc((n ? n : 1) * sizeof *active);
+  uint32_t *slot = malloc((n ? n : 1) * sizeof *slot); /* where each live storage sits in active */
+  uint32_t *ends = calloc((size_t)n_positions + 1, sizeof *ends);
+  uint32_t *by_end = malloc((n ? n : 1) * sizeof *by_end);
+  uint32_t *deg = calloc((size_t)n + 1, sizeof *deg);
+  bool ok = order && count && active && slot && ends && by_end && deg;
+  for (int fill = 0; ok && fill < 2; fill++) {
+    /* Storages by start and by end (counting sorts), then the sweep: starts at p, then ends. */
+    memset(count, 0, ((size_t)n_positions + 1) * sizeof *count);
+    memset(ends, 0, ((size_t)n_positions + 1) * sizeof *ends);
+    for (uint32_t k = 0; k < n; k++) {
+      count[s->s[k].start + 1]++;
+      ends[s->s[k].end + 1]++;
+    }
+    for (uint32_t q = 0; q < n_positions; q++) {
+      count[q + 1] += count[q];
+      ends[q + 1] += ends[q];
+    }
+    for (uint32_t k = 0; k < n; k++) {
+      order[count[s->s[k].start]++] = k;
+      by_end[ends[s->s[k].end]++] = k;
+    }
+    uint32_t n_active = 0, si = 0, ei = 0;
+    for (uint32_t q = 0; ok && q < n_positions; q++) {
+      for (; si < n && s->s[order[si]].start == q; si++) {
+        uint32_t k = order[si];
+        if (!fill) {
+          pairs += n_active;
+          if (pairs > budget) {
+            ok = false;
+            break;
+          }
+          deg[k] += n_active;
+          for (uint32_t j = 0; j < n_active; j++) deg[active[j]]++;
+        } else {
+          for (uint32_t j = 0; j < n_active; j++) {
+            p->adj[deg[k]++] = active[j];
+            p->adj[deg[active[j]]++] = k;
+          }
+        }
+        slot[k] = n_active;
+        active[n_active++] = k;
+      }
+      for (; ei < n && s->s[by_end[ei]].end == q; ei++) {
+        uint32_t k = by_end[ei], at = slot[k];
+        active[at] = active[--n_active];
+        slot[active[at]] = at;
+      }
+    }
+    if (ok && !fill) {
+      /* deg -> CSR starts; the fill pass advances deg[k] from start[k] to start[k + 1]. */
+      p->start = malloc(((size_t)n + 1) * sizeof *p->start);
+      p->adj = malloc((pairs ? 2 * pairs : 1) * sizeof *p->adj);
+      ok = p->start && p->adj;
+      uint32_t acc = 0;
+      for (uint32_t k = 0; ok && k < n; k++) {
+        p->start[k] = acc;
+        acc += deg[k];
+        deg[k] = p->start[k];
+      }
+      if (ok) p->start[n] = acc;
+    }
+  }
+  free(order);
+  free(count);
+  free(active);
+  free(slot);
+  free(ends);
+  free(by_end);
+  free(deg);
+  return ok;
+}
+
+/* Places every storage greedily by size (best fit or first fit); returns the arena size, or -1
+ * when memory runs out. */
+enum { FIT_BEST, FIT_FIRST, FIT_LAST, FIT_COUNT };
+
+static int64_t place_all(planner *p, const order_key *keys, int fit) {
+  const vl_storages *s = p->s;
+  uint32_t max_deg = 0;
+  for (uint32_t k = 0; k < s->n; k++) {
+    uint32_t d = p->start[k + 1] - p->start[k];
+    if (d > max_deg) max_deg = d;
+  }
+  range *placed = malloc((max_deg ? max_deg : 1) * sizeof *placed);
+  if (placed == NULL) return -1;
+  for (uint32_t k = 0; k < s->n; k++) p->offset[k] = -1;
+  int64_t arena = 0;
+  for (uint32_t i = 0; i < s->n; i++) {
+    uint32_t k = keys[i].index, m = 0;
+    int64_t size = s->s[k].size;
+    for (uint32_t e = p->start[k]; e < p->start[k + 1]; e++) {
+      uint32_t o = p->adj[e];
+      if (p->offset[o] >= 0) placed[m++] = (range){p->offset[o], p->offset[o] + s->s[o].size};
+    }
+    qsort(placed, m, sizeof *placed, by_lo);
+    int64_t at = -1, gap_best = INT64_MAX, cursor = 0;
+    for (uint32_t j = 0; j < m; j++) {
+      int64_t gap = placed[j].lo - cursor;
+      if (gap >= size) {
+        if (fit == FIT_BEST && gap < gap_best) {
+          at = cursor;
+          gap_best = gap;
+        } else if ((fit == FIT_FIRST && at < 0) || fit == FIT_LAST) {
+          /* last fit: the highest gap, against its upper neighbour */
+          at = fit == FIT_LAST ? placed[j].lo - size : cursor;
+        }
+      }
+      if (placed[j].hi > cursor) cursor = placed[j].hi;
+    }
+    if (at < 0) at = cursor; /* above everything live beside it */
+    p->offset[k] = at;
+    if (at + size > arena) arena = at + size;
+  }
+  free(placed);
+  return arena;
+}
+
+static void report_of(const vl_storages *s, uint32_t n_positions, int64_t alignment,
+                      vl_plan_report *out) {
+  memset(out, 0, sizeof *out);
+  out->present = true;
+  out->alignment = alignment;
+  out->planned = s->n;
+  for (uint32_t k = 0; k < s->n; k++) out->naive_bytes += s->s[k].size;
+  out->lower_bound_bytes = vl__storages_lower_bound(s, n_positions);
+}
+
+void vl_plan_drop(vl_graph *g) {
+  g->has_plan = false;
+  g->plan_arena_bytes = 0;
+  g->plan_alignment = 0;
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    g->nodes[i].has_mem_offset = false;
+    g->nodes[i].mem_offset = 0;
+  }
+}
+
+vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error *err) {
+  if (alignment < 1 || alignment > VL_PLAN_MAX_ALIGNMENT || (alignment & (alignment - 1))) {
+    return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/plan_alignment",
+                        "must be a power of two from 1 to %d", VL_PLAN_MAX_ALIGNMENT);
+  }
+  vl_storages s;
+  vl_status st = vl__storages_build(g, alignment, &s);
+  if (st == VL_ERR_TOO_LARGE) {
+    return vl_error_set(err, st, "/plan_alignment", "a buffer's size overflows when rounded up");
+  }
+  if (st != VL_OK) return vl_error_set(err, st, "", "out of memory while planning");
+  planner p = {&s, NULL, NULL, malloc((s.n ? s.n : 1) * sizeof(int64_t))};
+  int64_t *best = malloc((s.n ? s.n : 1) * sizeof *best);
+  order_key *keys = malloc((s.n ? s.n : 1) * sizeof *keys);
+  int64_t *breadth = malloc((s.n ? s.n : 1) * sizeof *breadth);
+  int64_t arena = -1;
+  st = p.offset && best && keys && breadth && breadth_of(&s, g->n_nodes, breadth) ? VL_OK
+                                                                                : VL_ERR_NOMEM;
+  if (st == VL_OK && build_overlaps(&p, g->n_nodes)) {
+    /* Every order with both fits; the smallest arena wins (the first on ties). */
+    for (int order = 0; order < ORDER_COUNT && st == VL_OK; order++) {
+      order_of(&s, order, breadth, keys);
+      for (int fit = 0; fit < FIT_COUNT && st == VL_OK; fit++) {
+        int64_t a = place_all(&p, keys, fit);
+        if (a < 0) st = VL_ERR_NOMEM;
+        if (a >= 0 && (arena < 0 || a < arena)) {
+          arena = a;
+          memcpy(best, p.offset, s.n * sizeof *best);
+        }
+      }
+    }
+  } else if (st == VL_OK) {
+    /* Past the overlap bound: one buffer each, in owner order. */
+    arena = 0;
+    for (uint32_t k = 0; k < s.n; k++) {
+      best[k] = arena;
+      arena += s.s[k].size;
+    }
+  }
+  if (st == VL_OK && arena > VL_PLAN_MAX_BYTES) {
+    st = vl_error_set(err, VL_ERR_TOO_LARGE, "", "the arena would pass %lld bytes",
+                      (long long)VL_PLAN_MAX_BYTES);
+  } else if (st == VL_OK) {
+    vl_plan_drop(g);
+    g->has_plan = true;
+    g->plan_alignment = alignment;
+    g->plan_arena_bytes = arena;
+    for (uint32_t k = 0; k < s.n; k++) {
+      g->nodes[s.s[k].owner].has_mem_offset = true;
+      g->nodes[s.s[k].owner].mem_offset = best[k];
+    }
+    report_of(&s, g->n_nodes, alignment, out);
+    out->arena_bytes = arena;
+  } else {
+    vl_error_set(err, st, "", "out of memory while planning");
+  }
+  free(p.start);
+  free(p.adj);
+  free(p.offset);
+  free(best);
+  free(keys);
+  free(breadth);
+  vl__storages_free(&s);
+  return st;
+}
+
+vl_status vl_plan_figures(const vl_graph *g, vl_plan_report *out, vl_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!g->has_plan) return VL_OK;
+  vl_storages s;
+  vl_status st = vl__storages_build(g, g->plan_alignment, &s);
+  if (st != VL_OK) return vl_error_set(err, st, "", "out of memory while reading the plan");
+  report_of(&s, g->n_nodes, g->plan_alignment, out);
+  out->arena_bytes = g->plan_arena_bytes;
+  vl__storages_free(&s);
+  return VL_OK;
+}
