@@ -28,6 +28,7 @@
 typedef struct storage {
   void *data;
   int64_t nbytes;
+  bool in_arena; /* a planned storage: bytes of the arena, not its own buffer */
 } storage;
 
 typedef struct slot {
@@ -44,6 +45,7 @@ typedef struct run {
   slot *slots;
   int64_t total; /* bytes allocated so far, temporaries included while alive */
   vl_error *err;
+  char *arena; /* a planned graph's arena (SPEC §11), else NULL */
 } run;
 
 /* A tensor as an op sees it: bytes plus the spec they are read through. */
@@ -90,16 +92,32 @@ static void buffer_release(run *r, void *p, int64_t nbytes) {
   r->total -= nbytes;
 }
 
-/* A new storage for spec, bound to node i's slot; *v describes it. */
-static vl_status slot_alloc(run *r, uint32_t i, const vl_spec *spec, tview *v) {
+/* A new storage for spec, bound to node i's slot; *v describes it. In a planned graph the
+ * storage of a planned owner (owner: the node carrying its mem_offset) is its place in the
+ * arena, whatever that holds: an unsafe plan shows as wrong values. */
+static vl_status slot_alloc(run *r, uint32_t i, uint32_t owner, const vl_spec *spec, tview *v) {
   int64_t nbytes;
   void *data = NULL;
   if (!vl_spec_nbytes(spec, &nbytes)) {
     return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val", "byte size overflows");
   }
-  vl_status st = buffer_new(r, nbytes, &data);
-  if (st != VL_OK) return st;
-  r->stores[r->n_stores] = (storage){.data = data, .nbytes = nbytes};
+  const vl_node *o = owner != VL_NO_NODE ? &r->g->nodes[owner] : NULL;
+  bool in_arena = r->arena != NULL && o != NULL && o->has_mem_offset;
+  if (in_arena) {
+    /* Validation keeps every range inside the arena; a graph built in process is held to it
+     * here too, so no plan can make the interpreter write outside its memory. */
+    if (o->mem_offset < 0 || o->mem_offset > r->g->plan_arena_bytes ||
+        nbytes > r->g->plan_arena_bytes - o->mem_offset) {
+      return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/mem_offset",
+                          "the storage lies outside the arena of %lld bytes",
+                          (long long)r->g->plan_arena_bytes);
+    }
+    data = r->arena + o->mem_offset;
+  } else {
+    vl_status st = buffer_new(r, nbytes, &data);
+    if (st != VL_OK) return st;
+  }
+  r->stores[r->n_stores] = (storage){.data = data, .nbytes = nbytes, .in_arena = in_arena};
   r->slots[i] = (slot){.store = r->n_stores++, .spec = *spec, .offset = 0};
   *v = (tview){.data = data, .spec = *spec, .store = r->slots[i].store, .avail = nbytes};
   return VL_OK;
@@ -114,7 +132,10 @@ static tview slot_view(const run *r, uint32_t i) {
 }
 
 static void run_free(run *r) {
-  for (uint32_t i = 0; i < r->n_stores; i++) free(r->stores[i].data);
+  for (uint32_t i = 0; i < r->n_stores; i++) {
+    if (!r->stores[i].in_arena) free(r->stores[i].data);
+  }
+  free(r->arena);
   free(r->stores);
   free(r->slots);
 }
@@ -248,7 +269,7 @@ static vl_status node_dest(run *r, uint32_t i, bool inplace, tview *dst, bool *f
     return VL_OK;
   }
   *fresh = true;
-  return slot_alloc(r, i, &n->val, dst);
+  return slot_alloc(r, i, i, &n->val, dst);
 }
 
 /* ---- ops ----------------------------------------------------------------------------------- */
@@ -529,6 +550,20 @@ static vl_status op_strided(run *r, uint32_t i, const tview *dst, bool fresh) {
 
 /* A split (split_copy, split_with_sizes_copy, unbind_copy): one storage per output, each the
  * slice (or select) of the input that output is; slot i names the first. */
+/* The getitem that owns output k of node i in a plan (the first one of that output), or
+ * VL_NO_NODE when no getitem reads it. */
+static uint32_t output_owner(const vl_graph *g, uint32_t i, uint32_t k) {
+  const vl_node *n = &g->nodes[i];
+  for (uint32_t u = 0; u < n->n_users; u++) {
+    uint32_t producer, index;
+    if (vl_node_getitem(&g->nodes[n->users[u]], &producer, &index) && producer == i &&
+        index == k) {
+      return n->users[u];
+    }
+  }
+  return VL_NO_NODE;
+}
+
 static vl_status exec_split(run *r, uint32_t i) {
   const vl_node *n = &r->g->nodes[i];
   tview self, dst;
@@ -547,7 +582,7 @@ static vl_status exec_split(run *r, uint32_t i) {
       st = bad_args(r, n);
       break;
     }
-    st = slot_alloc(r, i, v, &dst);
+    st = slot_alloc(r, i, output_owner(r->g, i, k), v, &dst);
     if (st == VL_OK) copy_desc(&dst, &self, &d);
   }
   free(starts);
@@ -651,7 +686,7 @@ static vl_status exec_placeholder(run *r, uint32_t i, const vl_tensor_map *input
                         vl__shape_text(sa, sizeof sa, t->spec.rank, t->spec.shape), n->name,
                         vl__shape_text(sb, sizeof sb, n->val.rank, n->val.shape));
   }
-  vl_status st = slot_alloc(r, i, &n->val, &dst);
+  vl_status st = slot_alloc(r, i, i, &n->val, &dst);
   return st != VL_OK ? st : vl_copy_logical(&dst.spec, dst.data, &t->spec, t->data, r->err);
 }
 
@@ -688,6 +723,19 @@ static vl_status run_init(run *r, const vl_graph *g, const vl_limits *lim, vl_er
     return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory for %u nodes", g->n_nodes);
   }
   for (uint32_t i = 0; i < g->n_nodes; i++) r->slots[i].store = NO_STORE;
+  if (g->has_plan) { /* every planned storage lives in one arena of the plan's size */
+    int64_t bytes = g->plan_arena_bytes;
+    if (budget_take(r, bytes) != VL_OK) {
+      return vl_error_set(err, VL_ERR_TOO_LARGE, "/plan/arena_bytes",
+                          "an arena of %lld bytes is over the execution limit of %lld bytes",
+                          (long long)bytes, (long long)lim->max_total_bytes);
+    }
+    r->arena = calloc(bytes > 0 ? (size_t)bytes : 1, 1);
+    if (r->arena == NULL) {
+      return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory for an arena of %lld bytes",
+                          (long long)bytes);
+    }
+  }
   return VL_OK;
 }
 

@@ -1,0 +1,310 @@
+/* test_plan.c - the memory plan (SPEC §11): storages and lifetimes (views and in-place results
+ * share their owner's), the lower bound, a chain planned at it, the plan in the graph and its
+ * check by validation, execution inside the arena (an overlapping plan forced past the check
+ * computes wrong values), idempotence, and a long chain. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "viewlower/interp.h"
+#include "viewlower/lower.h"
+#include "viewlower/plan.h"
+
+#define HEAD "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
+#define VAL(shape) "\"val\":{\"dtype\":\"float32\",\"shape\":" shape ",\"dim_order\":[0,1]}"
+#define PH(name, extra) "{\"name\":\"" name "\",\"op\":\"placeholder\"" extra "," VAL("[2,4]") "}"
+#define CALL(name, target, args)                                                                   \
+  ",{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":" args     \
+  "," VAL("[2,4]") "}"
+#define RELU(name, x) CALL(name, "aten.relu.default", "[\"" x "\"]")
+#define OUT(args) ",{\"name\":\"out\",\"op\":\"output\",\"args\":" args "}]}"
+
+/* x -> a -> b -> c -> d, 32 bytes each: two buffers suffice. */
+#define CHAIN HEAD PH("x", "") RELU("a", "x") RELU("b", "a") RELU("c", "b") RELU("d", "c") OUT("[\"d\"]")
+
+static vl_graph *parse(const char *json) {
+  vl_graph *g = NULL;
+  vl_error err;
+  if (vl_graph_parse(json, strlen(json), NULL, &g, &err) != VL_OK)
+    fail_msg("parse: %s: %s", err.path, err.message);
+  return g;
+}
+
+static vl_graph *planned(const char *json, vl_report *r) {
+  vl_graph *g = parse(json);
+  vl_lower_options o;
+  vl_error err;
+  vl_lower_options_default(&o);
+  o.plan = true;
+  assert_int_equal(vl_lower(g, &o, r, &err), VL_OK);
+  assert_true(r->plan.present);
+  return g;
+}
+
+static const vl_node *node(const vl_graph *g, const char *name) {
+  for (uint32_t i = 0; i < g->n_nodes; i++)
+    if (strcmp(g->nodes[i].name, name) == 0) return &g->nodes[i];
+  fail_msg("no node %s", name);
+  return NULL;
+}
+
+static void expect_refused(const char *json, const char *path, const char *message) {
+  vl_graph *g = NULL;
+  vl_error err;
+  assert_int_equal(vl_graph_parse(json, strlen(json), NULL, &g, &err), VL_ERR_INVALID_GRAPH);
+  assert_string_equal(err.path, path);
+  assert_string_equal(err.message, message);
+}
+
+static void a_chain_ping_pongs_between_two_buffers_at_the_lower_bound(void **state) {
+  (void)state;
+  vl_report r;
+  vl_graph *g = planned(CHAIN, &r);
+  assert_int_equal(r.plan.planned, 5);
+  assert_int_equal(r.plan.naive_bytes, 160);
+  assert_int_equal(r.plan.lower_bound_bytes, 64);
+  assert_int_equal(r.plan.arena_bytes, 64);
+  assert_int_equal(r.plan.alignment, 16);
+  assert_true(g->has_plan);
+  assert_int_equal(g->plan_arena_bytes, 64);
+  const char *names[] = {"x", "a", "b", "c", "d"};
+  for (int k = 1; k < 5; k++) { /* neighbours in the chain never share bytes */
+    const vl_node *p = node(g, names[k - 1]), *n = node(g, names[k]);
+    assert_true(p->has_mem_offset && n->has_mem_offset);
+    assert_int_not_equal(p->mem_offset, n->mem_offset);
+  }
+  char *text = vl_graph_print(g);
+  assert_non_null(strstr(text, "\"plan\":{\"arena_bytes\":64,\"alignment\":16}"));
+  vl_graph *again = parse(text); /* the printed plan validates */
+  vl_graph_free(again);
+  free(text);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+}
+
+/* Sizes round up to the alignment; a view and an in-place result share their owner's storage
+ * and stretch its lifetime; parameters are constant data, user inputs are planned. */
+static void views_and_in_place_results_share_their_owner(void **state) {
+  (void)state;
+  vl_report r;
+  vl_graph *g = planned(HEAD PH("w", ",\"kind\":\"parameter\"") "," PH("x", "")
+                            CALL("a", "aten.add.Tensor", "[\"x\",\"w\"]")
+                                ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":"
+                                "\"memory.view\",\"args\":[\"a\",[2,4]],\"alias_of\":\"a\","
+                                "" VAL("[2,4]") "}"
+                                CALL("b", "aten.relu_.default", "[\"v\"]")
+                                    RELU("c", "x") CALL("d", "aten.add.Tensor", "[\"b\",\"c\"]")
+                                        OUT("[\"d\"]"),
+                        &r);
+  assert_false(node(g, "w")->has_mem_offset);
+  assert_false(node(g, "v")->has_mem_offset);
+  assert_false(node(g, "b")->has_mem_offset);
+  assert_true(node(g, "x")->has_mem_offset);
+  /* a lives to d (through v and b), so it overlaps c; x dies at c. */
+  assert_int_equal(r.plan.planned, 4); /* x, a, c, d */
+  assert_int_equal(r.plan.lower_bound_bytes, 96);
+  assert_int_equal(r.plan.arena_bytes, 96);
+  assert_int_not_equal(node(g, "a")->mem_offset, node(g, "c")->mem_offset);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+  /* Alignment 64: each 32-byte buffer takes 64. */
+  g = parse(CHAIN);
+  vl_lower_options o;
+  vl_error err;
+  vl_lower_options_default(&o);
+  o.plan = true;
+  o.plan_alignment = 64;
+  assert_int_equal(vl_lower(g, &o, &r, &err), VL_OK);
+  assert_int_equal(r.plan.arena_bytes, 128);
+  assert_int_equal(r.plan.naive_bytes, 320);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+}
+
+#define PLANNED(x, a, b, extra_b)                                                                  \
+  "{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":64,\"alignment\":16},"  \
+  "\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\"," VAL("[2,4]") x "},"                         \
+  "{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[\"x\"],"  \
+  VAL("[2,4]") a "},"                                                                              \
+  "{\"name\":\"b\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[\"a\"],"  \
+  VAL("[2,4]") b "}" extra_b ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"b\"]}]}"
+
+static void validation_refuses_an_unsafe_plan_naming_the_node(void **state) {
+  (void)state;
+  vl_graph *g = parse(PLANNED(",\"mem_offset\":0", ",\"mem_offset\":32", ",\"mem_offset\":0", ""));
+  vl_graph_free(g);
+  /* b moved onto a, which is live while b is written */
+  expect_refused(PLANNED(",\"mem_offset\":0", ",\"mem_offset\":32", ",\"mem_offset\":32", ""),
+                 "/nodes/2/mem_offset", "overlaps a while both are live");
+  expect_refused(PLANNED(",\"mem_offset\":0", ",\"mem_offset\":16", ",\"mem_offset\":32", ""),
+                 "/nodes/1/mem_offset", "overlaps x while both are live");
+  expect_refused(PLANNED(",\"mem_offset\":0", ",\"mem_offset\":40", ",\"mem_offset\":0", ""),
+                 "/nodes/1/mem_offset", "40 is not a multiple of the plan's alignment 16");
+  expect_refused(PLANNED(",\"mem_offset\":0", ",\"mem_offset\":48", ",\"mem_offset\":0", ""),
+                 "/nodes/1/mem_offset", "[48, 48 + 32) is outside the arena of 64 bytes");
+  expect_refused(PLANNED(",\"mem_offset\":0", ",\"mem_offset\":32", "", ""), "/nodes/2/mem_offset",
+                 "missing: b owns a planned storage");
+  expect_refused(PLANNED(",\"mem_offset\":0", ",\"mem_offset\":32", ",\"mem_offset\":0",
+                         ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"memory.view\","
+                         "\"args\":[\"b\",[2,4]],\"alias_of\":\"b\"," VAL("[2,4]") ",\"mem_offset\":0}"),
+                 "/nodes/3/mem_offset",
+                 "v is not a planned storage owner (a view, an in-place result, constant data or "
+                 "an empty tensor)");
+  expect_refused(HEAD PH("x", ",\"mem_offset\":0") RELU("a", "x") OUT("[\"a\"]"),
+                 "/nodes/0/mem_offset", "the graph has no plan");
+  expect_refused("{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":64,"
+                 "\"alignment\":12},\"nodes\":[" PH("x", "") OUT("[\"x\"]"),
+                 "/plan/alignment", "is required: a power of two from 1 to 1073741824");
+  expect_refused("{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"alignment\":16},"
+                 "\"nodes\":[" PH("x", "") OUT("[\"x\"]"),
+                 "/plan/arena_bytes", "is required: a whole number of bytes from 0 to 2^53");
+  expect_refused("{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":64,"
+                 "\"alignment\":16,\"extra\":1},\"nodes\":[" PH("x", "") OUT("[\"x\"]"),
+                 "/plan/extra", "unknown key \"extra\"");
+  /* a parameter's storage is constant data */
+  expect_refused("{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":64,"
+                 "\"alignment\":16},\"nodes\":[" PH("w", ",\"kind\":\"parameter\",\"mem_offset\":0")
+                     RELU("a", "w") OUT("[\"a\"]"),
+                 "/nodes/0/mem_offset",
+                 "w is not a planned storage owner (a view, an in-place result, constant data or "
+                 "an empty tensor)");
+}
+
+static vl_tensor_map *run(const vl_graph *g, const vl_tensor_map *in) {
+  vl_tensor_map *out = NULL;
+  vl_error err;
+  if (vl_interp_run(g, in, NULL, &out, &err) != VL_OK) fail_msg("run: %s: %s", err.path, err.message);
+  return out;
+}
+
+/* The interpreter places every planned storage in one arena: the plan it was given decides
+ * the values. A valid plan computes what the unplanned graph does; one offset moved onto a live
+ * neighbour (past validation, in process) computes something else. */
+static void execution_follows_the_plan_so_a_bad_one_shows(void **state) {
+  (void)state;
+  const char *json = HEAD PH("x", "") CALL("a", "aten.add.Tensor", "[\"x\",1]")
+      CALL("b", "aten.mul.Tensor", "[\"a\",3]") CALL("c", "aten.add.Tensor", "[\"a\",\"b\"]")
+          OUT("[\"c\"]");
+  vl_graph *plain = parse(json);
+  vl_report r;
+  vl_graph *g = planned(json, &r);
+  vl_tensor_map *in = NULL;
+  vl_error err;
+  assert_int_equal(vl_inputs_generate(plain, NULL, 7, NULL, &in, &err), VL_OK);
+  vl_tensor_map *want = run(plain, in), *got = run(g, in);
+  assert_memory_equal(want->tensors[0]->data, got->tensors[0]->data, 32);
+  vl_tensor_map_free(got);
+  /* b onto a: a is read again by c after b is written. */
+  vl_node *a = (vl_node *)node(g, "a"), *b = (vl_node *)node(g, "b");
+  assert_int_not_equal(a->mem_offset, b->mem_offset);
+  b->mem_offset = a->mem_offset;
+  char *text = vl_graph_print(g);
+  expect_refused(text, "/nodes/2/mem_offset", "overlaps a while both are live");
+  free(text);
+  got = run(g, in);
+  assert_memory_not_equal(want->tensors[0]->data, got->tensors[0]->data, 32);
+  /* c = b + b = 6 (x + 1) instead of (x + 1) + 3 (x + 1) */
+  const float *xv = in->tensors[0]->data, *cv = got->tensors[0]->data;
+  for (int k = 0; k < 8; k++) assert_true(cv[k] == 6.0f * (xv[k] + 1.0f));
+  vl_tensor_map_free(got);
+  vl_tensor_map_free(want);
+  vl_tensor_map_free(in);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+  vl_graph_free(plain);
+}
+
+/* Lowering a planned graph with plan true changes nothing; with plan false its plan is kept
+ * while nothing changes; a lowering that changes the graph drops it. */
+static void planning_is_idempotent_and_a_changed_graph_drops_its_plan(void **state) {
+  (void)state;
+  vl_report r, r2;
+  vl_graph *g = planned(CHAIN, &r);
+  char *once = vl_graph_print(g);
+  vl_graph *h = planned(once, &r2);
+  char *twice = vl_graph_print(h);
+  assert_string_equal(once, twice);
+  assert_int_equal(r2.plan.arena_bytes, r.plan.arena_bytes);
+  assert_int_equal(r2.plan.lower_bound_bytes, r.plan.lower_bound_bytes);
+  vl_report_clear(&r2);
+  vl_graph_free(h);
+  free(twice);
+  h = parse(once);
+  vl_error err;
+  assert_int_equal(vl_lower(h, NULL, &r2, &err), VL_OK);
+  assert_true(h->has_plan);
+  assert_false(r2.plan.present);
+  vl_report_clear(&r2);
+  vl_graph_free(h);
+  free(once);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+  /* A planned graph with a view_copy the lowering replaces: the old plan goes. */
+  const char *json =
+      "{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":96,\"alignment\":"
+      "16},\"nodes\":[" PH("x", ",\"mem_offset\":0")
+      ",{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[\"x\"],"
+      "" VAL("[2,4]") ",\"mem_offset\":32},{\"name\":\"f\",\"op\":\"call_function\",\"target\":"
+      "\"aten.view_copy.default\",\"args\":[\"a\",[8]],\"val\":{\"dtype\":\"float32\",\"shape\":[8],"
+      "\"dim_order\":[0]},\"mem_offset\":64},{\"name\":\"y\",\"op\":\"call_function\",\"target\":"
+      "\"aten.relu.default\",\"args\":[\"f\"],\"val\":{\"dtype\":\"float32\",\"shape\":[8],"
+      "\"dim_order\":[0]},\"mem_offset\":0}" OUT("[\"y\"]");
+  h = parse(json);
+  assert_int_equal(vl_lower(h, NULL, &r2, &err), VL_OK);
+  assert_int_equal(r2.replaced, 1);
+  assert_false(h->has_plan);
+  for (uint32_t i = 0; i < h->n_nodes; i++) assert_false(h->nodes[i].has_mem_offset);
+  vl_report_clear(&r2);
+  vl_graph_free(h);
+}
+
+/* A long chain plans at its lower bound, and validation reads the plan back. */
+static void a_long_chain_plans_at_the_lower_bound(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__) /* sanitizer builds run several times slower */
+  enum { N = 20000 };
+#else
+  enum { N = 200000 };
+#endif
+  size_t cap = (size_t)N * 160 + 4096, len = 0;
+  char *json = malloc(cap);
+  assert_non_null(json);
+  len += (size_t)snprintf(json + len, cap - len, HEAD PH("n0", ""));
+  for (int i = 1; i <= N; i++) {
+    len += (size_t)snprintf(json + len, cap - len,
+                            ",{\"name\":\"n%d\",\"op\":\"call_function\",\"target\":"
+                            "\"aten.relu.default\",\"args\":[\"n%d\"]," VAL("[2,4]") "}",
+                            i, i - 1);
+  }
+  snprintf(json + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%d\"]}]}", N);
+  vl_report r;
+  vl_graph *g = planned(json, &r);
+  assert_int_equal(r.plan.planned, N + 1);
+  assert_int_equal(r.plan.lower_bound_bytes, 64);
+  assert_int_equal(r.plan.arena_bytes, 64);
+  char *text = vl_graph_print(g);
+  vl_graph *again = parse(text);
+  vl_graph_free(again);
+  free(text);
+  free(json);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_chain_ping_pongs_between_two_buffers_at_the_lower_bound),
+      cmocka_unit_test(views_and_in_place_results_share_their_owner),
+      cmocka_unit_test(validation_refuses_an_unsafe_plan_naming_the_node),
+      cmocka_unit_test(execution_follows_the_plan_so_a_bad_one_shows),
+      cmocka_unit_test(planning_is_idempotent_and_a_changed_graph_drops_its_plan),
+      cmocka_unit_test(a_long_chain_plans_at_the_lower_bound),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
