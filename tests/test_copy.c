@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "budget.h" /* random case counts sized for the build */
+
 #include "viewlower/copy.h"
 #include "viewlower/layout.h"
 #include "viewlower/tensor.h"
@@ -553,7 +555,7 @@ static void check_one_logical_case(uint64_t *rs, int iter) {
 static void logical_copy_matches_reference_on_random_layouts(void **state) {
   (void)state;
   uint64_t rs = 0x5EED0001u;
-  for (int i = 0; i < 3000; i++) check_one_logical_case(&rs, i);
+  for (int i = 0, n = (int)vl_test_cases(3000); i < n; i++) check_one_logical_case(&rs, i);
 }
 
 /* A random factorisation of numel into rank 1..6 (for reshapes), or rank 0 when numel is 1. */
@@ -599,7 +601,7 @@ static void check_one_reshape_case(uint64_t *rs, int iter) {
 static void reshaping_copy_matches_reference_on_random_layouts(void **state) {
   (void)state;
   uint64_t rs = 0x5EED0002u;
-  for (int i = 0; i < 3000; i++) check_one_reshape_case(&rs, i);
+  for (int i = 0, n = (int)vl_test_cases(3000); i < n; i++) check_one_reshape_case(&rs, i);
 }
 
 /* Random non-dense strides: a random dim order with random gaps, element sizes 1..16. */
@@ -653,13 +655,13 @@ static void check_one_strided_case(uint64_t *rs, int iter) {
 static void strided_copy_matches_reference_on_random_gapped_strides(void **state) {
   (void)state;
   uint64_t rs = 0x5EED0003u;
-  for (int i = 0; i < 3000; i++) check_one_strided_case(&rs, i);
+  for (int i = 0, n = (int)vl_test_cases(3000); i < n; i++) check_one_strided_case(&rs, i);
 }
 
 static void permute_matches_reference_on_random_layouts(void **state) {
   (void)state;
   uint64_t rs = 0x5EED0004u;
-  for (int iter = 0; iter < 1000; iter++) {
+  for (int iter = 0, iters = (int)vl_test_cases(1000); iter < iters; iter++) {
     uint8_t rank, p8[VL_MAX_RANK];
     int64_t shape[VL_MAX_RANK], pshape[VL_MAX_RANK], perm[VL_MAX_RANK], numel;
     vl_dtype dt = sized_dtypes[rnd_below(&rs, 4)];
@@ -699,7 +701,7 @@ static void transposes_match_reference_for_every_element_size(void **state) {
   (void)state;
   static const size_t sizes[] = {1, 2, 4, 8};
   uint64_t rs = 0x5EED0005u;
-  for (int iter = 0; iter < 2500; iter++) {
+  for (int iter = 0, iters = (int)vl_test_cases(2500); iter < iters; iter++) {
     size_t es = sizes[rnd_below(&rs, 4)];
     int64_t nx = 1 + rnd_below(&rs, iter % 10 == 0 ? 300 : 70);
     int64_t ny = 1 + rnd_below(&rs, iter % 10 == 1 ? 300 : 70);
@@ -734,7 +736,7 @@ static void narrow_planes_match_reference_in_both_directions(void **state) {
   (void)state;
   static const size_t sizes[] = {1, 2, 4, 8};
   uint64_t rs = 0x5EED0006u;
-  for (int iter = 0; iter < 3000; iter++) {
+  for (int iter = 0, iters = (int)vl_test_cases(3000); iter < iters; iter++) {
     size_t es = sizes[rnd_below(&rs, 4)];
     int64_t c = 2 + rnd_below(&rs, 4), n = rnd_below(&rs, iter % 8 == 0 ? 2000 : 200);
     int64_t outer = 1 + rnd_below(&rs, 2), pad = rnd_below(&rs, 40);

@@ -7,7 +7,7 @@
  * for bit; under legacy some generated graph must mismatch, so the generator is known to reach
  * the cases where aliasing is wrong. A failure prints the case seed and the whole graph JSON;
  * VL_VERIFY_RANDOM_SEED=<seed> reruns that one case alone, VL_VERIFY_RANDOM_CASES=<n> runs n
- * cases instead of the default. */
+ * cases instead of the build's count (tests/budget.h; VL_TEST_CASE_PERCENT scales it). */
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,24 +20,16 @@
 
 #include <cmocka.h>
 
+#include "budget.h"
+
 #include "viewlower/graph.h"
 #include "viewlower/interp.h"
 #include "viewlower/layout.h"
 #include "viewlower/lower.h"
 
-/* Sanitizer builds run each case several times slower; fewer cases keep them near a minute. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifdef SANITIZED
-#define CASES 50000
-#else
+/* Cases in the optimised build (about 9 s on one core); tests/budget.h sizes them for the build
+ * (a fifth under the sanitizers, where a case costs about 9 times as much). */
 #define CASES 100000
-#endif
 
 #define FIRST_SEED UINT64_C(20240601)
 #define NUMEL 24
@@ -357,7 +349,7 @@ static void safe_lowering_keeps_every_value_of_random_graphs(void **state) {
     return;
   }
   const char *cases = getenv("VL_VERIFY_RANDOM_CASES");
-  uint64_t n = cases != NULL && *cases != '\0' ? strtoull(cases, NULL, 0) : CASES;
+  uint64_t n = cases != NULL && *cases != '\0' ? strtoull(cases, NULL, 0) : vl_test_cases(CASES);
   for (uint64_t i = 0; i < n; i++) check_case(FIRST_SEED + i, &tl);
   printf("%" PRIu64 " graphs: %" PRIu64 " view_copy replaced, %" PRIu64 " kept (safe); %" PRIu64
          " legacy mismatches\n",
@@ -379,11 +371,8 @@ static void safe_lowering_keeps_every_value_of_random_graphs(void **state) {
  * decisions over all cases must include every kind: replaced with and without an offset, kept
  * for each reason the generator can reach, merged, removed dead. */
 
-#ifdef SANITIZED
-#define FOLD_CASES 3000
-#else
+/* In the optimised build (about 4.5 s); sized by tests/budget.h like CASES. */
 #define FOLD_CASES 20000
-#endif
 #define FOLD_FIRST_SEED UINT64_C(20261201)
 #define FOLD_TENSORS 24
 
@@ -801,7 +790,7 @@ static void folding_keeps_every_value_of_random_layout_chains(void **state) {
     return;
   }
   const char *cases = getenv("VL_VERIFY_RANDOM_CASES");
-  uint64_t n = cases != NULL && *cases != '\0' ? strtoull(cases, NULL, 0) / 5 : FOLD_CASES;
+  uint64_t n = cases != NULL && *cases != '\0' ? strtoull(cases, NULL, 0) / 5 : vl_test_cases(FOLD_CASES);
   for (uint64_t i = 0; i < n; i++) check_fold_case(FOLD_FIRST_SEED + i, &tl);
   printf("%" PRIu64 " layout chains: %" PRIu64 " replaced, %" PRIu64 " replaced at an offset, %" PRIu64
          " merged, %" PRIu64 " removed dead; kept by reason:",

@@ -16,7 +16,6 @@
 extern "C" {
 #endif
 
-VL_API bool vl_dim_order_is_permutation(const uint8_t *order, size_t rank);
 /* Element strides from the spec's dim order (a size of 0 counts as 1). */
 VL_API void vl_layout_strides(const vl_spec *s, int64_t strides[VL_MAX_RANK]);
 /* Default strides of a shape (row-major). */
@@ -30,9 +29,6 @@ VL_API bool vl_layout_is_default_order(const vl_spec *s);
 VL_API bool vl_layout_is_channels_last(const vl_spec *s);
 /* Physically contiguous: every dim of size > 1 has its default stride; <= 1 element always. */
 VL_API bool vl_layout_is_contiguous(const vl_spec *s);
-VL_API void vl_dim_order_default(uint8_t *order, uint8_t rank);
-/* The channels-last order for rank 4/5 into order; false for other ranks. */
-VL_API bool vl_dim_order_channels_last(uint8_t *order, uint8_t rank);
 
 /* Contiguity as the layout rule of SPEC §3 judges it: physical for static specs, the dim order
  * alone for dynamic ones (their sizes may change). */

@@ -31,6 +31,12 @@ typedef struct vl_limits {
 
 VL_API void vl_limits_default(vl_limits *lim);
 
+/* Dim orders (outermost dim first): the default order 0..rank-1; the channels-last order of
+ * rank 4/5 ([0,2,3,1], [0,2,3,4,1]; false for other ranks); is order a permutation of 0..rank-1? */
+VL_API void vl_dim_order_default(uint8_t *order, uint8_t rank);
+VL_API bool vl_dim_order_channels_last(uint8_t *order, uint8_t rank);
+VL_API bool vl_dim_order_is_permutation(const uint8_t *order, size_t rank);
+
 typedef struct vl_spec {
   vl_dtype dtype;
   uint8_t rank;

@@ -21,7 +21,7 @@
 #include "base/json_util.h"
 #include "base/json_write.h"
 #include "graph/graph_internal.h"
-#include "viewlower/layout.h"
+#include "graph/spec_json.h"
 #include "viewlower/tensor_json.h"
 
 #define VL__MAX_KWARGS 256
@@ -84,9 +84,10 @@ static const key_name node_keys[K_NODE_COUNT] = {
     KEY("val"),     KEY("args"),     KEY("kwargs"), KEY("mutates"), KEY("alias_of"),
     KEY("vals"),    KEY("offset"),   KEY("mem_offset")};
 
-enum { S_DTYPE, S_SHAPE, S_DIM_ORDER, S_STRIDES, S_DYNAMIC, K_SPEC_COUNT };
-static const key_name spec_keys[K_SPEC_COUNT] = {KEY("dtype"), KEY("shape"), KEY("dim_order"),
-                                                 KEY("strides"), KEY("dynamic")};
+/* In the order of the VL__SPEC_* members (graph/spec_json.h), whose reader applies the rules. */
+static const key_name spec_keys[VL__SPEC_MEMBERS] = {KEY("dtype"), KEY("shape"),
+                                                     KEY("dim_order"), KEY("strides"),
+                                                     KEY("dynamic")};
 
 /* ---- errors and paths ---- */
 
@@ -249,7 +250,7 @@ static vl_status dup_text(parser *p, uint32_t e, const char *sub, char **out) {
   return VL_OK;
 }
 
-/* ---- tensor specs (as vl_spec_from_json reads them; errors relative to the spec) ---- */
+/* ---- tensor specs: found on the tape, read by vl__spec_read (spec_json.c) ---- */
 
 static bool negative(const vl__jr *r, uint32_t c) {
   bool is_float;
@@ -287,88 +288,47 @@ static vl_status int_array(parser *p, uint32_t arr, size_t max_len, int64_t min,
   return VL_OK;
 }
 
-static vl_status spec_dtype(parser *p, const uint32_t *f, vl_spec *s, vl_error *err) {
-  uint32_t dt = f[S_DTYPE];
-  char name[32];
-  if (dt == NO_ENTRY) return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dtype", "is required");
-  if (!is(p, dt, VL__JT_STRING) || p->r.tape[dt].len >= sizeof name ||
-      !vl_dtype_from_name(text_of(&p->r, dt, name, sizeof name), &s->dtype)) {
-    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dtype",
-                        "unknown dtype (expected one of uint8 int8 int16 int32 int64 float16 "
-                        "bfloat16 float32 float64 bool)");
-  }
-  return VL_OK;
+/* The tape's side of a vl__spec_src (spec_json.h): a handle is a const uint32_t * entry. */
+static bool tape_text(void *ctx, const void *v, char *buf, size_t cap) {
+  parser *p = ctx;
+  uint32_t e = *(const uint32_t *)v;
+  if (!is(p, e, VL__JT_STRING) || p->r.tape[e].len >= cap) return false;
+  text_of(&p->r, e, buf, cap);
+  return true;
 }
 
-static vl_status spec_shape(parser *p, const uint32_t *f, vl_spec *s, vl_error *err) {
-  uint32_t shape = f[S_SHAPE];
-  if (shape == NO_ENTRY) return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "is required");
-  if (is(p, shape, VL__JT_ARRAY) && p->r.tape[shape].len > VL_MAX_RANK) {
-    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "rank %d exceeds the maximum of %d",
-                        (int)p->r.tape[shape].len, VL_MAX_RANK);
-  }
-  size_t rank = 0;
-  vl_status st = int_array(p, shape, VL_MAX_RANK, 0, INT64_MAX, s->shape, &rank, "/shape", err);
-  s->rank = (uint8_t)rank;
-  return st;
+static long tape_array_len(void *ctx, const void *v) {
+  parser *p = ctx;
+  uint32_t e = *(const uint32_t *)v;
+  return is(p, e, VL__JT_ARRAY) ? (long)p->r.tape[e].len : -1;
 }
 
-static vl_status spec_order(parser *p, const uint32_t *f, vl_spec *s, vl_error *err) {
-  uint32_t order = f[S_DIM_ORDER], strides = f[S_STRIDES];
-  int64_t v[VL_MAX_RANK];
-  size_t n = 0;
-  if (order != NO_ENTRY && strides != NO_ENTRY) {
-    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/strides",
-                        "give either dim_order or strides, not both");
-  }
-  if (order == NO_ENTRY && strides == NO_ENTRY) {
-    vl_dim_order_default(s->dim_order, s->rank);
-    return VL_OK;
-  }
-  const char *path = order != NO_ENTRY ? "/dim_order" : "/strides";
-  vl_status st = int_array(p, order != NO_ENTRY ? order : strides, VL_MAX_RANK, 0,
-                           order != NO_ENTRY ? VL_MAX_RANK : INT64_MAX, v, &n, path, err);
-  if (st != VL_OK) return st;
-  if (n != s->rank) {
-    return vl_error_set(err, VL_ERR_INVALID_TENSOR, path, "has %zu entries but the rank is %u", n,
-                        s->rank);
-  }
-  if (strides != NO_ENTRY) {
-    return vl_layout_dim_order_from_strides(s->rank, s->shape, v, s->dim_order, err);
-  }
-  for (size_t i = 0; i < n; i++) s->dim_order[i] = (uint8_t)v[i];
-  if (!vl_dim_order_is_permutation(s->dim_order, n)) {
-    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dim_order", "not a permutation of 0..%d",
-                        (int)n - 1);
-  }
-  return VL_OK;
+static vl_status tape_ints(void *ctx, const void *v, int64_t max, const char *path, int64_t *out,
+                           size_t *n, vl_error *err) {
+  return int_array(ctx, *(const uint32_t *)v, VL_MAX_RANK, 0, max, out, n, path, err);
+}
+
+static int tape_boolean(void *ctx, const void *v) {
+  parser *p = ctx;
+  uint32_t e = *(const uint32_t *)v;
+  return is(p, e, VL__JT_TRUE) ? 1 : is(p, e, VL__JT_FALSE) ? 0 : -1;
 }
 
 /* The spec at entry obj; errors are relative to it (VL_ERR_INVALID_TENSOR). */
 static vl_status spec_read(parser *p, uint32_t obj, vl_spec *out, vl_error *err) {
-  vl_spec s;
-  memset(&s, 0, sizeof s);
   if (!is(p, obj, VL__JT_OBJECT)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "", "must be an object");
   }
   vl_error *saved = p->err;
-  uint32_t f[K_SPEC_COUNT];
+  uint32_t f[VL__SPEC_MEMBERS];
   p->err = err;
-  vl_status st = read_keys(p, obj, spec_keys, K_SPEC_COUNT, f, "", "", VL_ERR_INVALID_TENSOR);
+  vl_status st = read_keys(p, obj, spec_keys, VL__SPEC_MEMBERS, f, "", "", VL_ERR_INVALID_TENSOR);
   p->err = saved;
-  if (st == VL_OK) st = spec_dtype(p, f, &s, err);
-  if (st == VL_OK) st = spec_shape(p, f, &s, err);
-  if (st == VL_OK) st = spec_order(p, f, &s, err);
   if (st != VL_OK) return st;
-  uint32_t dyn = f[S_DYNAMIC];
-  if (dyn != NO_ENTRY && !is(p, dyn, VL__JT_TRUE) && !is(p, dyn, VL__JT_FALSE)) {
-    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/dynamic", "must be true or false");
-  }
-  s.dynamic = is(p, dyn, VL__JT_TRUE);
-  st = vl_spec_check(&s, err);
-  if (st != VL_OK) return st;
-  *out = s;
-  return VL_OK;
+  vl__spec_src src = {.ctx = p, .text = tape_text, .array_len = tape_array_len,
+                      .ints = tape_ints, .boolean = tape_boolean};
+  for (int k = 0; k < VL__SPEC_MEMBERS; k++) src.member[k] = f[k] != NO_ENTRY ? &f[k] : NULL;
+  return vl__spec_read(&src, out, err);
 }
 
 /* A spec under the node: errors re-labelled as graph errors at sub + their own path. */

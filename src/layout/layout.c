@@ -1,33 +1,13 @@
 /* layout.c - the layout algebra (SPEC §1, §3): dim orders, strides from a dim order and the
  * canonical dim order from strides, contiguity, PyTorch's view stride rule and the exact layout
  * test (a view may alias its base only if every logical element keeps its memory offset).
+ * The dim orders themselves (default, channels-last, the permutation check) belong to the spec
+ * (tensor.c); this file builds on them and calls nothing back.
  * Invariant: specs given here passed vl_spec_check (products of sizes fit in 63 bits). */
 #include "viewlower/layout.h"
 
 #include <stdint.h>
 #include <string.h>
-
-void vl_dim_order_default(uint8_t *order, uint8_t rank) {
-  for (uint8_t i = 0; i < rank; i++) order[i] = i;
-}
-
-bool vl_dim_order_channels_last(uint8_t *order, uint8_t rank) {
-  if (rank != 4 && rank != 5) return false;
-  order[0] = 0;
-  for (uint8_t i = 1; i + 1 < rank; i++) order[i] = (uint8_t)(i + 1);
-  order[rank - 1] = 1;
-  return true;
-}
-
-bool vl_dim_order_is_permutation(const uint8_t *order, size_t rank) {
-  bool seen[VL_MAX_RANK] = {false};
-  if (rank > VL_MAX_RANK) return false;
-  for (size_t i = 0; i < rank; i++) {
-    if (order[i] >= rank || seen[order[i]]) return false;
-    seen[order[i]] = true;
-  }
-  return true;
-}
 
 static void strides_for_order(uint8_t rank, const int64_t *shape, const uint8_t *order,
                               int64_t *strides) {

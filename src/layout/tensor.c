@@ -1,14 +1,39 @@
-/* tensor.c - tensor specs (SPEC §1): checks, overflow-checked sizes, view size inference, owned
- * tensors and tensor maps. Layouts are in layout.c, dtypes in dtype.c.
+/* tensor.c - tensor specs (SPEC §1): dim orders, checks, overflow-checked sizes, view size
+ * inference, owned tensors and tensor maps. Strides and layout tests are in layout.c (which
+ * builds on this file; nothing here calls it), dtypes in dtype.c.
  * Invariant: a spec that passed vl_spec_check has rank <= 16, sizes >= 0, a permutation as dim
  * order and an nbytes that fits in 63 bits. */
 #include "viewlower/tensor.h"
 
-#include "viewlower/layout.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- dim orders: the orders a spec may declare (SPEC §1) ---- */
+
+void vl_dim_order_default(uint8_t *order, uint8_t rank) {
+  for (uint8_t i = 0; i < rank; i++) order[i] = i;
+}
+
+bool vl_dim_order_channels_last(uint8_t *order, uint8_t rank) {
+  if (rank != 4 && rank != 5) return false;
+  order[0] = 0;
+  for (uint8_t i = 1; i + 1 < rank; i++) order[i] = (uint8_t)(i + 1);
+  order[rank - 1] = 1;
+  return true;
+}
+
+bool vl_dim_order_is_permutation(const uint8_t *order, size_t rank) {
+  bool seen[VL_MAX_RANK] = {false};
+  if (rank > VL_MAX_RANK) return false;
+  for (size_t i = 0; i < rank; i++) {
+    if (order[i] >= rank || seen[order[i]]) return false;
+    seen[order[i]] = true;
+  }
+  return true;
+}
+
+/* ---- specs ---- */
 
 void vl_limits_default(vl_limits *lim) {
   lim->max_nodes = 1000000;

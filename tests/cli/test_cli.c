@@ -21,98 +21,14 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "cli_harness.h"
+
 #define EX VL_EXAMPLES_DIR "/graphs/"
 
-static char tmpdir[256];
-static char sock[300];
-static pid_t daemon_pid;
-
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} result;
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return strdup("");
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = '\0';
-  fclose(f);
-  return buf;
-}
-
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-}
-
-/* Runs argv (argv[0] is VL_CTL) with stdin from in_text; env NULL keeps ours. as_nobody:
- * when root, run as uid/gid 65534 (exit 127 if that cannot be done). */
-static result spawn(const char *in_text, const char *const *argv, const char *const *env,
-                    bool as_nobody) {
-  char out_path[400], err_path[400], in_path[400];
-  snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
-  snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
-  snprintf(in_path, sizeof in_path, "%s/stdin", tmpdir);
-  write_file(in_path, in_text ? in_text : "");
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int in = open(in_path, O_RDONLY), out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-        err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err, 2);
-    if (as_nobody && geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(127);
-    if (env != NULL)
-      execve(VL_CTL, (char *const *)argv, (char *const *)env);
-    else
-      execv(VL_CTL, (char *const *)argv);
-    _exit(127);
-  }
-  int st;
-  waitpid(pid, &st, 0);
-  result r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128, slurp(out_path), slurp(err_path)};
-  return r;
-}
-
-/* Runs viewlowerctl with mode args ("--local" or "--socket S") + args; stdin from in_text. */
-static result run(bool local, const char *in_text, const char *const *args) {
-  const char *argv[64];
-  size_t n = 0;
-  argv[n++] = VL_CTL;
-  if (local) {
-    argv[n++] = "--local";
-  } else {
-    argv[n++] = "--socket";
-    argv[n++] = sock;
-  }
-  for (; *args && n < 63; args++) argv[n++] = *args;
-  argv[n] = NULL;
-  return spawn(in_text, argv, NULL, false);
-}
-
-/* tmpdir/name, written with text; returns the path in a static slot (four in turn). */
-static const char *temp_file(const char *name, const char *text) {
-  static char paths[4][400];
-  static size_t next;
-  char *path = paths[next++ % 4];
-  snprintf(path, 400, "%s/%s", tmpdir, name);
-  write_file(path, text);
-  return path;
-}
-
 /* Asserts r's stderr is "viewlowerctl: " + the formatted line + "\n", stdout empty. */
-static void assert_error_line(const result *r, const char *fmt, ...)
+static void assert_error_line(const cli_result *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void assert_error_line(const result *r, const char *fmt, ...) {
+static void assert_error_line(const cli_result *r, const char *fmt, ...) {
   char want[1024] = "viewlowerctl: ";
   va_list ap;
   va_start(ap, fmt);
@@ -123,66 +39,9 @@ static void assert_error_line(const result *r, const char *fmt, ...) {
   assert_string_equal(r->out, "");
 }
 
-static void drop(result *r) {
-  free(r->out);
-  free(r->err);
-}
-
-/* Runs in both modes; asserts the same exit status, stdout and stderr; returns the local one. */
-static result both(const char *in_text, const char *const *args, int want_status) {
-  result local = run(true, in_text, args), remote = run(false, in_text, args);
-  if (local.status != want_status || remote.status != want_status)
-    fail_msg("%s: exit %d (local) / %d (daemon), want %d\nlocal stderr: %s\ndaemon stderr: %s",
-             args[0], local.status, remote.status, want_status, local.err, remote.err);
-  assert_string_equal(local.out, remote.out);
-  assert_string_equal(local.err, remote.err);
-  drop(&remote);
-  return local;
-}
-
-static int start_daemon(void **state) {
-  (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/vlcli.XXXXXX");
-  if (mkdtemp(tmpdir) == NULL) return -1;
-  snprintf(sock, sizeof sock, "%s/d.sock", tmpdir);
-  daemon_pid = fork();
-  if (daemon_pid == 0) {
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 2);
-    execl(VL_DAEMON, VL_DAEMON, "--socket", sock, "--log-level", "error", (char *)NULL);
-    _exit(127);
-  }
-  /* Ready when a connection is accepted: the socket file exists a moment before listen(). */
-  for (int i = 0; i < 200; i++) {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    memcpy(sa.sun_path, sock, strlen(sock) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    if (fd >= 0) close(fd);
-    if (ok) return 0;
-    struct timespec ts = {0, 25 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
-  return -1;
-}
-
-/* cmocka does not count a failed group teardown in its result; main adds it. */
-static bool teardown_failed;
-
-static int stop_daemon(void **state) {
-  (void)state;
-  kill(daemon_pid, SIGTERM);
-  int st;
-  waitpid(daemon_pid, &st, 0);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  teardown_failed = !(system(cmd) == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  return teardown_failed ? -1 : 0;
-}
-
 static void validate_prints_the_graph_with_full_vals(void **state) {
   (void)state;
-  result r = both(NULL, (const char *[]){"validate", EX "reshape_chain.json", NULL}, 0);
+  cli_result r = cli_both(NULL, (const char *[]){"validate", EX "reshape_chain.json", NULL}, 0);
   cJSON *g = cJSON_Parse(r.out);
   assert_non_null(g);
   cJSON *val = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(g, "nodes"), 0), "val");
@@ -191,7 +50,7 @@ static void validate_prints_the_graph_with_full_vals(void **state) {
   free(text);
   cJSON_Delete(g);
   assert_string_equal(r.err, "");
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static const char *bad_graph =
@@ -201,42 +60,42 @@ static const char *bad_graph =
 
 static void an_invalid_graph_is_one_line_with_the_pointer_and_exit_2(void **state) {
   (void)state;
-  result r = both(bad_graph, (const char *[]){"validate", "-", NULL}, 2);
+  cli_result r = cli_both(bad_graph, (const char *[]){"validate", "-", NULL}, 2);
   assert_string_equal(r.err,
                       "viewlowerctl: -: /nodes/0/val/dim_order: not a permutation of 0..3\n");
   assert_string_equal(r.out, "");
-  drop(&r);
-  r = both("{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[{\"name\":\"x\\u0000y\"}]}",
+  cli_result_free(&r);
+  r = cli_both("{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[{\"name\":\"x\\u0000y\"}]}",
            (const char *[]){"validate", "-", NULL}, 2);
   assert_non_null(strstr(r.err, "\\u0000 is not allowed"));
-  drop(&r);
-  r = both("{\"format\":", (const char *[]){"lower", "-", NULL}, 2);
+  cli_result_free(&r);
+  r = cli_both("{\"format\":", (const char *[]){"lower", "-", NULL}, 2);
   assert_non_null(strstr(r.err, "malformed JSON"));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void usage_errors_exit_64(void **state) {
   (void)state;
-  result r = run(true, NULL, (const char *[]){NULL});
+  cli_result r = cli_run(true, NULL, (const char *[]){NULL});
   assert_int_equal(r.status, 64);
-  drop(&r);
-  r = run(true, NULL, (const char *[]){"frobnicate", NULL});
+  cli_result_free(&r);
+  r = cli_run(true, NULL, (const char *[]){"frobnicate", NULL});
   assert_int_equal(r.status, 64);
-  drop(&r);
-  r = run(true, NULL, (const char *[]){"lower", EX "patch_embed.json", "--policy", "fast", NULL});
+  cli_result_free(&r);
+  r = cli_run(true, NULL, (const char *[]){"lower", EX "patch_embed.json", "--policy", "fast", NULL});
   assert_int_equal(r.status, 64);
-  drop(&r);
-  r = run(true, NULL, (const char *[]){"view-copy", "-", "--size", "1,x", NULL});
+  cli_result_free(&r);
+  r = cli_run(true, NULL, (const char *[]){"view-copy", "-", "--size", "1,x", NULL});
   assert_int_equal(r.status, 64);
-  drop(&r);
-  r = run(true, NULL, (const char *[]){"stats", NULL});
+  cli_result_free(&r);
+  r = cli_run(true, NULL, (const char *[]){"stats", NULL});
   assert_int_equal(r.status, 64);
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void lower_keeps_the_patch_embedding_copy_and_explains_why(void **state) {
   (void)state;
-  result r = both(NULL, (const char *[]){"lower", EX "patch_embed.json", "--no-fold", NULL}, 0);
+  cli_result r = cli_both(NULL, (const char *[]){"lower", EX "patch_embed.json", "--no-fold", NULL}, 0);
   cJSON *j = cJSON_Parse(r.out);
   cJSON *report = cJSON_GetObjectItem(j, "report");
   assert_int_equal(cJSON_GetObjectItem(report, "kept")->valueint, 1);
@@ -245,44 +104,44 @@ static void lower_keeps_the_patch_embedding_copy_and_explains_why(void **state) 
   assert_string_equal(reasons, "[\"base_layout\"]");
   free(reasons);
   cJSON_Delete(j);
-  drop(&r);
-  r = both(NULL, (const char *[]){"explain", EX "patch_embed.json", "--no-fold", NULL}, 0);
+  cli_result_free(&r);
+  r = cli_both(NULL, (const char *[]){"explain", EX "patch_embed.json", "--no-fold", NULL}, 0);
   assert_non_null(strstr(r.out, "flat"));
   assert_non_null(strstr(r.out, "base_layout"));
   assert_non_null(strstr(r.out, "\n1 layout-only nodes: 0 replaced, 1 kept, 0 merged, 0 removed as dead\n"
                                 "1 of them view_copy; 0 bases normalized; 0 bytes saved, 48 bytes "
                                 "still copied\n"));
-  drop(&r);
+  cli_result_free(&r);
   /* With fold (the default) the flatten of the channels-last copy of x is a view of x itself,
    * the copy falls dead, and the permute, a graph output, stays. */
-  r = both(NULL, (const char *[]){"explain", EX "patch_embed.json", NULL}, 0);
+  r = cli_both(NULL, (const char *[]){"explain", EX "patch_embed.json", NULL}, 0);
   assert_non_null(strstr(r.out, "\n3 layout-only nodes: 1 replaced, 1 kept, 0 merged, 1 removed as "
                                 "dead\n1 of them view_copy; 0 bases normalized; 96 bytes saved, 48 "
                                 "bytes still copied\n"));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void lower_of_several_graphs_writes_one_result_per_input(void **state) {
   (void)state;
   const char *files[] = {"lower", EX "patch_embed.json", EX "reshape_chain.json",
                          EX "remove_view_copy_model.json", NULL};
-  result r = both(NULL, files, 0);
+  cli_result r = cli_both(NULL, files, 0);
   int lines = 0;
   for (const char *p = r.out; *p; p++) lines += *p == '\n';
   assert_int_equal(lines, 3);
   assert_non_null(strstr(r.out, "\"name\":\"patch_embed\""));
   assert_true(strstr(r.out, "patch_embed") < strstr(r.out, "reshape_chain"));
-  drop(&r);
+  cli_result_free(&r);
   char dir[400];
-  snprintf(dir, sizeof dir, "%s/lowered", tmpdir);
-  r = run(
+  snprintf(dir, sizeof dir, "%s/lowered", cli_tmpdir);
+  r = cli_run(
       false, NULL,
       (const char *[]){"lower", EX "patch_embed.json", EX "reshape_chain.json", "-o", dir, NULL});
   assert_int_equal(r.status, 0);
-  drop(&r);
+  cli_result_free(&r);
   char path[500];
   snprintf(path, sizeof path, "%s/reshape_chain.json", dir);
-  char *text = slurp(path);
+  char *text = cli_slurp(path, NULL);
   cJSON *j = cJSON_Parse(text);
   assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "report"), "removed_dead")->valueint,
                    3);
@@ -292,52 +151,53 @@ static void lower_of_several_graphs_writes_one_result_per_input(void **state) {
 
 static void verify_is_equal_under_safe_and_exits_1_under_legacy(void **state) {
   (void)state;
-  result r = both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--seed", "7", NULL}, 0);
+  cli_result r = cli_both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--seed", "7", NULL}, 0);
   assert_non_null(strstr(r.out, "\"equal\":true"));
-  drop(&r);
-  r = both(
+  cli_result_free(&r);
+  r = cli_both(
       NULL,
       (const char *[]){"verify", EX "patch_embed.json", "--seed", "7", "--policy", "legacy", NULL},
       1);
   assert_non_null(strstr(r.out, "\"equal\":false"));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void run_gives_the_exact_patch_embedding_tokens(void **state) {
   (void)state;
   char inputs[400];
-  snprintf(inputs, sizeof inputs, "%s/inputs.json", tmpdir);
-  write_file(inputs, "{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
-                     "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}}");
-  result r =
-      both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", inputs, NULL}, 0);
+  snprintf(inputs, sizeof inputs, "%s/inputs.json", cli_tmpdir);
+  cli_write(inputs, "{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
+                     "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}}", strlen("{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
+                     "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}}"));
+  cli_result r =
+      cli_both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", inputs, NULL}, 0);
   assert_string_equal(
       r.out, "{\"outputs\":[{\"dtype\":\"float32\",\"shape\":[1,6,2],\"dim_order\":[0,1,2],"
              "\"values\":[0,6,1,7,2,8,3,9,4,10,5,11]}]}\n");
-  drop(&r);
-  r = both(NULL,
+  cli_result_free(&r);
+  r = cli_both(NULL,
            (const char *[]){"run", EX "patch_embed.json", "--inputs", inputs, "--encoding",
                             "base64", NULL},
            0);
   assert_non_null(strstr(r.out, "\"data\":\""));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void view_copy_reads_channels_last_in_logical_order(void **state) {
   (void)state;
   const char *t = "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1],"
                   "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}";
-  result r = both(t, (const char *[]){"view-copy", "-", "--size", "1,2,-1", NULL}, 0);
+  cli_result r = cli_both(t, (const char *[]){"view-copy", "-", "--size", "1,2,-1", NULL}, 0);
   assert_string_equal(r.out, "{\"dtype\":\"float32\",\"shape\":[1,2,6],\"dim_order\":[0,1,2],"
                              "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}\n");
-  drop(&r);
-  r = both(t, (const char *[]){"view-copy", "-", "--size", "1,-1,-1", NULL}, 2);
+  cli_result_free(&r);
+  r = cli_both(t, (const char *[]){"view-copy", "-", "--size", "1,-1,-1", NULL}, 2);
   assert_non_null(strstr(r.err, "viewlowerctl: --size: "));
-  drop(&r);
-  r = both("{\"dtype\":\"float32\",\"shape\":[2],\"values\":[1]}",
+  cli_result_free(&r);
+  r = cli_both("{\"dtype\":\"float32\",\"shape\":[2],\"values\":[1]}",
            (const char *[]){"view-copy", "-", "--size", "2", NULL}, 2);
   assert_non_null(strstr(r.err, "viewlowerctl: -: /values"));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void an_unsupported_target_is_invalid_input(void **state) {
@@ -348,38 +208,31 @@ static void an_unsupported_target_is_invalid_input(void **state) {
       "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.sin.default\",\"args\":[\"x\"],"
       "\"val\":{\"dtype\":\"float32\",\"shape\":[2]}},"
       "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"y\"]}]}";
-  result r = both(g, (const char *[]){"verify", "-", NULL}, 2);
+  cli_result r = cli_both(g, (const char *[]){"verify", "-", NULL}, 2);
   assert_non_null(strstr(r.err, "/nodes/1/target"));
   assert_non_null(strstr(r.err, "aten.sin.default"));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void ping_version_and_stats_answer(void **state) {
   (void)state;
-  result r = both(NULL, (const char *[]){"ping", NULL}, 0);
+  cli_result r = cli_both(NULL, (const char *[]){"ping", NULL}, 0);
   assert_string_equal(r.out, "{\"pong\":true}\n");
-  drop(&r);
-  r = run(false, NULL, (const char *[]){"stats", NULL});
+  cli_result_free(&r);
+  r = cli_run(false, NULL, (const char *[]){"stats", NULL});
   assert_int_equal(r.status, 0);
   cJSON *stats = cJSON_Parse(r.out);
   assert_non_null(stats);
   cJSON_Delete(stats);
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void an_absent_daemon_exits_3(void **state) {
   (void)state;
   const char *argv[] = {VL_CTL, "--socket", "/nonexistent/viewlower.sock", "ping", NULL};
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 2);
-    execv(VL_CTL, (char *const *)argv);
-    _exit(127);
-  }
-  int st;
-  waitpid(pid, &st, 0);
-  assert_int_equal(WEXITSTATUS(st), 3);
+  cli_result r = cli_spawn(NULL, 0, argv, NULL, false);
+  assert_int_equal(r.status, 3);
+  cli_result_free(&r);
 }
 
 static const char *patch_tensor = "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
@@ -387,33 +240,33 @@ static const char *patch_tensor = "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
 
 static void text_after_the_json_value_is_invalid_input(void **state) {
   (void)state;
-  char *graph = slurp(EX "patch_embed.json"), text[8192];
+  char *graph = cli_slurp(EX "patch_embed.json", NULL), text[8192];
   snprintf(text, sizeof text, "%s garbage", graph);
-  const char *path = temp_file("trailing_graph.json", text);
-  result r = both(NULL, (const char *[]){"validate", path, NULL}, 2);
+  const char *path = cli_temp_file("trailing_graph.json", text);
+  cli_result r = cli_both(NULL, (const char *[]){"validate", path, NULL}, 2);
   /* The graph file ends in a newline; " garbage" starts one byte after it. */
   assert_error_line(&r, "%s: malformed JSON at byte %zu: text after the JSON value", path,
                     strlen(graph) + 1);
-  drop(&r);
+  cli_result_free(&r);
   snprintf(text, sizeof text, "%s\n\tx", patch_tensor);
-  path = temp_file("trailing_tensor.json", text);
-  r = both(NULL, (const char *[]){"view-copy", path, "--size", "1,2,-1", NULL}, 2);
+  path = cli_temp_file("trailing_tensor.json", text);
+  r = cli_both(NULL, (const char *[]){"view-copy", path, "--size", "1,2,-1", NULL}, 2);
   assert_error_line(&r, "%s: malformed JSON at byte %zu: text after the JSON value", path,
                     strlen(patch_tensor) + 2);
-  drop(&r);
+  cli_result_free(&r);
   snprintf(text, sizeof text, "{\"x\":%s}]", patch_tensor);
-  path = temp_file("trailing_inputs.json", text);
-  r = both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", path, NULL}, 2);
+  path = cli_temp_file("trailing_inputs.json", text);
+  r = cli_both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", path, NULL}, 2);
   assert_error_line(&r, "%s: malformed JSON at byte %zu: text after the JSON value", path,
                     strlen(text) - 1);
-  drop(&r);
+  cli_result_free(&r);
   /* Whitespace after the value is fine. */
   snprintf(text, sizeof text, "%s \n\t\r\n", patch_tensor);
-  path = temp_file("tensor_and_whitespace.json", text);
-  r = both(NULL, (const char *[]){"view-copy", path, "--size", "12", NULL}, 0);
+  path = cli_temp_file("tensor_and_whitespace.json", text);
+  r = cli_both(NULL, (const char *[]){"view-copy", path, "--size", "12", NULL}, 0);
   assert_string_equal(r.out, "{\"dtype\":\"float32\",\"shape\":[12],\"dim_order\":[0],"
                              "\"values\":[0,1,2,3,4,5,6,7,8,9,10,11]}\n");
-  drop(&r);
+  cli_result_free(&r);
   free(graph);
 }
 
@@ -424,115 +277,115 @@ static const char *bad_dtype = "{\"dtype\":\"float33\",\"shape\":[1,2,2,3],"
 
 static void usage_errors_come_before_any_file_is_read(void **state) {
   (void)state;
-  const char *badin = temp_file("badin.json", bad_inputs);
-  result r = both(
+  const char *badin = cli_temp_file("badin.json", bad_inputs);
+  cli_result r = cli_both(
       NULL,
       (const char *[]){"verify", EX "patch_embed.json", "--inputs", badin, "--seed", "-1", NULL},
       64);
   assert_error_line(&r, "--seed -1: not a whole number in [0, 2^53] (see viewlowerctl --help)");
-  drop(&r);
-  r = both(NULL,
+  cli_result_free(&r);
+  r = cli_both(NULL,
            (const char *[]){"verify", "/nonexistent/g.json", "--inputs", "/nonexistent/in.json",
                             "--seed", "x", NULL},
            64);
   assert_error_line(&r, "--seed x: not a whole number in [0, 2^53] (see viewlowerctl --help)");
-  drop(&r);
-  r = both(NULL,
+  cli_result_free(&r);
+  r = cli_both(NULL,
            (const char *[]){"view-copy", "/nonexistent/t.json", "--size", "1,2,-1", "--encoding",
                             "blob", NULL},
            64);
   assert_error_line(&r, "--encoding blob: use values or base64 (see viewlowerctl --help)");
-  drop(&r);
-  r = both(NULL, (const char *[]){"run", "/nonexistent/g.json", NULL}, 64);
+  cli_result_free(&r);
+  r = cli_both(NULL, (const char *[]){"run", "/nonexistent/g.json", NULL}, 64);
   assert_error_line(&r, "run needs --inputs (see viewlowerctl --help)");
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* The first error is the same in both modes: files in argument order, then the graph, then
  * the flags' values, then the tensors (the service's order). */
 static void both_modes_report_the_same_first_error(void **state) {
   (void)state;
-  const char *badin = temp_file("badin.json", bad_inputs);
-  result r =
-      both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--inputs", badin, NULL}, 2);
+  const char *badin = cli_temp_file("badin.json", bad_inputs);
+  cli_result r =
+      cli_both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--inputs", badin, NULL}, 2);
   assert_error_line(&r, "%s: /x/values: expected 12 values (numel of the shape), got 11", badin);
-  drop(&r);
-  r = both(bad_graph, (const char *[]){"run", "-", "--inputs", badin, NULL}, 2);
+  cli_result_free(&r);
+  r = cli_both(bad_graph, (const char *[]){"run", "-", "--inputs", badin, NULL}, 2);
   assert_error_line(&r, "-: /nodes/0/val/dim_order: not a permutation of 0..3");
-  drop(&r);
-  const char *badt = temp_file("badt.json", bad_dtype);
-  r = both(NULL,
+  cli_result_free(&r);
+  const char *badt = cli_temp_file("badt.json", bad_dtype);
+  r = cli_both(NULL,
            (const char *[]){"view-copy", badt, "--size", "1,2,-1", "--out-dim-order", "0,1", NULL},
            2);
   assert_error_line(&r, "--out-dim-order: has 2 entries but the size has 3");
-  drop(&r);
-  r = both(NULL, (const char *[]){"view-copy", badt, "--size", "1,2,-1", NULL}, 2);
+  cli_result_free(&r);
+  r = cli_both(NULL, (const char *[]){"view-copy", badt, "--size", "1,2,-1", NULL}, 2);
   assert_error_line(&r,
                     "%s: /dtype: unknown dtype (expected one of uint8 int8 int16 int32 int64 "
                     "float16 bfloat16 float32 float64 bool)",
                     badt);
-  drop(&r);
+  cli_result_free(&r);
   /* A good tensor before a bad one, an inputs file that is no object, a blob in a file. */
   char text[1024];
   snprintf(text, sizeof text,
            "{\"x\":%s,\"y\":{\"dtype\":\"int8\",\"shape\":[2],\"values\":[1,300]}}", patch_tensor);
-  const char *in = temp_file("two_inputs.json", text);
-  r = both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", in, NULL}, 2);
+  const char *in = cli_temp_file("two_inputs.json", text);
+  r = cli_both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", in, NULL}, 2);
   assert_error_line(&r, "%s: /y/values/1: int8 value 300 is outside [-128, 127]", in);
-  drop(&r);
-  in = temp_file("array_inputs.json", "[1]");
-  r = both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", in, NULL}, 2);
+  cli_result_free(&r);
+  in = cli_temp_file("array_inputs.json", "[1]");
+  r = cli_both(NULL, (const char *[]){"run", EX "patch_embed.json", "--inputs", in, NULL}, 2);
   assert_error_line(&r, "%s: must be an object mapping placeholder names to tensors", in);
-  drop(&r);
-  in = temp_file("blob_inputs.json", "{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
+  cli_result_free(&r);
+  in = cli_temp_file("blob_inputs.json", "{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
                                      "\"blob\":{\"offset\":0,\"nbytes\":48}}}");
-  r = both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--inputs", in, NULL}, 2);
+  r = cli_both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--inputs", in, NULL}, 2);
   assert_error_line(&r, "%s: /x/blob/offset: bytes [0, 48) lie outside the payload of 0 bytes", in);
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void a_pointer_under_a_flag_names_the_flag(void **state) {
   (void)state;
-  const char *t = temp_file("t.json", patch_tensor);
-  result r = both(
+  const char *t = cli_temp_file("t.json", patch_tensor);
+  cli_result r = cli_both(
       NULL, (const char *[]){"view-copy", t, "--size", "1,2,-1", "--out-dim-order", "0,1,20", NULL},
       2);
   assert_error_line(&r, "--out-dim-order: /2: must be a whole number in [0, 15]");
-  drop(&r);
-  r = both(NULL, (const char *[]){"view-copy", t, "--size", "1,-1,-1", NULL}, 2);
+  cli_result_free(&r);
+  r = cli_both(NULL, (const char *[]){"view-copy", t, "--size", "1,-1,-1", NULL}, 2);
   assert_error_line(&r, "--size: view_copy: only one size may be -1 (dims 1 and 2)");
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* SPEC §4 lists rank > 16 among the kernel errors: exit 2 in both modes, not a usage error. */
 static void a_size_of_rank_17_is_a_kernel_error(void **state) {
   (void)state;
-  const char *t = temp_file("t.json", patch_tensor);
-  result r = both(
+  const char *t = cli_temp_file("t.json", patch_tensor);
+  cli_result r = cli_both(
       NULL, (const char *[]){"view-copy", t, "--size", "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,12", NULL},
       2);
   assert_error_line(&r, "--size: view_copy: rank 17 exceeds the maximum of 16");
-  drop(&r);
-  r = both(NULL,
+  cli_result_free(&r);
+  r = cli_both(NULL,
            (const char *[]){"view-copy", t, "--size", "12", "--out-dim-order",
                             "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", NULL},
            2);
   assert_error_line(&r, "--out-dim-order: has more than 16 entries");
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* JSON allows no raw control byte in a string and only tab, LF and CR between tokens. */
 static void a_raw_control_byte_is_invalid_input(void **state) {
   (void)state;
-  const char *path = temp_file("ctl_tensor.json", "{\"dtype\":\"float32\",\x01\"shape\":[1],"
+  const char *path = cli_temp_file("ctl_tensor.json", "{\"dtype\":\"float32\",\x01\"shape\":[1],"
                                                   "\"values\":[1]}");
-  result r = both(NULL, (const char *[]){"view-copy", path, "--size", "1", NULL}, 2);
+  cli_result r = cli_both(NULL, (const char *[]){"view-copy", path, "--size", "1", NULL}, 2);
   assert_error_line(&r, "%s: malformed JSON at byte 19: control character 0x01", path);
-  drop(&r);
-  path = temp_file("ctl_dtype.json", "{\"dtype\":\"float\n32\",\"shape\":[1],\"values\":[1]}");
-  r = both(NULL, (const char *[]){"view-copy", path, "--size", "1", NULL}, 2);
+  cli_result_free(&r);
+  path = cli_temp_file("ctl_dtype.json", "{\"dtype\":\"float\n32\",\"shape\":[1],\"values\":[1]}");
+  r = cli_both(NULL, (const char *[]){"view-copy", path, "--size", "1", NULL}, 2);
   assert_error_line(&r, "%s: malformed JSON at byte 15: control character 0x0a", path);
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* "/tmp/xxx…x.sock", len bytes long. */
@@ -547,34 +400,34 @@ static void a_socket_path_too_long_for_a_unix_socket_exits_3(void **state) {
   (void)state;
   char path[256], env_var[300];
   long_socket_path(path, 130);
-  result r = spawn(NULL, (const char *[]){VL_CTL, "--socket", path, "ping", NULL}, NULL, false);
+  cli_result r = cli_spawn(NULL, 0, (const char *[]){VL_CTL, "--socket", path, "ping", NULL}, NULL, false);
   assert_int_equal(r.status, 3);
   assert_error_line(&r,
                     "cannot reach the daemon: socket path is 130 bytes, longer than the 107 a Unix "
                     "socket allows");
-  drop(&r);
+  cli_result_free(&r);
   long_socket_path(path, 108);
   snprintf(env_var, sizeof env_var, "VIEWLOWER_SOCKET=%s", path);
-  r = spawn(NULL, (const char *[]){VL_CTL, "ping", NULL}, (const char *[]){env_var, NULL}, false);
+  r = cli_spawn(NULL, 0, (const char *[]){VL_CTL, "ping", NULL}, (const char *[]){env_var, NULL}, false);
   assert_int_equal(r.status, 3);
   assert_error_line(&r,
                     "cannot reach the daemon: socket path is 108 bytes, longer than the 107 a Unix "
                     "socket allows");
-  drop(&r);
+  cli_result_free(&r);
   long_socket_path(path, 200);
   snprintf(env_var, sizeof env_var, "VIEWLOWER_SOCKET=%s", path);
-  r = spawn(NULL, (const char *[]){VL_CTL, "ping", NULL}, (const char *[]){env_var, NULL}, false);
+  r = cli_spawn(NULL, 0, (const char *[]){VL_CTL, "ping", NULL}, (const char *[]){env_var, NULL}, false);
   assert_int_equal(r.status, 3);
   assert_error_line(&r,
                     "cannot reach the daemon: socket path is 200 bytes, longer than the 107 a Unix "
                     "socket allows");
-  drop(&r);
+  cli_result_free(&r);
   /* 107 bytes fit: that socket is just absent. */
   long_socket_path(path, 107);
-  r = spawn(NULL, (const char *[]){VL_CTL, "--socket", path, "ping", NULL}, NULL, false);
+  r = cli_spawn(NULL, 0, (const char *[]){VL_CTL, "--socket", path, "ping", NULL}, NULL, false);
   assert_int_equal(r.status, 3);
   assert_error_line(&r, "cannot connect to %s: No such file or directory", path);
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* Not root, no --socket, VIEWLOWER_SOCKET and XDG_RUNTIME_DIR unset: no per-user default
@@ -582,22 +435,22 @@ static void a_socket_path_too_long_for_a_unix_socket_exits_3(void **state) {
  * default is /run/viewlower/viewlower.sock, so root runs it as nobody). */
 static void no_socket_path_exits_3(void **state) {
   (void)state;
-  result r = spawn(NULL, (const char *[]){VL_CTL, "ping", NULL},
+  cli_result r = cli_spawn(NULL, 0, (const char *[]){VL_CTL, "ping", NULL},
                    (const char *[]){"PATH=/usr/bin:/bin", NULL}, true);
   if (r.status == 127) {
-    drop(&r);
+    cli_result_free(&r);
     skip();
   }
   struct stat sb;
   if (stat("/run/viewlower/viewlower.sock", &sb) == 0) { /* a system daemon runs here */
-    drop(&r);
+    cli_result_free(&r);
     skip();
   }
   assert_int_equal(r.status, 3);
   assert_error_line(&r, "no socket path: none given, VIEWLOWER_SOCKET and XDG_RUNTIME_DIR are "
                         "unset, and not running as root; cannot connect to "
                         "/run/viewlower/viewlower.sock: No such file or directory");
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* ---- help, version ---- */
@@ -625,34 +478,34 @@ static size_t command_names(const char *usage, char names[][32], size_t max) {
 
 static void every_command_answers_help_with_its_usage_and_exit_0(void **state) {
   (void)state;
-  result top = run(true, NULL, (const char *[]){"--help", NULL});
+  cli_result top = cli_run(true, NULL, (const char *[]){"--help", NULL});
   assert_int_equal(top.status, 0);
   assert_non_null(strstr(top.out, "(default 120000; 0: none)"));
   char names[32][32];
   size_t n = command_names(top.out, names, 32);
   assert_true(n >= 9);
   for (size_t i = 0; i < n; i++) {
-    result r = run(true, NULL, (const char *[]){names[i], "--help", NULL});
+    cli_result r = cli_run(true, NULL, (const char *[]){names[i], "--help", NULL});
     char want[64];
     snprintf(want, sizeof want, "usage: viewlowerctl %s", names[i]);
     if (r.status != 0 || strncmp(r.out, want, strlen(want)) != 0)
       fail_msg("%s --help: exit %d, stdout %.80s", names[i], r.status, r.out);
     assert_string_equal(r.err, "");
-    drop(&r);
+    cli_result_free(&r);
   }
-  drop(&top);
+  cli_result_free(&top);
   /* --help wins over missing required flags and arguments. */
-  result r = run(false, NULL, (const char *[]){"run", "--help", NULL});
+  cli_result r = cli_run(false, NULL, (const char *[]){"run", "--help", NULL});
   assert_int_equal(r.status, 0);
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void version_flag_prints_the_program_version(void **state) {
   (void)state;
-  result r = spawn(NULL, (const char *[]){VL_CTL, "--version", NULL}, NULL, false);
+  cli_result r = cli_spawn(NULL, 0, (const char *[]){VL_CTL, "--version", NULL}, NULL, false);
   assert_int_equal(r.status, 0);
   assert_string_equal(r.out, "viewlowerctl " VL_VERSION_STRING "\n");
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* ---- lower with several graphs ---- */
@@ -665,8 +518,8 @@ static int count_lines(const char *text) {
 
 static void a_failed_input_keeps_its_line_as_an_error_object(void **state) {
   (void)state;
-  const char *bad = temp_file("bad.json", "{\"format\":\"viewlower.graph\",\"version\":2}");
-  result r = both(NULL, (const char *[]){"lower", EX "patch_embed.json", bad, EX "reshape_chain.json", NULL}, 2);
+  const char *bad = cli_temp_file("bad.json", "{\"format\":\"viewlower.graph\",\"version\":2}");
+  cli_result r = cli_both(NULL, (const char *[]){"lower", EX "patch_embed.json", bad, EX "reshape_chain.json", NULL}, 2);
   assert_int_equal(count_lines(r.out), 3);
   const char *second = strchr(r.out, '\n') + 1;
   char want[800];
@@ -679,27 +532,27 @@ static void a_failed_input_keeps_its_line_as_an_error_object(void **state) {
   char line[600];
   snprintf(line, sizeof line, "viewlowerctl: %s: /version: unsupported version (expected 1)\n", bad);
   assert_string_equal(r.err, line);
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void inputs_with_one_file_name_are_refused_under_o(void **state) {
   (void)state;
   char a[400], b[400], out[400];
-  snprintf(a, sizeof a, "%s/a", tmpdir);
-  snprintf(b, sizeof b, "%s/b", tmpdir);
-  snprintf(out, sizeof out, "%s/collide", tmpdir);
+  snprintf(a, sizeof a, "%s/a", cli_tmpdir);
+  snprintf(b, sizeof b, "%s/b", cli_tmpdir);
+  snprintf(out, sizeof out, "%s/collide", cli_tmpdir);
   mkdir(a, 0700);
   mkdir(b, 0700);
   strcat(a, "/g.json");
   strcat(b, "/g.json");
-  char *text = slurp(EX "patch_embed.json");
-  write_file(a, text);
-  write_file(b, text);
+  char *text = cli_slurp(EX "patch_embed.json", NULL);
+  cli_write(a, text, strlen(text));
+  cli_write(b, text, strlen(text));
   free(text);
-  result r = both(NULL, (const char *[]){"lower", a, b, "-o", out, NULL}, 64);
+  cli_result r = cli_both(NULL, (const char *[]){"lower", a, b, "-o", out, NULL}, 64);
   assert_error_line(&r, "-o %s: %s and %s would both be written to %s/g.json (see viewlowerctl --help)",
                     out, a, b, out);
-  drop(&r);
+  cli_result_free(&r);
   struct stat sb;
   assert_int_equal(stat(out, &sb), -1); /* refused before anything was made */
 }
@@ -707,16 +560,16 @@ static void inputs_with_one_file_name_are_refused_under_o(void **state) {
 static void a_failed_input_leaves_no_stale_result_under_o(void **state) {
   (void)state;
   char dir[400], stale[500], good[500];
-  snprintf(dir, sizeof dir, "%s/stale", tmpdir);
+  snprintf(dir, sizeof dir, "%s/stale", cli_tmpdir);
   mkdir(dir, 0700);
   snprintf(stale, sizeof stale, "%s/bad.json", dir);
   snprintf(good, sizeof good, "%s/patch_embed.json", dir);
-  write_file(stale, "{\"an old result\":true}");
-  const char *bad = temp_file("bad.json", "{\"format\":\"viewlower.graph\",\"version\":2}");
-  result r = run(false, NULL, (const char *[]){"lower", EX "patch_embed.json", bad, "-o", dir, NULL});
+  cli_write(stale, "{\"an old result\":true}", strlen("{\"an old result\":true}"));
+  const char *bad = cli_temp_file("bad.json", "{\"format\":\"viewlower.graph\",\"version\":2}");
+  cli_result r = cli_run(false, NULL, (const char *[]){"lower", EX "patch_embed.json", bad, "-o", dir, NULL});
   assert_int_equal(r.status, 2);
   assert_string_equal(r.out, "");
-  drop(&r);
+  cli_result_free(&r);
   struct stat sb;
   assert_int_equal(stat(stale, &sb), -1);
   assert_int_equal(stat(good, &sb), 0);
@@ -726,7 +579,7 @@ static void a_failed_input_leaves_no_stale_result_under_o(void **state) {
 
 static void explain_fits_80_columns_and_aligns_long_names(void **state) {
   (void)state;
-  const char *g = temp_file(
+  const char *g = cli_temp_file(
       "long.json",
       "{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"long\",\"nodes\":["
       "{\"name\":\"getattr_l__self___blocks___0___attn_proj_input\",\"op\":\"placeholder\","
@@ -737,7 +590,7 @@ static void explain_fits_80_columns_and_aligns_long_names(void **state) {
       "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
       "\"args\":[\"flattened\"],\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,6]}},"
       "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"y\"]}]}");
-  result r = both(NULL, (const char *[]){"explain", g, NULL}, 0);
+  cli_result r = cli_both(NULL, (const char *[]){"explain", g, NULL}, 0);
   /* Every line fits in 80 columns; DECISION and the decision start in the same column. */
   const char *header = r.out, *kept = strstr(r.out, "kept"), *row = kept;
   while (row > r.out && row[-1] != '\n') row--;
@@ -748,20 +601,20 @@ static void explain_fits_80_columns_and_aligns_long_names(void **state) {
   assert_non_null(strstr(r.out, "\n1 layout-only nodes: 0 replaced, 1 kept, 0 merged, 0 removed as "
                                 "dead\n1 of them view_copy; 0 bases normalized; 0 bytes saved, 48 "
                                 "bytes still copied\n"));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 static void explain_lists_the_nodes_removed_as_dead(void **state) {
   (void)state;
-  result r = both(NULL, (const char *[]){"explain", EX "reshape_chain.json", NULL}, 0);
+  cli_result r = cli_both(NULL, (const char *[]){"explain", EX "reshape_chain.json", NULL}, 0);
   assert_non_null(strstr(r.out, "\nremoved as dead: a, b, c\n"));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* A peer that answers one request with the given result text (hostile-peer test: the CLI must
- * not trust a daemon's reply). Returns its pid; the socket is tmpdir/fake.sock. */
+ * not trust a daemon's reply). Returns its pid; the socket is cli_tmpdir/fake.sock. */
 static pid_t fake_daemon(const char *result_json, char *path, size_t n) {
-  snprintf(path, n, "%s/fake.sock", tmpdir);
+  snprintf(path, n, "%s/fake.sock", cli_tmpdir);
   unlink(path);
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -812,12 +665,12 @@ static void explain_names_a_field_the_daemon_left_out(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char path[400];
     pid_t pid = fake_daemon(cases[i].result, path, sizeof path);
-    result r = spawn(NULL, (const char *[]){VL_CTL, "--socket", path, "explain", EX "patch_embed.json", NULL}, NULL, false);
+    cli_result r = cli_spawn(NULL, 0, (const char *[]){VL_CTL, "--socket", path, "explain", EX "patch_embed.json", NULL}, NULL, false);
     int st;
     waitpid(pid, &st, 0);
     assert_int_equal(r.status, 3);
     assert_error_line(&r, "the lower result has no %s", cases[i].missing);
-    drop(&r);
+    cli_result_free(&r);
   }
 }
 
@@ -825,18 +678,18 @@ static void explain_names_a_field_the_daemon_left_out(void **state) {
  * checks that policy skips. */
 static void explain_under_legacy_claims_no_check_it_did_not_make(void **state) {
   (void)state;
-  result r = both(NULL, (const char *[]){"explain", EX "patch_embed.json", "--policy", "legacy", NULL}, 0);
+  cli_result r = cli_both(NULL, (const char *[]){"explain", EX "patch_embed.json", "--policy", "legacy", NULL}, 0);
   assert_non_null(strstr(r.out, "  aliases x_cl under policy legacy, which checks only feeds_output (not layout,\n"
                                 "  not writes); saves 48 bytes\n"));
   assert_null(strstr(r.out, "keeps its memory offset"));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* Names are arbitrary strings: explain shows their control characters as '?', so a graph can
  * neither move the terminal's cursor nor break the table's rows. */
 static void explain_shows_control_characters_in_names_as_question_marks(void **state) {
   (void)state;
-  const char *g = temp_file(
+  const char *g = cli_temp_file(
       "esc.json",
       "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
       "{\"name\":\"x\\u001b[31m\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
@@ -846,19 +699,19 @@ static void explain_shows_control_characters_in_names_as_question_marks(void **s
       "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
       "\"args\":[\"v\\nw\"],\"val\":{\"dtype\":\"float32\",\"shape\":[6]}},"
       "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"y\"]}]}");
-  result r = both(NULL, (const char *[]){"explain", g, NULL}, 0);
+  cli_result r = cli_both(NULL, (const char *[]){"explain", g, NULL}, 0);
   assert_non_null(strstr(r.out, "\nv?w   x?[31m  replaced  -\n"));
   assert_null(strchr(r.out, '\x1b'));
-  drop(&r);
+  cli_result_free(&r);
 }
 
 /* ---- stats as metrics ---- */
 
 static void stats_prints_openmetrics_and_prometheus_text(void **state) {
   (void)state;
-  result ping = run(false, NULL, (const char *[]){"ping", NULL});
-  drop(&ping);
-  result r = run(false, NULL, (const char *[]){"stats", "--format", "openmetrics", NULL});
+  cli_result ping = cli_run(false, NULL, (const char *[]){"ping", NULL});
+  cli_result_free(&ping);
+  cli_result r = cli_run(false, NULL, (const char *[]){"stats", "--format", "openmetrics", NULL});
   assert_int_equal(r.status, 0);
   assert_non_null(strstr(r.out, "# TYPE viewlower_requests counter\n"));
   assert_non_null(strstr(r.out, "\nviewlower_requests_total{method=\"ping\"} "));
@@ -877,19 +730,19 @@ static void stats_prints_openmetrics_and_prometheus_text(void **state) {
     strtod(v + 1, &end);
     assert_int_equal(*end, '\n');
   }
-  drop(&r);
-  r = run(false, NULL, (const char *[]){"stats", "--format", "prometheus", NULL});
+  cli_result_free(&r);
+  r = cli_run(false, NULL, (const char *[]){"stats", "--format", "prometheus", NULL});
   assert_int_equal(r.status, 0);
   assert_non_null(strstr(r.out, "# TYPE viewlower_requests_total counter\n"));
   assert_null(strstr(r.out, "# EOF"));
   assert_null(strstr(r.out, "# UNIT"));
-  drop(&r);
-  r = run(false, NULL, (const char *[]){"stats", "--format", "xml", NULL});
+  cli_result_free(&r);
+  r = cli_run(false, NULL, (const char *[]){"stats", "--format", "xml", NULL});
   assert_int_equal(r.status, 64);
-  drop(&r);
-  r = run(true, NULL, (const char *[]){"stats", "--format", "openmetrics", NULL});
+  cli_result_free(&r);
+  r = cli_run(true, NULL, (const char *[]){"stats", "--format", "openmetrics", NULL});
   assert_int_equal(r.status, 64);
-  drop(&r);
+  cli_result_free(&r);
 }
 
 int main(void) {
@@ -926,7 +779,5 @@ int main(void) {
       cmocka_unit_test(explain_shows_control_characters_in_names_as_question_marks),
       cmocka_unit_test(stats_prints_openmetrics_and_prometheus_text),
   };
-  int failed = cmocka_run_group_tests(tests, start_daemon, stop_daemon);
-  if (teardown_failed) fprintf(stderr, "viewlowerd did not exit 0 after SIGTERM\n");
-  return failed != 0 || teardown_failed ? 1 : 0;
+  return cli_exit_status(cmocka_run_group_tests(tests, cli_group_setup_daemon, cli_group_teardown));
 }

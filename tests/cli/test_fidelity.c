@@ -18,89 +18,14 @@
 
 #include <cmocka.h>
 
+#include "cli_harness.h"
+
 #define DATA VL_TESTDATA_DIR "/"
 
-static char tmpdir[256];
-static char sock[300];
-static pid_t daemon_pid;
-
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} result;
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return strdup("");
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = '\0';
-  fclose(f);
-  return buf;
-}
-
-static const char *temp_file(const char *name, const char *text) {
-  static char paths[4][400];
-  static size_t next;
-  char *path = paths[next++ % 4];
-  snprintf(path, 400, "%s/%s", tmpdir, name);
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  fputs(text, f);
-  fclose(f);
-  return path;
-}
-
-/* viewlowerctl (--local, or against the daemon) with args; stdout and stderr captured. */
-static result run(bool local, const char *const *args) {
-  const char *argv[32];
-  size_t n = 0;
-  argv[n++] = VL_CTL;
-  if (local) {
-    argv[n++] = "--local";
-  } else {
-    argv[n++] = "--socket";
-    argv[n++] = sock;
-  }
-  for (; *args && n < 31; args++) argv[n++] = *args;
-  argv[n] = NULL;
-  char out_path[400], err_path[400];
-  snprintf(out_path, sizeof out_path, "%s/stdout", tmpdir);
-  snprintf(err_path, sizeof err_path, "%s/stderr", tmpdir);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-        err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(out, 1);
-    dup2(err, 2);
-    execv(VL_CTL, (char *const *)argv);
-    _exit(127);
-  }
-  int st;
-  waitpid(pid, &st, 0);
-  result r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128, slurp(out_path), slurp(err_path)};
-  return r;
-}
-
-static void drop(result *r) {
-  free(r->out);
-  free(r->err);
-}
-
-/* Both modes, exit 0 and the same stdout; returns the local stdout (caller frees). */
+/* Both modes, exit 0 and the same stdout and stderr; returns the local stdout (caller frees). */
 static char *both(const char *const *args) {
-  result local = run(true, args), remote = run(false, args);
-  if (local.status != 0 || remote.status != 0)
-    fail_msg("%s: exit %d (local) / %d (daemon)\nlocal: %s\ndaemon: %s", args[0], local.status,
-             remote.status, local.err, remote.err);
-  assert_string_equal(local.out, remote.out);
+  cli_result local = cli_both(NULL, args, 0);
   free(local.err);
-  drop(&remote);
   return local.out;
 }
 
@@ -138,7 +63,7 @@ static void assert_same_node(const char *a, const char *b, const char *name) {
  * floats, 2.0, -0.0, 5e-324, inf/-inf/nan literals, a batch norm with vals and getitems. */
 static void validate_prints_every_literal_back_unchanged(void **state) {
   (void)state;
-  char *want = slurp(DATA "fidelity_canonical.json");
+  char *want = cli_slurp(DATA "fidelity_canonical.json", NULL);
   char *got = both((const char *const[]){"validate", DATA "fidelity_canonical.json", NULL});
   assert_string_equal(got, want);
   assert_non_null(strstr(got, "\"args\":[\"x\",0,0,9223372036854775807,1]"));
@@ -154,7 +79,7 @@ static void validate_prints_every_literal_back_unchanged(void **state) {
 /* Lowering rewrites its own nodes only: every other node prints as validate printed it. */
 static void lower_changes_no_literal_in_either_mode(void **state) {
   (void)state;
-  char *canon = slurp(DATA "fidelity_canonical.json");
+  char *canon = cli_slurp(DATA "fidelity_canonical.json", NULL);
   char *folded = both((const char *const[]){"lower", DATA "fidelity_canonical.json", NULL});
   char *plain =
       both((const char *const[]){"lower", DATA "fidelity_canonical.json", "--no-fold", NULL});
@@ -177,7 +102,7 @@ static void lower_changes_no_literal_in_either_mode(void **state) {
   assert_non_null(start);
   assert_non_null(end);
   char *graph = strndup(start, (size_t)(end - start));
-  const char *path = temp_file("lowered.json", graph);
+  const char *path = cli_temp_file("lowered.json", graph);
   char *again = both((const char *const[]){"validate", path, NULL});
   assert_memory_equal(again, graph, strlen(graph));
   free(again);
@@ -202,21 +127,21 @@ static void lower_changes_no_literal_in_either_mode(void **state) {
  * original (a printer that wrote 0.3 would not: 3 * 0.3 is 0.8999999999999999). */
 static void run_of_the_lowered_graph_gives_the_same_bits(void **state) {
   (void)state;
-  const char *inputs = temp_file("inputs.json", "{\"x\":{\"dtype\":\"float64\",\"shape\":[4],"
+  const char *inputs = cli_temp_file("inputs.json", "{\"x\":{\"dtype\":\"float64\",\"shape\":[4],"
                                                 "\"values\":[1,3,7,10]}}");
-  const char *graph = temp_file("mul.json", MUL_GRAPH("0.30000000000000004"));
+  const char *graph = cli_temp_file("mul.json", MUL_GRAPH("0.30000000000000004"));
   char *lowered = both((const char *const[]){"lower", graph, NULL});
   assert_non_null(strstr(lowered, "\"target\":\"memory.view\""));
   const char *start = strstr(lowered, "{\"format\"");
   const char *end = strstr(lowered, ",\"report\":");
   char *g2 = strndup(start, (size_t)(end - start));
-  const char *lowered_path = temp_file("mul_lowered.json", g2);
+  const char *lowered_path = cli_temp_file("mul_lowered.json", g2);
   char *a = both((const char *const[]){"run", graph, "--inputs", inputs, NULL});
   char *b = both((const char *const[]){"run", lowered_path, "--inputs", inputs, NULL});
   assert_string_equal(a, b);
   assert_non_null(strstr(a, "0.9000000000000001"));
   /* The test can fail: 0.3 gives other bits. */
-  const char *other = temp_file("mul03.json", MUL_GRAPH("0.3"));
+  const char *other = cli_temp_file("mul03.json", MUL_GRAPH("0.3"));
   char *c = both((const char *const[]){"run", other, "--inputs", inputs, NULL});
   assert_string_not_equal(a, c);
   free(a);
@@ -229,53 +154,19 @@ static void run_of_the_lowered_graph_gives_the_same_bits(void **state) {
 /* Integers outside int64 and floats beyond the double range name their place, alike in both. */
 static void unrepresentable_literals_are_refused_with_their_place(void **state) {
   (void)state;
-  const char *big = temp_file("big.json", MUL_GRAPH("9223372036854775808"));
-  const char *huge = temp_file("huge.json", MUL_GRAPH("1e400"));
+  const char *big = cli_temp_file("big.json", MUL_GRAPH("9223372036854775808"));
+  const char *huge = cli_temp_file("huge.json", MUL_GRAPH("1e400"));
   for (int mode = 0; mode < 2; mode++) {
-    result r = run(mode == 0, (const char *const[]){"validate", big, NULL});
+    cli_result r = cli_run(mode == 0, NULL, (const char *const[]){"validate", big, NULL});
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "/nodes/1/args/1: integer 9223372036854775808 is outside the "
                                   "int64 range"));
-    drop(&r);
-    r = run(mode == 0, (const char *const[]){"validate", huge, NULL});
+    cli_result_free(&r);
+    r = cli_run(mode == 0, NULL, (const char *const[]){"validate", huge, NULL});
     assert_int_equal(r.status, 2);
     assert_non_null(strstr(r.err, "/nodes/1/args/1: 1e400 is beyond the range of a double"));
-    drop(&r);
+    cli_result_free(&r);
   }
-}
-
-static int start_daemon(void **state) {
-  (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/vlfid.XXXXXX");
-  if (mkdtemp(tmpdir) == NULL) return -1;
-  snprintf(sock, sizeof sock, "%s/d.sock", tmpdir);
-  daemon_pid = fork();
-  if (daemon_pid == 0) {
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 2);
-    execl(VL_DAEMON, VL_DAEMON, "--socket", sock, "--log-level", "error", (char *)NULL);
-    _exit(127);
-  }
-  for (int i = 0; i < 200; i++) {
-    struct stat sb;
-    if (stat(sock, &sb) == 0 && S_ISSOCK(sb.st_mode)) return 0;
-    struct timespec ts = {0, 25 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
-  return -1;
-}
-
-static bool teardown_failed;
-
-static int stop_daemon(void **state) {
-  (void)state;
-  kill(daemon_pid, SIGTERM);
-  int st;
-  waitpid(daemon_pid, &st, 0);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  teardown_failed = !(system(cmd) == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  return teardown_failed ? -1 : 0;
 }
 
 int main(void) {
@@ -285,6 +176,5 @@ int main(void) {
       cmocka_unit_test(run_of_the_lowered_graph_gives_the_same_bits),
       cmocka_unit_test(unrepresentable_literals_are_refused_with_their_place),
   };
-  int failed = cmocka_run_group_tests(tests, start_daemon, stop_daemon);
-  return failed || teardown_failed;
+  return cli_exit_status(cmocka_run_group_tests(tests, cli_group_setup_daemon, cli_group_teardown));
 }

@@ -17,79 +17,18 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "cli_harness.h"
+
 #define EX VL_EXAMPLES_DIR "/graphs/"
 
-static char tmpdir[256];
-
-typedef struct {
-  int status;
-  char *out, *err;
-  size_t out_len;
-} result;
-
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = '\0';
-  fclose(f);
-  if (len) *len = got;
-  return buf;
-}
-
-static void write_bytes(const char *path, const char *bytes, size_t n) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(bytes, 1, n, f), n);
-  fclose(f);
-}
-
-static void tmp_path(char *out, size_t cap, const char *name) {
-  snprintf(out, cap, "%s/%s", tmpdir, name);
-}
-
-/* Runs VL_CTL with argv (NULL-terminated, argv[0] included), stdin the n bytes of in. */
-static result run_bytes(const char *in, size_t n, const char *const *argv) {
-  char in_path[300], out_path[300], err_path[300];
-  tmp_path(in_path, sizeof in_path, "stdin");
-  tmp_path(out_path, sizeof out_path, "stdout");
-  tmp_path(err_path, sizeof err_path, "stderr");
-  write_bytes(in_path, in, n);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int i = open(in_path, O_RDONLY), o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600),
-        e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(i, 0);
-    dup2(o, 1);
-    dup2(e, 2);
-    execv(VL_CTL, (char *const *)argv);
-    _exit(127);
-  }
-  int st;
-  waitpid(pid, &st, 0);
-  result r = {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), NULL, NULL, 0};
-  r.out = slurp(out_path, &r.out_len);
-  r.err = slurp(err_path, NULL);
-  return r;
-}
-
-static result serve(const char *in) {
+/* `viewlowerctl worker --persistent_worker` with the requests in on stdin. */
+static cli_result serve(const char *in) {
   const char *argv[] = {VL_CTL, "worker", "--persistent_worker", NULL};
-  return run_bytes(in, strlen(in), argv);
-}
-
-static void result_free(result *r) {
-  free(r->out);
-  free(r->err);
+  return cli_spawn(in, strlen(in), argv, NULL, false);
 }
 
 /* The responses on stdout, one JSON object per line; each must be exactly the three fields. */
-static size_t responses(const result *r, cJSON **out, size_t max) {
+static size_t responses(const cli_result *r, cJSON **out, size_t max) {
   size_t n = 0;
   for (char *line = r->out; line && *line;) {
     char *nl = strchr(line, '\n');
@@ -126,7 +65,7 @@ static void free_all(cJSON **docs, size_t n) {
 /* What `viewlowerctl --local lower GRAPH [extra]` prints. */
 static char *cli_lower(const char *graph, const char *extra) {
   const char *argv[] = {VL_CTL, "--local", "lower", graph, extra, NULL};
-  result r = run_bytes("", 0, argv);
+  cli_result r = cli_spawn("", 0, argv, NULL, false);
   assert_int_equal(r.status, 0);
   free(r.err);
   return r.out;
@@ -137,7 +76,7 @@ static char *cli_lower(const char *graph, const char *extra) {
 static void assert_split_matches(const char *graph_file, const char *report_file,
                                  const char *lower_text) {
   size_t gn, rn;
-  char *g = slurp(graph_file, &gn), *r = slurp(report_file, &rn);
+  char *g = cli_slurp(graph_file, &gn), *r = cli_slurp(report_file, &rn);
   assert_non_null(g);
   assert_non_null(r);
   assert_true(gn > 1 && g[gn - 1] == '\n' && rn > 1 && r[rn - 1] == '\n');
@@ -160,12 +99,26 @@ static void lower_request(char *out, size_t cap, const char *graph, const char *
                   : "{\"arguments\":[\"--graph-out\",\"%s/%s.json\",\"--report-out\",\"%s/"
                     "%s.report.json\",\"lower\",\"%s\"],\"inputs\":[{\"path\":\"%s\","
                     "\"digest\":\"AAEC\"}],\"requestId\":%d}\n",
-           tmpdir, stem, tmpdir, stem, graph, graph, id);
+           cli_tmpdir, stem, cli_tmpdir, stem, graph, graph, id);
 }
 
 static void stem_paths(const char *stem, char *g, char *r, size_t cap) {
-  snprintf(g, cap, "%s/%s.json", tmpdir, stem);
-  snprintf(r, cap, "%s/%s.report.json", tmpdir, stem);
+  snprintf(g, cap, "%s/%s.json", cli_tmpdir, stem);
+  snprintf(r, cap, "%s/%s.report.json", cli_tmpdir, stem);
+}
+
+/* The lowered graph and report of stem a have the bytes of stem b's. */
+static void assert_same_outputs(const char *a, const char *b) {
+  char ga[300], ra[300], gb[300], rb[300];
+  stem_paths(a, ga, ra, sizeof ga);
+  stem_paths(b, gb, rb, sizeof gb);
+  const char *pairs[2][2] = {{ga, gb}, {ra, rb}};
+  for (int k = 0; k < 2; k++) {
+    char *x = cli_slurp(pairs[k][0], NULL), *y = cli_slurp(pairs[k][1], NULL);
+    assert_string_equal(x, y);
+    free(x);
+    free(y);
+  }
 }
 
 /* ---- the protocol ---- */
@@ -181,7 +134,7 @@ static void pretty_requests_back_to_back_are_each_answered_in_order(void **state
     lower_request(req, sizeof req, graphs[i], stem, 0, true);
     strcat(in, req); /* nothing between two requests, as Bazel 4 writes them */
   }
-  result r = serve(in);
+  cli_result r = serve(in);
   assert_int_equal(r.status, 0);
   cJSON *resp[8];
   size_t n = responses(&r, resp, 8);
@@ -208,7 +161,7 @@ static void pretty_requests_back_to_back_are_each_answered_in_order(void **state
   assert_int_equal(lines, 4);
   assert_non_null(strstr(r.err, "): request 4 (id 0): lower " EX "inplace_after_view.json\n"));
   free_all(resp, n);
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void options_reach_the_lowering(void **state) {
@@ -217,20 +170,20 @@ static void options_reach_the_lowering(void **state) {
   snprintf(in, sizeof in,
            "{\"arguments\":[\"--report-out\",\"%s/kept.report.json\",\"lower\",\"%s\","
            "\"--keep-view-copy\"]}\n",
-           tmpdir, EX "patch_embed.json");
-  result r = serve(in);
+           cli_tmpdir, EX "patch_embed.json");
+  cli_result r = serve(in);
   cJSON *resp[2];
   assert_int_equal(responses(&r, resp, 2), 1);
   assert_int_equal(exit_code(resp[0]), 0);
   char path[300];
-  snprintf(path, sizeof path, "%s/kept.report.json", tmpdir);
-  char *report = slurp(path, NULL);
+  snprintf(path, sizeof path, "%s/kept.report.json", cli_tmpdir);
+  char *report = cli_slurp(path, NULL);
   assert_non_null(report);
   assert_non_null(strstr(report, "\"reasons\":[\"disabled\"]"));
   assert_non_null(strstr(report, "\"replaced\":0,"));
   free(report);
   free_all(resp, 1);
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void multiplexed_requests_are_each_answered_once_with_their_id(void **state) {
@@ -241,13 +194,13 @@ static void multiplexed_requests_are_each_answered_once_with_their_id(void **sta
   char in[N * 512] = "", req[512];
   for (int i = 0; i < N; i++) {
     /* verify under legacy: patch_embed and inplace_after_view mismatch (exit 1), the others
-     * are equal (exit 0); each answer must carry its own request's result */
+     * are equal (exit 0); each answer must carry its own request's cli_result */
     snprintf(req, sizeof req,
              "{\"requestId\":%d,\"arguments\":[\"verify\",\"%s\",\"--policy\",\"legacy\"]}\n",
              100 + i, graphs[i % 4]);
     strcat(in, req);
   }
-  result r = serve(in);
+  cli_result r = serve(in);
   assert_int_equal(r.status, 0);
   cJSON *resp[N + 1];
   size_t n = responses(&r, resp, N + 1);
@@ -262,7 +215,7 @@ static void multiplexed_requests_are_each_answered_once_with_their_id(void **sta
     assert_non_null(strstr(output(resp[k]), mismatch ? "{\"equal\":false," : "{\"equal\":true,"));
   }
   free_all(resp, n);
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void a_request_leaves_nothing_behind_for_the_next(void **state) {
@@ -275,8 +228,8 @@ static void a_request_leaves_nothing_behind_for_the_next(void **state) {
   snprintf(in, sizeof in,
            "%s{\"arguments\":[\"lower\",\"%s/missing.json\"]}\n"
            "{\"arguments\":[\"verify\",\"%s\",\"--policy\",\"legacy\"]}\n%s",
-           a, tmpdir, EX "inplace_after_view.json", b);
-  result r = serve(in);
+           a, cli_tmpdir, EX "inplace_after_view.json", b);
+  cli_result r = serve(in);
   cJSON *resp[8];
   size_t n = responses(&r, resp, 8);
   assert_int_equal(n, 4);
@@ -285,38 +238,27 @@ static void a_request_leaves_nothing_behind_for_the_next(void **state) {
   assert_non_null(strstr(output(resp[1]), "missing.json: cannot open"));
   assert_int_equal(exit_code(resp[2]), 1);
   assert_int_equal(exit_code(resp[3]), 0);
-  char g1[300], r1[300], g2[300], r2[300];
-  stem_paths("again1", g1, r1, sizeof g1);
-  stem_paths("again2", g2, r2, sizeof g2);
-  char *x = slurp(g1, NULL), *y = slurp(g2, NULL);
-  assert_string_equal(x, y);
-  free(x);
-  free(y);
-  x = slurp(r1, NULL);
-  y = slurp(r2, NULL);
-  assert_string_equal(x, y);
-  free(x);
-  free(y);
+  assert_same_outputs("again1", "again2");
   free_all(resp, n);
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void paths_are_relative_to_the_sandbox_dir(void **state) {
   (void)state;
   /* a multiplex sandbox: the request's relative paths are under sandboxDir */
   char dir[300], graph[400], in[1024];
-  snprintf(dir, sizeof dir, "%s/sandbox", tmpdir);
+  snprintf(dir, sizeof dir, "%s/sandbox", cli_tmpdir);
   assert_int_equal(mkdir(dir, 0700), 0);
   snprintf(graph, sizeof graph, "%s/g.json", dir);
   size_t n;
-  char *text = slurp(EX "reshape_chain.json", &n);
-  write_bytes(graph, text, n);
+  char *text = cli_slurp(EX "reshape_chain.json", &n);
+  cli_write(graph, text, n);
   free(text);
   snprintf(in, sizeof in,
            "{\"requestId\":9,\"sandboxDir\":\"%s\",\"arguments\":[\"--graph-out\",\"out.json\","
            "\"--report-out\",\"out.report.json\",\"lower\",\"g.json\"]}",
            dir);
-  result r = serve(in);
+  cli_result r = serve(in);
   cJSON *resp[2];
   assert_int_equal(responses(&r, resp, 2), 1);
   assert_int_equal(exit_code(resp[0]), 0);
@@ -328,67 +270,56 @@ static void paths_are_relative_to_the_sandbox_dir(void **state) {
   assert_split_matches(g, rep, want);
   free(want);
   free_all(resp, 1);
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void the_worker_writes_what_the_one_shot_run_writes(void **state) {
   (void)state;
   char req[2048], args[1024], argsfile[300];
   lower_request(req, sizeof req, EX "patch_embed.json", "served", 0, false);
-  result r = serve(req);
+  cli_result r = serve(req);
   assert_int_equal(r.status, 0);
-  result_free(&r);
+  cli_result_free(&r);
   /* Without workers Bazel runs `viewlowerctl worker @ARGSFILE`, one argument per line. */
   snprintf(args, sizeof args,
            "--graph-out\n%s/oneshot.json\n--report-out\n%s/oneshot.report.json\n"
            "lower\n%s\n",
-           tmpdir, tmpdir, EX "patch_embed.json");
-  tmp_path(argsfile, sizeof argsfile, "oneshot.params");
-  write_bytes(argsfile, args, strlen(args));
+           cli_tmpdir, cli_tmpdir, EX "patch_embed.json");
+  cli_tmp_path(argsfile, sizeof argsfile, "oneshot.params");
+  cli_write(argsfile, args, strlen(args));
   char at[400];
   snprintf(at, sizeof at, "@%s", argsfile);
   const char *argv[] = {VL_CTL, "worker", at, NULL};
-  r = run_bytes("", 0, argv);
+  r = cli_spawn("", 0, argv, NULL, false);
   assert_int_equal(r.status, 0);
   assert_string_equal(r.out, "");
   assert_string_equal(r.err, "");
-  result_free(&r);
-  char g1[300], r1[300], g2[300], r2[300];
-  stem_paths("served", g1, r1, sizeof g1);
-  stem_paths("oneshot", g2, r2, sizeof g2);
-  char *x = slurp(g1, NULL), *y = slurp(g2, NULL);
-  assert_string_equal(x, y);
-  free(x);
-  free(y);
-  x = slurp(r1, NULL);
-  y = slurp(r2, NULL);
-  assert_string_equal(x, y);
-  free(x);
-  free(y);
+  cli_result_free(&r);
+  assert_same_outputs("served", "oneshot");
 }
 
 static void one_shot_exit_codes_are_the_commands(void **state) {
   (void)state;
   char argsfile[300], at[400];
-  tmp_path(argsfile, sizeof argsfile, "verify.params");
+  cli_tmp_path(argsfile, sizeof argsfile, "verify.params");
   snprintf(at, sizeof at, "--flagfile=%s", argsfile);
   const char *argv[] = {VL_CTL, "worker", at, NULL};
   const char *legacy = "verify\n" EX "inplace_after_view.json\n--policy\nlegacy";
-  write_bytes(argsfile, legacy, strlen(legacy)); /* no newline after the last argument */
-  result r = run_bytes("", 0, argv);
+  cli_write(argsfile, legacy, strlen(legacy)); /* no newline after the last argument */
+  cli_result r = cli_spawn("", 0, argv, NULL, false);
   assert_int_equal(r.status, 1); /* a mismatch, as verify's own exit code */
   assert_non_null(strstr(r.out, "{\"equal\":false,"));
-  result_free(&r);
-  write_bytes(argsfile, "stats\n", 6);
-  r = run_bytes("", 0, argv);
+  cli_result_free(&r);
+  cli_write(argsfile, "stats\n", 6);
+  r = cli_spawn("", 0, argv, NULL, false);
   assert_int_equal(r.status, 64);
   assert_non_null(strstr(r.err, "request /arguments/0: not a command a request may run"));
-  result_free(&r);
-  snprintf(at, sizeof at, "@%s/no-such.params", tmpdir);
-  r = run_bytes("", 0, argv);
+  cli_result_free(&r);
+  snprintf(at, sizeof at, "@%s/no-such.params", cli_tmpdir);
+  r = cli_spawn("", 0, argv, NULL, false);
   assert_int_equal(r.status, 2);
   assert_non_null(strstr(r.err, "no-such.params: cannot open"));
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void worker_usage_errors_exit_64(void **state) {
@@ -398,11 +329,11 @@ static void worker_usage_errors_exit_64(void **state) {
   const char *sock[] = {VL_CTL, "--socket", "/tmp/s", "worker", "--persistent_worker", NULL};
   const char *const *cases[] = {none, extra, sock};
   for (size_t i = 0; i < 3; i++) {
-    result r = run_bytes("", 0, cases[i]);
+    cli_result r = cli_spawn("", 0, cases[i], NULL, false);
     assert_int_equal(r.status, 64);
     assert_string_equal(r.out, "");
     assert_non_null(strstr(r.err, "worker"));
-    result_free(&r);
+    cli_result_free(&r);
   }
 }
 
@@ -442,7 +373,7 @@ static void bad_requests_are_answered_and_the_worker_goes_on(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char in[1024];
     snprintf(in, sizeof in, "%s\n{\"arguments\":[\"ping\"]}\n", cases[i].request);
-    result r = serve(in);
+    cli_result r = serve(in);
     assert_int_equal(r.status, 0);
     cJSON *resp[4];
     size_t n = responses(&r, resp, 4);
@@ -453,7 +384,7 @@ static void bad_requests_are_answered_and_the_worker_goes_on(void **state) {
     assert_int_equal(exit_code(resp[1]), 0);
     assert_string_equal(output(resp[1]), "{\"pong\":true}\n");
     free_all(resp, n);
-    result_free(&r);
+    cli_result_free(&r);
   }
 }
 
@@ -466,7 +397,7 @@ static void a_request_over_the_size_limit_is_refused_and_skipped(void **state) {
   n += big;
   n += (size_t)sprintf(in + n, "\"]}{\"arguments\":[\"ping\"]}");
   const char *argv[] = {VL_CTL, "worker", "--persistent_worker", NULL};
-  result r = run_bytes(in, n, argv);
+  cli_result r = cli_spawn(in, n, argv, NULL, false);
   free(in);
   assert_int_equal(r.status, 0);
   cJSON *resp[4];
@@ -476,7 +407,7 @@ static void a_request_over_the_size_limit_is_refused_and_skipped(void **state) {
   assert_non_null(strstr(output(resp[0]), "is larger than 4194304 bytes"));
   assert_int_equal(exit_code(resp[1]), 0);
   free_all(resp, k);
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void bytes_that_are_not_json_are_answered_not_fatal(void **state) {
@@ -485,7 +416,7 @@ static void bytes_that_are_not_json_are_answered_not_fatal(void **state) {
    * requires-worker-protocol: json), then a JSON one. */
   static const char in[] = "\x0a\x04ping\x10\x01{\"arguments\":[\"ping\"]}";
   const char *argv[] = {VL_CTL, "worker", "--persistent_worker", NULL};
-  result r = run_bytes(in, sizeof in - 1, argv);
+  cli_result r = cli_spawn(in, sizeof in - 1, argv, NULL, false);
   assert_int_equal(r.status, 0);
   cJSON *resp[4];
   size_t k = responses(&r, resp, 4);
@@ -496,30 +427,30 @@ static void bytes_that_are_not_json_are_answered_not_fatal(void **state) {
   assert_non_null(strstr(r.err, "requires-worker-protocol: json"));
   assert_int_equal(exit_code(resp[1]), 0);
   free_all(resp, k);
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void output_with_invalid_utf8_is_still_json(void **state) {
   (void)state;
   /* a file name with the byte 0xff (valid in a file name, not in UTF-8) echoed in the error */
   char in[512];
-  snprintf(in, sizeof in, "{\"arguments\":[\"lower\",\"%s/bad\\u00ff.json\"]}", tmpdir);
-  result r = serve(in);
+  snprintf(in, sizeof in, "{\"arguments\":[\"lower\",\"%s/bad\\u00ff.json\"]}", cli_tmpdir);
+  cli_result r = serve(in);
   cJSON *resp[2];
   assert_int_equal(responses(&r, resp, 2), 1);
   assert_int_equal(exit_code(resp[0]), 2);
   assert_non_null(strstr(output(resp[0]), "bad\xc3\xbf.json: cannot open"));
   free_all(resp, 1);
-  result_free(&r);
+  cli_result_free(&r);
   /* raw 0xff in the request's text: the answer is still valid JSON, the byte shown as '?' */
   static const char raw[] = "{\"arguments\":[\"lower\",\"bad\xff.json\"]}";
   const char *argv[] = {VL_CTL, "worker", "--persistent_worker", NULL};
-  r = run_bytes(raw, sizeof raw - 1, argv);
+  r = cli_spawn(raw, sizeof raw - 1, argv, NULL, false);
   assert_int_equal(responses(&r, resp, 2), 1);
   assert_int_equal(exit_code(resp[0]), 2);
   assert_non_null(strstr(output(resp[0]), "bad?.json: cannot open"));
   free_all(resp, 1);
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void deep_nesting_and_a_truncated_request_do_not_crash(void **state) {
@@ -533,7 +464,7 @@ static void deep_nesting_and_a_truncated_request_do_not_crash(void **state) {
   n += DEPTH;
   n += (size_t)sprintf(in + n, "}{\"arguments\":[\"ping\"]}{\"arguments\":[\"pi");
   const char *argv[] = {VL_CTL, "worker", "--persistent_worker", NULL};
-  result r = run_bytes(in, n, argv);
+  cli_result r = cli_spawn(in, n, argv, NULL, false);
   free(in);
   assert_int_equal(r.status, 2); /* stdin ended inside a request */
   assert_non_null(strstr(r.err, "standard input ended inside a WorkRequest"));
@@ -544,29 +475,16 @@ static void deep_nesting_and_a_truncated_request_do_not_crash(void **state) {
   assert_non_null(strstr(output(resp[0]), "malformed WorkRequest"));
   assert_int_equal(exit_code(resp[1]), 0);
   free_all(resp, k);
-  result_free(&r);
+  cli_result_free(&r);
 }
 
 static void no_requests_is_a_clean_exit(void **state) {
   (void)state;
-  result r = serve(" \n\t");
+  cli_result r = serve(" \n\t");
   assert_int_equal(r.status, 0);
   assert_string_equal(r.out, "");
   assert_string_equal(r.err, "");
-  result_free(&r);
-}
-
-static int setup(void **state) {
-  (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/vl-worker-test-XXXXXX");
-  return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  return system(cmd) == 0 ? 0 : -1;
+  cli_result_free(&r);
 }
 
 int main(void) {
@@ -586,5 +504,5 @@ int main(void) {
       cmocka_unit_test(deep_nesting_and_a_truncated_request_do_not_crash),
       cmocka_unit_test(no_requests_is_a_clean_exit),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cli_exit_status(cmocka_run_group_tests(tests, cli_group_setup, cli_group_teardown));
 }
