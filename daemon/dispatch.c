@@ -157,6 +157,15 @@ static void respond_result(work *w, cJSON *result) {
   }
 }
 
+/* The -32005 of a request whose work would pass the budget. */
+static void set_over_memory(work *w, vl_error *err) {
+  w->over_memory = true;
+  vl_error_set(err, VL_ERR_OVERLOADED, "",
+               "overloaded: the work of this request would pass the daemon's memory budget "
+               "of %llu bytes (--max-memory); retry later",
+               (unsigned long long)vld_mem_budget());
+}
+
 /* Answers a request whose parse gave s: runs the core method when s is VL_OK. Releases the
  * request frame and document. */
 static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
@@ -173,13 +182,7 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
       s = print_result(w, result, err);
       result = NULL;
     }
-    w->over_memory = on_pool && vld_mem_guard_end() && s == VL_ERR_NOMEM;
-    if (w->over_memory) {
-      vl_error_set(err, VL_ERR_OVERLOADED, "",
-                   "overloaded: the work of this request would pass the daemon's memory budget "
-                   "of %llu bytes (--max-memory); retry later",
-                   (unsigned long long)vld_mem_budget());
-    }
+    if (on_pool && vld_mem_guard_end() && s == VL_ERR_NOMEM) set_over_memory(w, err);
   }
   vl_frame_free(&w->frame);
   cJSON_Delete(result);
@@ -189,12 +192,28 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
   vl__rpc_request_free(&w->rpc);
 }
 
+/* Parses a large request on the pool within the memory budget: the tree of a request text
+ * costs several times the text (about 110 bytes per number of "[0,0,...]"), so it is built
+ * under the guard, and a tree that would pass the budget is dropped half-built and the request
+ * answered -32005 with its id (found by the scanner, which allocates only the id). */
+static vl_status parse_within_budget(work *w, vl_error *err) {
+  vld_mem_guard_begin();
+  vl_status s = parse(w, err);
+  if (vld_mem_guard_end() && s == VL_ERR_NOMEM) {
+    vl__rpc_request_free(&w->rpc);
+    w->rpc.id = vl__rpc_peek_id(w->frame.json, w->frame.json_len);
+    set_over_memory(w, err);
+    return VL_ERR_OVERLOADED;
+  }
+  return s;
+}
+
 /* Thread pool. A RUN_LOOP method is left unanswered here and answered in after_work. */
 static void run_work(uv_work_t *req) {
   work *w = req->data;
   vl_error err;
   vl_error_clear(&err);
-  vl_status s = w->parsed ? VL_OK : parse(w, &err);
+  vl_status s = w->parsed ? VL_OK : parse_within_budget(w, &err);
   if (s == VL_OK && where_of(w->method) == RUN_LOOP) {
     vl_frame_free(&w->frame);
     return;

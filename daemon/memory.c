@@ -36,12 +36,18 @@ static _Atomic uint64_t peak;
 static _Thread_local bool guarded;
 static _Thread_local bool refused;
 
+/* What a block costs: its usable bytes and the allocator's header word (glibc's chunk size),
+ * so thousands of small blocks (a request's JSON tree) count what they really hold. */
+static uint64_t block_bytes(void *p) {
+  return malloc_usable_size(p) + sizeof(size_t);
+}
+
 static void count_in(void *p) {
   if (p == NULL) {
     return;
   }
-  uint64_t now = atomic_fetch_add_explicit(&in_use, malloc_usable_size(p), memory_order_relaxed) +
-                 malloc_usable_size(p);
+  uint64_t n = block_bytes(p);
+  uint64_t now = atomic_fetch_add_explicit(&in_use, n, memory_order_relaxed) + n;
   uint64_t old = atomic_load_explicit(&peak, memory_order_relaxed);
   while (now > old &&
          !atomic_compare_exchange_weak_explicit(&peak, &old, now, memory_order_relaxed,
@@ -54,7 +60,7 @@ static void count_out(void *p) {
   if (p == NULL) {
     return;
   }
-  uint64_t n = malloc_usable_size(p);
+  uint64_t n = block_bytes(p);
   uint64_t old = atomic_load_explicit(&in_use, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(&in_use, &old, old > n ? old - n : 0,
                                                 memory_order_relaxed, memory_order_relaxed)) {

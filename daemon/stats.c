@@ -142,6 +142,9 @@ static cJSON *requests_json(const vld_stats *s, const vld_stats_view *v) {
 static cJSON *connections_json(const vld_stats *s, const vld_stats_view *v) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL || cJSON_AddNumberToObject(o, "current", v->conns_current) == NULL ||
+      cJSON_AddNumberToObject(o, "waiting_for_memory", v->conns_waiting_for_memory) == NULL ||
+      cJSON_AddNumberToObject(o, "admitted_after_waiting", (double)s->memory_waits_admitted) ==
+          NULL ||
       cJSON_AddNumberToObject(o, "total", (double)s->conns_total) == NULL ||
       cJSON_AddNumberToObject(o, "rejected", (double)s->conns_rejected) == NULL ||
       cJSON_AddNumberToObject(o, "open_files_limit", (double)v->open_files_limit) == NULL ||

@@ -86,8 +86,11 @@ static vl_status parse_json(const char *json, size_t len, vl__rpc_request *req, 
   case VL__JSON_NUL_ESCAPE:
     return vl_error_set(err, VL_ERR_PARSE, "",
                         "invalid JSON at byte %zu: \\u0000 (NUL) escapes are not supported", at);
-  case VL__JSON_MALFORMED:
-    return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu", at);
+  case VL__JSON_MALFORMED: {
+    const char *why = vl__json_malformed_reason(json, len, at);
+    return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu%s%s", at,
+                        why[0] != '\0' ? ": " : "", why);
+  }
   case VL__JSON_CONTROL:
     return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu: control character 0x%02x",
                         at, (unsigned)(unsigned char)json[at]);
@@ -459,11 +462,12 @@ cJSON *vl__rpc_peek_id(const char *json, size_t len) {
   if (*v0 != '"' && *v0 != '-' && !(*v0 >= '0' && *v0 <= '9') && *v0 != 'n') {
     return NULL; /* an object, array or boolean: not an id (and never parsed here) */
   }
-  const char *end = NULL;
-  cJSON *v = cJSON_ParseWithLengthOpts(v0, n, &end, false);
-  cJSON *id = NULL;
+  cJSON *v = NULL, *id = NULL;
+  size_t end = 0;
   vl_error err;
-  if (v != NULL && end == v0 + n && (cJSON_IsNumber(v) || cJSON_IsString(v) || cJSON_IsNull(v))) {
+  /* the same strict parser as the whole request: "id":01 or "id":2. is no id */
+  if (vl__json_parse_one(v0, n, false, &v, &end) == VL__JSON_OK &&
+      (cJSON_IsNumber(v) || cJSON_IsString(v) || cJSON_IsNull(v))) {
     id_echo(v, &id, &err);
   }
   cJSON_Delete(v);
