@@ -507,8 +507,9 @@ void vld_conn_drain_expired(vld_conn *c) {
   }
   const vl_frame_decoder *d = &c->dec;
   cJSON *id = NULL;
-  if (d->body != NULL && d->body_got >= d->hdr.json_len) {
-    id = vl__rpc_peek_id((const char *)d->body, d->hdr.json_len); /* its JSON is in */
+  if (d->body != NULL) { /* as much of its JSON as is in: the id once that has arrived */
+    id = vl__rpc_peek_id((const char *)d->body,
+                         d->body_got < d->hdr.json_len ? d->body_got : d->hdr.json_len);
   }
   vl_error err;
   vl_error_set(&err, VL_ERR_SHUTTING_DOWN, "",

@@ -15,6 +15,7 @@
  * everybody else grows with the number of clients. */
 #include "dispatch.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,13 @@
 #include "wire/envelope.h"
 #include "viewlower/service.h"
 
-enum { LOOP_PARSE_MAX = VLD_SMALL_FRAME };
+enum { LOOP_PARSE_MAX = VLD_SMALL_FRAME, TRIM_AFTER_JSON = 1 << 20 };
+
+static void release_heap(void) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
 
 /* Where a method runs: the core's by their weight; the daemon's own on the loop, with the
  * loop's state. Indexes: the core's methods (vl_service_method), then the daemon's. */
@@ -213,12 +220,19 @@ static void run_work(uv_work_t *req) {
   work *w = req->data;
   vl_error err;
   vl_error_clear(&err);
+  size_t json_len = w->frame.json_len;
   vl_status s = w->parsed ? VL_OK : parse_within_budget(w, &err);
   if (s == VL_OK && where_of(w->method) == RUN_LOOP) {
     vl_frame_free(&w->frame);
     return;
   }
   serve(w, s, &err, true);
+  if (json_len >= TRIM_AFTER_JSON) {
+    /* Its tree (~100 bytes per value) is freed into glibc's fast bins, which stay resident
+     * and are not coalesced; the next large frames (fresh maps) would add to them. Giving the
+     * pages back costs a walk of the heap, small next to parsing this much JSON. */
+    release_heap();
+  }
 }
 
 /* ---- event loop ------------------------------------------------------------------------- */

@@ -458,7 +458,10 @@ vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_
     p.pos++;
   }
   if (root != NULL && p.pos < len && !(nul_tail_ok && text[p.pos] == '\0')) {
-    tp_fail(&p, VL__JSON_TRAILING, p.pos); /* any other byte after the value, control or not */
+    /* any other byte after the value, control or not; a \u0000 there is named as such */
+    size_t nul = vl__json_find_nul_escape(text + p.pos, len - p.pos);
+    tp_fail(&p, nul < len - p.pos ? VL__JSON_NUL_ESCAPE : VL__JSON_TRAILING,
+            nul < len - p.pos ? p.pos + nul : p.pos);
   }
   if (root != NULL && nul_tail_ok) {
     for (size_t i = p.pos; i < len && p.problem == VL__JSON_OK; i++) {

@@ -455,7 +455,10 @@ static bool find_id_value(const char *s, size_t n, size_t *at, size_t *vlen) {
 
 cJSON *vl__rpc_peek_id(const char *json, size_t len) {
   size_t at = 0, n = 0;
-  if (!find_id_value(json, len, &at, &n) || vl__json_find_nul_escape(json + at, n) < n) {
+  /* at + n == len: the value may be cut short (a text still arriving); a whole request never
+   * ends with its id's value (its closing brace follows) */
+  if (!find_id_value(json, len, &at, &n) || at + n >= len ||
+      vl__json_find_nul_escape(json + at, n) < n) {
     return NULL;
   }
   const char *v0 = json + at;
