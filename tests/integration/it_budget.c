@@ -18,7 +18,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <dirent.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <linux/sockios.h>
 #include <unistd.h>
@@ -542,6 +544,92 @@ static void sigterm_reads_a_begun_frame_to_its_end(void **state) {
   daemon_cleanup(&d);
 }
 
+/* ---- 5. batch lower -o DIR never writes through a link ------------------------------------- */
+
+/* Runs viewlowerctl with args (NULL-terminated) and stderr into err_path; its exit status. */
+static int run_ctl(const char *const *args, const char *err_path) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    execv(VL_CTL, (char *const *)args);
+    _exit(127);
+  }
+  return daemon_wait(pid, HARNESS_WAIT_MS);
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* A symbolic link already in DIR under a result's name (to a file outside DIR, or dangling) used
+ * to be written through (fopen "w"): the file outside overwritten, or created elsewhere, exit 0.
+ * It is now refused with a clear error and exit 2, the link and its target untouched; the
+ * other results are written, and no temporary file is left behind. */
+static void batch_lower_refuses_links_in_the_output_directory(void **state) {
+  (void)state;
+  daemon_proc *d = start(NULL);
+  char dir[96], out[128], victim[128], link1[160], link2[160], ghost[128], errp[128];
+  snprintf(dir, sizeof dir, "%s/work", d->dir);
+  snprintf(out, sizeof out, "%s/out", dir);
+  snprintf(victim, sizeof victim, "%s/victim.txt", dir);
+  snprintf(ghost, sizeof ghost, "%s/ghost.txt", dir);
+  snprintf(errp, sizeof errp, "%s/stderr", dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(mkdir(out, 0700), 0);
+  FILE *f = fopen(victim, "w");
+  fputs("precious\n", f);
+  fclose(f);
+  snprintf(link1, sizeof link1, "%s/patch_tokens.json", out);
+  snprintf(link2, sizeof link2, "%s/channel_shuffle.json", out);
+  assert_int_equal(symlink(victim, link1), 0);
+  assert_int_equal(symlink(ghost, link2), 0); /* dangling */
+  const char *const args[] = {VL_CTL, "--socket", d->sock, "lower",
+                              VL_EXAMPLES_DIR "/graphs/patch_tokens.json",
+                              VL_EXAMPLES_DIR "/graphs/channel_shuffle.json",
+                              VL_EXAMPLES_DIR "/graphs/reshape_chain.json", "-o", out, NULL};
+  assert_int_equal(run_ctl(args, errp), 2);
+  const char *err = slurp(errp);
+  char want[256];
+  snprintf(want, sizeof want, "%s/patch_tokens.json is a symbolic link: not writing through it",
+           out);
+  if (strstr(err, want) == NULL) fail_msg("stderr: %s", err);
+  snprintf(want, sizeof want, "%s/channel_shuffle.json is a symbolic link", out);
+  assert_non_null(strstr(err, want));
+  assert_string_equal(slurp(victim), "precious\n");
+  assert_int_equal(access(ghost, F_OK), -1);
+  struct stat st;
+  assert_int_equal(lstat(link1, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  char done[160];
+  snprintf(done, sizeof done, "%s/reshape_chain.json", out);
+  assert_int_equal(lstat(done, &st), 0);
+  assert_true(S_ISREG(st.st_mode) && st.st_size > 10);
+  /* nothing else in the directory: no temporary file left */
+  int entries = 0;
+  DIR *dp = opendir(out);
+  for (struct dirent *e; (e = readdir(dp)) != NULL;) entries += e->d_name[0] != '.';
+  closedir(dp);
+  assert_int_equal(entries, 3);
+  unlink(link1);
+  unlink(link2);
+  unlink(done);
+  unlink(victim);
+  unlink(errp);
+  rmdir(out);
+  rmdir(dir);
+  stop(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(waiting_frames_are_admitted_as_memory_frees),
@@ -551,6 +639,7 @@ int main(void) {
       cmocka_unit_test(request_parse_stays_within_256m),
       cmocka_unit_test(numbers_json_forbids_are_parse_errors),
       cmocka_unit_test(sigterm_reads_a_begun_frame_to_its_end),
+      cmocka_unit_test(batch_lower_refuses_links_in_the_output_directory),
   };
   return harness_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
