@@ -132,7 +132,8 @@ static cJSON *requests_json(const vld_stats *s, const vld_stats_view *v) {
       cJSON_AddNumberToObject(o, "errors", (double)total.errors) == NULL ||
       cJSON_AddNumberToObject(o, "in_flight", (double)v->requests_in_flight) == NULL ||
       !add(o, "overloaded", counters_json(vld_shed_names, s->shed, VLD_SHED_COUNT)) ||
-      cJSON_AddNumberToObject(o, "cancelled", (double)s->cancelled) == NULL) {
+      cJSON_AddNumberToObject(o, "cancelled", (double)s->cancelled) == NULL ||
+      cJSON_AddNumberToObject(o, "served_on_loop", (double)s->served_on_loop) == NULL) {
     cJSON_Delete(o);
     return NULL;
   }
