@@ -9,7 +9,10 @@
  *   "encoding": "blob", through the real client library: bytes / round-trip seconds (median).
  * socket_echo_gbps: the same client process sends the same 64 MiB through a Unix stream
  *   socket pair to a thread that reads all of it and writes it back (store and forward, as the
- *   daemon must), and reads it back: bytes / round-trip seconds (median). */
+ *   daemon must), and reads it back: bytes / round-trip seconds (median).
+ * ping_p99_us_under_load: the 99th percentile of ping round trips (one connection, one ping at
+ *   a time) while two clients lower the 5-node graph back to back and one lowers a 2,000-node
+ *   chain back to back: microseconds (and the median, ping_p50_us_under_load). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <pthread.h>
@@ -213,6 +216,101 @@ static cJSON *view_copy_params(void) {
   return cJSON_Parse(text);
 }
 
+/* ---- ping latency under load ----------------------------------------------------------------- */
+
+typedef struct loader {
+  const char *socket_path;
+  const char *graph; /* JSON text */
+  volatile bool *stop;
+  long done, failed;
+} loader;
+
+static void *loader_main(void *arg) {
+  loader *l = arg;
+  vl_client *c = NULL;
+  vl_error err;
+  cJSON *g = cJSON_Parse(l->graph);
+  if (g == NULL || vl_client_connect(l->socket_path, 60000, &c, &err) != VL_OK) {
+    cJSON_Delete(g);
+    l->failed++;
+    return NULL;
+  }
+  while (!*l->stop) {
+    cJSON *res = NULL;
+    if (vl_client_lower(c, g, NULL, &res, &err) == VL_OK) {
+      l->done++;
+    } else {
+      l->failed++;
+    }
+    cJSON_Delete(res);
+  }
+  vl_client_close(c);
+  cJSON_Delete(g);
+  return NULL;
+}
+
+/* A chain of n nodes: a placeholder, n - 2 transposes of a [64, 64] float32, the output. */
+static char *chain_graph(int n) {
+  size_t cap = (size_t)n * 200 + 512, len = 0;
+  char *t = malloc(cap);
+  if (t == NULL) return NULL;
+  len += (size_t)snprintf(t + len, cap - len,
+                          "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[{\"name\":"
+                          "\"n0\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+                          "\"shape\":[64,64]}}");
+  for (int i = 1; i < n - 1; i++) {
+    len += (size_t)snprintf(t + len, cap - len,
+                            ",{\"name\":\"n%d\",\"op\":\"call_function\",\"target\":"
+                            "\"aten.permute_copy.default\",\"args\":[\"n%d\",[1,0]],\"val\":"
+                            "{\"dtype\":\"float32\",\"shape\":[64,64]}}",
+                            i, i - 1);
+  }
+  snprintf(t + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%d\"]}]}",
+           n - 2);
+  return t;
+}
+
+/* p99 of ping round trips in microseconds under the load above; -1 when it cannot run. */
+static double ping_p99_under_load_us(const char *socket_path, int pings, long *lowered,
+                                     double *p50) {
+  char *big = chain_graph(2000);
+  volatile bool stop = false;
+  loader l[3] = {{socket_path, small_graph, &stop, 0, 0},
+                 {socket_path, small_graph, &stop, 0, 0},
+                 {socket_path, big, &stop, 0, 0}};
+  pthread_t th[3];
+  int started = 0;
+  double *t = malloc((size_t)pings * sizeof *t), p99 = -1.0;
+  vl_client *c = NULL;
+  vl_error err;
+  if (big == NULL || t == NULL || vl_client_connect(socket_path, 60000, &c, &err) != VL_OK) {
+    free(big);
+    free(t);
+    return -1.0;
+  }
+  for (int i = 0; i < 3; i++) started += pthread_create(&th[i], NULL, loader_main, &l[i]) == 0;
+  /* let the load start: the big chain's first lowering is under way */
+  for (double until = now_s() + 0.2; now_s() < until;) vl_client_ping(c, &err);
+  int n = 0;
+  for (; n < pings; n++) {
+    double t0 = now_s();
+    if (vl_client_ping(c, &err) != VL_OK) break;
+    t[n] = (now_s() - t0) * 1e6;
+  }
+  stop = true;
+  for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+  vl_client_close(c);
+  *lowered = l[0].done + l[1].done + l[2].done;
+  if (n == pings && started == 3 && l[0].failed + l[1].failed + l[2].failed == 0) {
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    p99 = t[(size_t)((double)n * 0.99)];
+    *p50 = t[n / 2];
+  }
+  free(t);
+  free(big);
+  return p99;
+}
+
 cJSON *vl_bench_daemon(const char *socket_path, bool quick) {
   cJSON *o = cJSON_CreateObject();
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -256,6 +354,16 @@ cJSON *vl_bench_daemon(const char *socket_path, bool quick) {
   else
     cJSON_AddNullToObject(o, "socket_echo_gbps");
   cJSON_AddNumberToObject(o, "blob_repeats", ok);
+  long lowered = 0;
+  double p50 = -1;
+  double p99 = ping_p99_under_load_us(socket_path, quick ? 1000 : 5000, &lowered, &p50);
+  if (p99 >= 0) {
+    cJSON_AddNumberToObject(o, "ping_p99_us_under_load", p99);
+    cJSON_AddNumberToObject(o, "ping_p50_us_under_load", p50);
+  } else {
+    cJSON_AddNullToObject(o, "ping_p99_us_under_load");
+  }
+  cJSON_AddNumberToObject(o, "ping_load_lowerings", (double)lowered);
   cJSON_Delete(params);
   free(payload);
   free(back);

@@ -3,6 +3,7 @@
  * vl_service_call in process: both get the same params and print the same results and
  * errors. Over the socket, tensors travel as raw payload ("blob") and are re-encoded here. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -592,22 +593,70 @@ static cJSON *error_line(const char *input, const vl_error *err) {
   return line;
 }
 
-static int write_outcome(ctl *c, size_t i, const outcome *o) {
+/* Writes result i into the -o directory (dfd) without following links: the text goes to a new
+ * temporary file (O_CREAT | O_EXCL | O_NOFOLLOW, relative to the directory), then is renamed
+ * over the result's name, so a symbolic link (or anything else) planted at that name or at the
+ * temporary name is never written through. A name that is already a link is refused. */
+static int write_in_dir(int dfd, const char *dir, const char *name, const cJSON *result) {
+  struct stat st;
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+    fprintf(stderr, "viewlowerctl: %s/%s is a symbolic link: not writing through it\n", dir,
+            name);
+    return EXIT_INVALID;
+  }
+  char *text = vl__json_print(result, NULL);
+  if (text == NULL) {
+    fprintf(stderr, "viewlowerctl: out of memory\n");
+    return EXIT_SERVER;
+  }
+  char tmp[4096];
+  int fd = -1;
+  for (unsigned k = 0; fd < 0 && k < 100; k++) {
+    snprintf(tmp, sizeof tmp, ".%s.%ld.%u.tmp", name, (long)getpid(), k);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    fprintf(stderr, "viewlowerctl: %s/%s: cannot create: %s\n", dir, tmp, strerror(errno));
+    free(text);
+    return EXIT_INVALID;
+  }
+  size_t len = strlen(text), off = 0;
+  text[len++] = '\n'; /* the NUL's place: write() needs no terminator */
+  while (off < len) {
+    ssize_t w = write(fd, text + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  free(text);
+  int rc = off == len && close(fd) == 0 ? 0 : EXIT_INVALID;
+  if (off != len) close(fd);
+  if (rc == 0 && renameat(dfd, tmp, dfd, name) != 0) rc = EXIT_INVALID;
+  if (rc != 0) {
+    fprintf(stderr, "viewlowerctl: %s/%s: write failed: %s\n", dir, name, strerror(errno));
+    unlinkat(dfd, tmp, 0);
+  }
+  return rc;
+}
+
+static int write_outcome(ctl *c, int dfd, size_t i, const outcome *o) {
   if (c->out == NULL) {
     cJSON *line = o->code == 0 ? NULL : error_line(c->positional[i], &o->err);
     int rc = write_json(NULL, o->code == 0 ? o->result : line);
     cJSON_Delete(line);
     return rc;
   }
-  char path[4096];
-  if ((size_t)snprintf(path, sizeof path, "%s/%s", c->out, out_name(c->positional[i])) >=
-      sizeof path) {
-    fprintf(stderr, "viewlowerctl: %s/%s: path too long\n", c->out, out_name(c->positional[i]));
+  const char *name = out_name(c->positional[i]);
+  if (o->code == 0) return write_in_dir(dfd, c->out, name, o->result);
+  /* a failed input: a stale result of that name is removed (a link itself, never its target) */
+  struct stat st;
+  if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+    fprintf(stderr, "viewlowerctl: %s/%s is a symbolic link: not removing it\n", c->out, name);
     return EXIT_INVALID;
   }
-  if (o->code == 0) return write_json(path, o->result);
-  if (unlink(path) != 0 && errno != ENOENT) {
-    fprintf(stderr, "viewlowerctl: %s: cannot remove the stale result: %s\n", path,
+  if (unlinkat(dfd, name, 0) != 0 && errno != ENOENT) {
+    fprintf(stderr, "viewlowerctl: %s/%s: cannot remove the stale result: %s\n", c->out, name,
             strerror(errno));
     return EXIT_INVALID;
   }
@@ -629,11 +678,18 @@ static int lower_many(ctl *c) {
   } else {
     lower_many_remote(c, o, answered);
   }
-  int rc = 0;
+  int rc = 0, dfd = -1;
+  if (c->out != NULL && (dfd = open(c->out, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    fprintf(stderr, "viewlowerctl: -o %s: cannot open the directory: %s\n", c->out,
+            strerror(errno));
+    rc = EXIT_INVALID;
+  }
   for (size_t i = 0; i < n; i++) {
-    rc = worst(rc, worst(o[i].code, write_outcome(c, i, &o[i])));
+    rc = worst(rc, worst(o[i].code, c->out == NULL || dfd >= 0 ? write_outcome(c, dfd, i, &o[i])
+                                                               : EXIT_INVALID));
     cJSON_Delete(o[i].result);
   }
+  if (dfd >= 0) close(dfd);
   free(o);
   free(answered);
   return rc;

@@ -560,10 +560,11 @@ static void handle_request(worker *w, const char *text, size_t len) {
   request r;
   memset(&r, 0, sizeof r);
   if (vl__json_parse_one(text, len, false, &doc, &at) != VL__JSON_OK) {
+    const char *why = vl__json_malformed_reason(text, len, at);
     answer_refused(w, 0, EXIT_INVALID,
                    "viewlowerctl worker: malformed WorkRequest at byte %zu of standard input "
-                   "(JSON, RFC 8259)",
-                   w->start + at);
+                   "(JSON, RFC 8259)%s%s",
+                   w->start + at, why[0] != '\0' ? ": " : "", why);
     return;
   }
   const cJSON *cancel =

@@ -38,14 +38,13 @@ typedef struct out_msg {
  * it would need at least as much again. Small frames (pings, stats) are always taken. */
 static vl_frame_admission admit_frame(void *ctx, uint64_t bytes) {
   vld_conn *c = ctx;
-  if (bytes <= VLD_SMALL_FRAME || c->draining) {
-    /* small; or draining, where only a frame already whole in the read buffer gets here */
+  if (bytes <= VLD_SMALL_FRAME) {
     return VL_FRAME_ADMIT; /* health checks never wait; bounded by --max-inflight each */
   }
   if (bytes > vld_mem_budget() / 2) {
     return VL_FRAME_REFUSE;
   }
-  if (vld_mem_fits(bytes)) {
+  if (c->cb->admit_memory(c, bytes)) {
     return VL_FRAME_ADMIT;
   }
   c->cb->on_wait_memory(c);
@@ -254,6 +253,27 @@ static void frame_error(vld_conn *c, vl_error *err) {
   vld_conn_send_error(c, err);
 }
 
+/* A whole frame to the owner; during a drain it may be one of those the drain waits for. */
+static void deliver(vld_conn *c, vl_frame *frame) {
+  if (c->drain_frames > 0) {
+    c->drain_frames--;
+  }
+  c->cb->on_frame(c, frame);
+}
+
+/* Asks again for the memory of a frame that waits for it (the decoder asks when fed). */
+static void retry_admission(vld_conn *c) {
+  size_t used = 0;
+  bool ready = false;
+  vl_frame frame;
+  vl_error err;
+  if (vl_frame_decoder_feed(&c->dec, NULL, 0, &used, &ready, &frame, &err) != VL_OK) {
+    frame_error(c, &err);
+  } else if (ready) {
+    deliver(c, &frame);
+  }
+}
+
 /* Feeds buffered bytes to the decoder and dispatches whole frames until the bytes run out
  * or a limit is hit. */
 static void process_input(vld_conn *c) {
@@ -270,7 +290,7 @@ static void process_input(vld_conn *c) {
       return;
     }
     if (ready) {
-      c->cb->on_frame(c, &frame);
+      deliver(c, &frame);
     }
   }
 }
@@ -283,7 +303,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   vld_conn *c = h->data;
   size_t room = 0;
   uint8_t *direct = vl_frame_decoder_direct(&c->dec, &room);
-  if (direct != NULL && room >= VLD_READ_BUF_SIZE && !c->draining) {
+  if (direct != NULL && room >= VLD_READ_BUF_SIZE) {
     buf->base = (char *)direct;
     buf->len = room;
     return;
@@ -300,7 +320,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     vl_frame_decoder_commit(&c->dec, (size_t)nread, &ready, &frame);
     mark_activity(c);
     if (ready) {
-      c->cb->on_frame(c, &frame);
+      deliver(c, &frame);
     }
   } else if (nread > 0) {
     c->rbuf_off = 0;
@@ -356,17 +376,13 @@ void vld_conn_settle(vld_conn *c) {
   if (c->closing) {
     return;
   }
-  if (c->draining && vl_frame_decoder_waiting(&c->dec) &&
-      (uint64_t)c->dec.hdr.json_len + c->dec.hdr.payload_len > c->rbuf_len - c->rbuf_off) {
-    /* Shutdown with a frame waiting for memory that has not fully arrived: it was never
-     * received, and nothing more will be read; drop it. */
-    c->input_done = true;
-    c->rbuf_off = c->rbuf_len;
+  if (!c->input_done && vl_frame_decoder_waiting(&c->dec)) {
+    retry_admission(c);
   }
   process_input(c);
   bool leftover = c->rbuf_off < c->rbuf_len;
-  if (c->draining && !leftover) {
-    c->input_done = true; /* whole frames already buffered were served; read nothing new */
+  if (c->draining && !leftover && c->drain_frames == 0) {
+    c->input_done = true; /* the frames begun before the drain were served; read nothing new */
   }
   set_reading(c, !c->input_done && !leftover && !over_limits(c));
   if (c->input_done && !leftover && c->inflight == 0 && c->writes == 0) {
@@ -397,6 +413,22 @@ static bool peer_is_active(vld_conn *c) {
  * still unsent, the client has stopped reading them. */
 static void on_idle(uv_timer_t *t) {
   vld_conn *c = t->data;
+  if (vl_frame_decoder_waiting(&c->dec) && !c->input_done && c->inflight == 0 &&
+      uv_now(c->pipe.loop) - c->mem_since_ms >= c->lim->idle_timeout_ms) {
+    /* Its frame waited a whole idle period for memory: answer rather than hold the slot. */
+    vl_error err;
+    vl_error_set(&err, VL_ERR_OVERLOADED, "",
+                 "overloaded: a frame of %llu bytes waited %llu ms for memory (--max-memory) "
+                 "without being received; retry later",
+                 (unsigned long long)c->dec.hdr.json_len + c->dec.hdr.payload_len,
+                 (unsigned long long)c->lim->idle_timeout_ms);
+    vld_log_info("conn %llu (uid %u): %s; closing", (unsigned long long)c->serial,
+                 (unsigned)c->uid, err.message);
+    c->cb->on_stream_error(c, &err);
+    c->drain_frames = 0;
+    vld_conn_refuse(c, &err);
+    return;
+  }
   if (c->inflight > 0 || vl_frame_decoder_waiting(&c->dec) || peer_is_active(c)) {
     return; /* working for it, waiting for memory for its frame, or bytes to read */
   }
@@ -419,8 +451,80 @@ void vld_conn_release(vld_conn *c) {
   vld_conn_unref(c);
 }
 
+/* How many frames have begun to arrive (a whole header read) and are not yet received: the one
+ * in the decoder, then each whose header is whole in the unconsumed read buffer. */
+static uint32_t frames_begun(const vld_conn *c) {
+  const vl_frame_decoder *d = &c->dec;
+  if (d->failed != VL_OK || c->input_done) {
+    return 0;
+  }
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  uint64_t p = c->rbuf_off, end = c->rbuf_len;
+  uint32_t n = 0;
+  vl_frame_header hdr;
+  vl_error err;
+  if (d->header_got == VL_FRAME_HEADER_SIZE) {
+    n = 1;
+    p += (uint64_t)d->hdr.json_len + d->hdr.payload_len - (d->body != NULL ? d->body_got : 0);
+  } else if (d->header_got > 0) {
+    size_t need = VL_FRAME_HEADER_SIZE - d->header_got;
+    if (end - p < need) {
+      return 0;
+    }
+    memcpy(h, d->header, d->header_got);
+    memcpy(h + d->header_got, c->rbuf + p, need);
+    if (vl_frame_header_decode(h, &hdr, &err) != VL_OK) {
+      return 0;
+    }
+    n = 1;
+    p += need + (uint64_t)hdr.json_len + hdr.payload_len;
+  }
+  while (p < end && end - p >= VL_FRAME_HEADER_SIZE &&
+         vl_frame_header_decode(c->rbuf + p, &hdr, &err) == VL_OK) {
+    n++;
+    p += VL_FRAME_HEADER_SIZE + (uint64_t)hdr.json_len + hdr.payload_len;
+  }
+  return n;
+}
+
 void vld_conn_drain(vld_conn *c) {
   c->draining = true;
+  c->drain_frames = frames_begun(c);
+  if (c->drain_frames > 0) {
+    vld_log_debug("conn %llu: draining: %u frames begun are received to their end",
+                  (unsigned long long)c->serial, c->drain_frames);
+  }
+  vld_conn_settle(c);
+}
+
+bool vld_conn_drain_pending(const vld_conn *c) {
+  return c->drain_frames > 0 && !c->input_done && !c->closing;
+}
+
+void vld_conn_drain_expired(vld_conn *c) {
+  if (!vld_conn_drain_pending(c)) {
+    return;
+  }
+  const vl_frame_decoder *d = &c->dec;
+  cJSON *id = NULL;
+  if (d->body != NULL) { /* as much of its JSON as is in: the id once that has arrived */
+    id = vl__rpc_peek_id((const char *)d->body,
+                         d->body_got < d->hdr.json_len ? d->body_got : d->hdr.json_len);
+  }
+  vl_error err;
+  vl_error_set(&err, VL_ERR_SHUTTING_DOWN, "",
+               "shutting down: the drain timeout passed before this request was received whole");
+  size_t len = 0;
+  char *text = vl__rpc_error_text(id, &err, &len);
+  cJSON_Delete(id);
+  c->drain_frames = 0;
+  c->input_done = true;
+  c->rbuf_off = c->rbuf_len;
+  if (text != NULL) {
+    vld_conn_send(c, text, len, false, NULL);
+  } else {
+    vld_conn_send(c, (char *)vl__rpc_nomem_response, vl__rpc_nomem_response_len, true, NULL);
+  }
   vld_conn_settle(c);
 }
 

@@ -34,6 +34,9 @@ typedef struct vld_conn_callbacks {
   void (*on_closed)(vld_conn *c);
   /* The last reference is gone; c is freed right after. */
   void (*on_free)(vld_conn *c);
+  /* May c's next frame, of bytes (over VLD_SMALL_FRAME, within half the budget), be received
+   * now? The owner keeps the waiting connections in a fair queue; false: c waits. */
+  bool (*admit_memory)(vld_conn *c, uint64_t bytes);
   /* c stopped reading until memory is released: settle it again later. */
   void (*on_wait_memory)(vld_conn *c);
   /* The frame stream broke (err says how), just before the error is answered. */
@@ -71,6 +74,13 @@ struct vld_conn {
   uint32_t inflight;    /* requests held (vld_conn_hold) */
   uint32_t writes;      /* write requests not yet called back */
   uint64_t write_bytes; /* the memory they hold */
+  /* The owner's memory queue (admit_memory): */
+  bool mem_queued;
+  uint64_t mem_ticket;   /* place in the queue: fair across users, see server.c */
+  uint64_t mem_since_ms; /* when the frame began to wait (uv_now) */
+  struct vld_conn *mem_prev, *mem_next;
+  /* Frames whose header had arrived when the drain began, not yet received whole. */
+  uint32_t drain_frames;
   bool started;
   bool reading;
   bool input_done; /* no more frames will be read: EOF, broken framing or refused peer */
@@ -94,8 +104,15 @@ void vld_conn_hold(vld_conn *c);
 void vld_conn_release(vld_conn *c);
 /* Re-evaluates reading, leftover input and closing after any change of state. */
 void vld_conn_settle(vld_conn *c);
-/* Serves what is buffered, reads nothing new, closes once drained (shutdown). */
+/* Shutdown: every frame whose header has arrived is received to its end and served (so is any
+ * other frame already whole in the read buffer); nothing else is read; closes once drained. */
 void vld_conn_drain(vld_conn *c);
+/* The drain timed out: a frame still being received (or waiting for memory) is answered -32007
+ * (with its id when its JSON is in, else id null) and the connection closes once that is
+ * written. */
+void vld_conn_drain_expired(vld_conn *c);
+/* Is a frame of c still to be received for the drain? */
+bool vld_conn_drain_pending(const vld_conn *c);
 void vld_conn_close(vld_conn *c);
 void vld_conn_ref(vld_conn *c);
 void vld_conn_unref(vld_conn *c);

@@ -22,6 +22,8 @@ typedef struct vld_dispatcher {
   vld_stats *stats;
   vld_shares *shares;
   uint32_t inflight; /* requests on the thread pool, all connections (--max-queued) */
+  uint64_t loop_window_ns; /* the current window of the loop's time for small heavy requests */
+  uint64_t loop_spent_ns;  /* ... and what they took of it */
   void *owner;
   /* Work went to the pool. */
   void (*on_queued)(void *owner);

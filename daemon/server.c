@@ -381,7 +381,80 @@ static void conn_on_frame(vld_conn *c, vl_frame *frame) {
   vld_dispatch_frame(&srv->dispatch, c, frame);
 }
 
+/* ---- the memory queue ------------------------------------------------------------------ *
+ * A frame that does not fit the budget waits, unread, in a queue; frames are admitted from its
+ * head as memory frees (the mem_wait timer, every MEM_WAIT_MS), and a frame never overtakes one
+ * that waits, so a large frame is not starved by smaller ones. The order is fair across users
+ * (start-time fair queueing): a user's next waiting frame gets the ticket after both the last
+ * admitted one and that user's previous one, so a user with ten waiting connections and a user
+ * with one take turns rather than the ten going first. Equal tickets keep arrival order. */
+
+static void mem_dequeue(vld_server *srv, vld_conn *c) {
+  if (!c->mem_queued) {
+    return;
+  }
+  if (c->mem_prev != NULL) {
+    c->mem_prev->mem_next = c->mem_next;
+  } else {
+    srv->mem_head = c->mem_next;
+  }
+  if (c->mem_next != NULL) {
+    c->mem_next->mem_prev = c->mem_prev;
+  }
+  c->mem_prev = c->mem_next = NULL;
+  c->mem_queued = false;
+  srv->n_mem_waiting--;
+}
+
+static void mem_enqueue(vld_server *srv, vld_conn *c) {
+  vld_uid_use *u = vld_shares_find(&srv->shares, c->uid); /* present: it counts c */
+  uint64_t last = u != NULL ? u->mem_ticket : 0;
+  c->mem_ticket = (last > srv->mem_vtime ? last : srv->mem_vtime) + 1;
+  if (u != NULL) {
+    u->mem_ticket = c->mem_ticket;
+  }
+  c->mem_since_ms = uv_now(srv->loop);
+  vld_conn *prev = NULL, *at = srv->mem_head;
+  while (at != NULL && at->mem_ticket <= c->mem_ticket) {
+    prev = at;
+    at = at->mem_next;
+  }
+  c->mem_prev = prev;
+  c->mem_next = at;
+  if (prev != NULL) {
+    prev->mem_next = c;
+  } else {
+    srv->mem_head = c;
+  }
+  if (at != NULL) {
+    at->mem_prev = c;
+  }
+  c->mem_queued = true;
+  srv->n_mem_waiting++;
+  vld_log_debug("conn %llu (uid %u): its frame waits for memory (ticket %llu, %u waiting)",
+                (unsigned long long)c->serial, (unsigned)c->uid,
+                (unsigned long long)c->mem_ticket, srv->n_mem_waiting);
+}
+
+static bool conn_admit_memory(vld_conn *c, uint64_t bytes) {
+  vld_server *srv = c->owner;
+  if (!c->mem_queued) {
+    if (srv->mem_head == NULL && vld_mem_fits(bytes)) {
+      return true;
+    }
+    mem_enqueue(srv, c);
+  }
+  if (srv->mem_head != c || !vld_mem_fits(bytes)) {
+    return false;
+  }
+  mem_dequeue(srv, c);
+  srv->mem_vtime = c->mem_ticket;
+  srv->stats.memory_waits_admitted++;
+  return true;
+}
+
 static void conn_on_closing(vld_conn *c) {
+  mem_dequeue(c->owner, c);
   vld_dispatch_cancel(c);
 }
 
@@ -434,6 +507,7 @@ static const vld_conn_callbacks conn_callbacks = {
     .on_closing = conn_on_closing,
     .on_closed = conn_on_closed,
     .on_free = conn_on_free,
+    .admit_memory = conn_admit_memory,
     .on_wait_memory = conn_on_wait_memory,
     .on_stream_error = conn_on_stream_error,
 };
@@ -525,10 +599,15 @@ static void on_drain_timeout(uv_timer_t *t) {
               (unsigned long long)srv->cfg->drain_timeout_ms, srv->n_conns, srv->dispatch.inflight);
   for (vld_conn *c = srv->conns; c != NULL;) {
     vld_conn *next = c->next; /* closing never frees c: its handles hold a ref */
-    if (c->inflight == 0) {
-      vld_conn_close(c);
-    } else {
+    bool answered = vld_conn_drain_pending(c);
+    if (answered) {
+      /* a frame begun before the stop signal, not yet whole: -32007, then the close */
+      vld_conn_drain_expired(c);
+    }
+    if (c->inflight > 0) {
       vld_dispatch_expire(c);
+    } else if (!answered) {
+      vld_conn_close(c);
     }
     c = next;
   }
@@ -644,12 +723,27 @@ static void on_hup_probe(uv_timer_t *t) {
  * another try as memory is released; the timer stops once nothing waits. */
 static void on_mem_wait(uv_timer_t *t) {
   vld_server *srv = t->data;
-  bool waiting = false;
+  /* Waiting connections whose peer left close (and leave the queue); a refused one leaves it. */
+  for (vld_conn *c = srv->mem_head, *next; c != NULL; c = next) {
+    next = c->mem_next;
+    if (c->input_done) {
+      mem_dequeue(srv, c);
+    } else {
+      vld_conn_probe_hangup(c); /* may close c (on_closing dequeues it), never frees it */
+    }
+  }
+  /* Admit from the head while frames fit: each settle asks for its frame's memory again. */
+  for (vld_conn *c = srv->mem_head; c != NULL; c = srv->mem_head) {
+    vld_conn_settle(c);
+    if (srv->mem_head == c) {
+      break; /* it still does not fit: nobody behind it goes first */
+    }
+  }
+  bool waiting = srv->mem_head != NULL;
   for (vld_conn *c = srv->conns; c != NULL; c = c->next) {
-    if (!c->reading && !c->closing) {
+    if (!c->reading && !c->closing && !c->mem_queued) {
       vld_conn_settle(c); /* may close c, never frees it: its handles hold a ref */
-      waiting |= !c->closing && (vl_frame_decoder_waiting(&c->dec) ||
-                                 (c->writes > 0 && !vld_mem_fits(0)));
+      waiting |= !c->closing && (c->mem_queued || (c->writes > 0 && !vld_mem_fits(0)));
     }
   }
   if (!waiting) {
@@ -692,6 +786,7 @@ static cJSON *stats_result(void *owner) {
   vld_stats_view v = {.method_names = names,
                       .n_methods = n,
                       .conns_current = srv->n_conns,
+                      .conns_waiting_for_memory = srv->n_mem_waiting,
                       .requests_in_flight = srv->dispatch.inflight,
                       .now_ns = uv_hrtime(),
                       .open_files_limit = srv->nofile,

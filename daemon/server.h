@@ -57,6 +57,9 @@ struct vld_server {
   uint64_t next_serial;
   uv_timer_t hup_probe; /* looks for peers gone while their connection is not being read */
   uv_timer_t mem_wait;  /* resumes connections paused for memory */
+  vld_conn *mem_head;   /* connections whose next frame waits for memory, by ticket */
+  uint32_t n_mem_waiting;
+  uint64_t mem_vtime;   /* the ticket of the last frame admitted from the queue */
   uid_t self_uid;
   vld_stats stats;
 };

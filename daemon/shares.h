@@ -11,6 +11,7 @@ typedef struct vld_uid_use {
   uid_t uid;
   uint32_t conns;  /* open, admitted connections */
   uint32_t queued; /* requests queued or running on the workers */
+  uint64_t mem_ticket; /* the last place in the memory queue given to this user (server.c) */
 } vld_uid_use;
 
 typedef struct vld_shares {

@@ -132,7 +132,8 @@ static cJSON *requests_json(const vld_stats *s, const vld_stats_view *v) {
       cJSON_AddNumberToObject(o, "errors", (double)total.errors) == NULL ||
       cJSON_AddNumberToObject(o, "in_flight", (double)v->requests_in_flight) == NULL ||
       !add(o, "overloaded", counters_json(vld_shed_names, s->shed, VLD_SHED_COUNT)) ||
-      cJSON_AddNumberToObject(o, "cancelled", (double)s->cancelled) == NULL) {
+      cJSON_AddNumberToObject(o, "cancelled", (double)s->cancelled) == NULL ||
+      cJSON_AddNumberToObject(o, "served_on_loop", (double)s->served_on_loop) == NULL) {
     cJSON_Delete(o);
     return NULL;
   }
@@ -142,6 +143,9 @@ static cJSON *requests_json(const vld_stats *s, const vld_stats_view *v) {
 static cJSON *connections_json(const vld_stats *s, const vld_stats_view *v) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL || cJSON_AddNumberToObject(o, "current", v->conns_current) == NULL ||
+      cJSON_AddNumberToObject(o, "waiting_for_memory", v->conns_waiting_for_memory) == NULL ||
+      cJSON_AddNumberToObject(o, "admitted_after_waiting", (double)s->memory_waits_admitted) ==
+          NULL ||
       cJSON_AddNumberToObject(o, "total", (double)s->conns_total) == NULL ||
       cJSON_AddNumberToObject(o, "rejected", (double)s->conns_rejected) == NULL ||
       cJSON_AddNumberToObject(o, "open_files_limit", (double)v->open_files_limit) == NULL ||

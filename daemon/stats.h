@@ -47,6 +47,8 @@ typedef struct vld_stats {
   vld_method_counts by_method[VLD_STATS_MAX_METHODS];
   vld_method_counts invalid; /* requests that named no known method, or none at all */
   uint64_t cancelled;       /* dropped unstarted and unanswered: their connection closed */
+  uint64_t memory_waits_admitted; /* frames admitted after waiting for memory */
+  uint64_t served_on_loop;        /* small graph-bound requests (lower, validate) run on the loop */
   uint64_t views_replaced;
   int64_t bytes_saved;
   uint32_t latency_us[VLD_STATS_WINDOW]; /* ring of the latest samples */
@@ -63,6 +65,7 @@ typedef struct vld_stats_view {
   const char *const *method_names; /* one per by_method slot */
   size_t n_methods;
   uint32_t conns_current;
+  uint32_t conns_waiting_for_memory; /* their next frame waits, unread, for memory */
   uint32_t requests_in_flight;
   uint64_t now_ns;
   uint64_t memory_budget;

@@ -2,7 +2,8 @@
 # Builds the libFuzzer harnesses of tests/fuzz (clang, -DVL_FUZZ=ON, in build-fuzz) and runs each
 # for SECONDS (default 60) from its committed seed corpus, one after the other. Prints, per
 # harness, libFuzzer's final statistics (executions, exec/s, coverage edges and features,
-# corpus size) and ends with one JSON summary line. Exits 1 if any harness crashed, leaked,
+# corpus size), then runs the differential test of the strict JSON readers (json_diff.py, at most
+# 60 s), and ends with one JSON summary line. Exits 1 if any harness crashed, leaked,
 # timed out or broke an oracle; the input that did it is kept in build-fuzz/fuzz-artifacts/.
 #
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]      harnesses: graph tensor verify frame service
@@ -52,5 +53,20 @@ for h in "${harnesses[@]}"; do
   fi
   summary+=("{\"harness\":\"$h\",\"seconds\":$secs,\"execs\":${execs:-0},\"exec_per_sec\":${speed:-0},\"cov\":${cov:-0},\"ft\":${ft:-0},\"corpus\":${corp:-0},\"ok\":$([ "$rc" -eq 0 ] && echo true || echo false)}")
 done
+# The strict JSON readers (tree and streaming) against Python's json held to RFC 8259, for at
+# most 60 s: numbers, escapes, surrogates, nesting past the limit, mutated texts.
+diff_secs=$(( secs < 60 ? secs : 60 ))
+cmake --build "$build" -j "$jobs" --target json_diff >/dev/null
+echo "== json_diff for ${diff_secs}s"
+mkdir -p "$build/fuzz-artifacts/json_diff"
+if diff_line=$(python3 tests/fuzz/json_diff.py --driver "$build/tests/fuzz/json_diff" \
+                 --seconds "$diff_secs" --out "$build/fuzz-artifacts/json_diff/failure.bin"); then
+  echo "   $diff_line"
+  summary+=("$(sed 's/^{"json_diff": //; s/}$//' <<<"$diff_line" | sed 's/^{/{"harness":"json_diff",/')")
+else
+  failed=1
+  echo "   FAILED: the reproducer is $build/fuzz-artifacts/json_diff/failure.bin" >&2
+  summary+=("{\"harness\":\"json_diff\",\"ok\":false}")
+fi
 (IFS=,; echo "{\"fuzz\":[${summary[*]}]}")
 exit "$failed"

@@ -5,7 +5,10 @@ big-endian), the JSON-RPC 2.0 text, then the binary payload. Tensors (torch tens
 arrays) anywhere in a request's params travel as `blob` ranges of the payload, in their physical
 (dim order) byte order, never base64; tensors in results come back as arrays of the same kind.
 Requests may be pipelined: `send` returns an id, `receive` waits for that id's response and
-keeps any other response that arrives first.
+keeps any other response to a request still awaited that arrives first. A response whose id
+names no request awaited on this connection is dropped (memory stays bounded by the requests
+in flight); anything that breaks the protocol (bad JSON, a non-integer id, a malformed error
+or tensor) raises TransportError.
 """
 from __future__ import annotations
 
@@ -137,9 +140,38 @@ def encode_tensor(x: Any) -> Tuple[dict, memoryview]:
     return {"dtype": name, "shape": shape, "dim_order": order}, memoryview(data).cast("B")
 
 
+#: What `tensors=` may say.
+TENSOR_KINDS = ("auto", "torch", "numpy", "raw")
+
+
+def _input_kind(obj: Any, depth: int = 0) -> Optional[str]:
+    """"torch" or "numpy": the kind of the first tensor in a request's params, else None."""
+    if _is_torch(obj):
+        return "torch"
+    if _is_numpy(obj):
+        return "numpy"
+    if depth > 64:
+        return None
+    if isinstance(obj, dict):
+        obj = obj.values()
+    elif not isinstance(obj, (list, tuple)):
+        return None
+    for v in obj:
+        k = _input_kind(v, depth + 1)
+        if k is not None:
+            return k
+    return None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259)")
+
+
 def decode_tensor(spec: dict, payload: memoryview, kind: str) -> Any:
     """The tensor a result's {"dtype","shape","dim_order","blob"} names, as `kind`
     ("torch" or "numpy"): a tensor whose strides are the declared dim order's."""
+    if spec.get("dtype") not in layout.DTYPE_SIZES:
+        raise TransportError(f"malformed tensor in the response: dtype {spec.get('dtype')!r:.40}")
     blob = spec["blob"]
     start, n = int(blob["offset"]), int(blob["nbytes"])
     if start < 0 or n < 0 or start + n > len(payload):
@@ -212,8 +244,10 @@ class Client:
 
     `socket` defaults to viewlowerctl's lookup (default_socket). `timeout` (seconds) bounds each
     call, from sending its request to receiving its response; None waits forever. `tensors` says
-    how tensors in results are returned: "torch", "numpy", or "auto" (torch when the torch module
-    is loaded, else numpy). Every method raises RemoteError (code, message, kind, path) when the
+    how tensors in results are returned: "torch", "numpy", "raw" (the blob specs as they came),
+    or "auto": the kind of the request's own tensors (numpy in, numpy out; torch in, torch out),
+    and for a request without tensors torch when the torch module is loaded, else numpy. Any
+    other value is refused (ValueError). Every method raises RemoteError (code, message, kind, path) when the
     service answers an error, TransportError when the daemon cannot be reached or breaks the
     protocol, and CallTimeout when the deadline passes. Use it as a context manager or call close().
     """
@@ -224,11 +258,18 @@ class Client:
         if len(path.encode()) > SOCKET_PATH_MAX:
             raise TransportError(f"socket path is {len(path.encode())} bytes, longer than the "
                                  f"{SOCKET_PATH_MAX} a Unix socket allows")
+        if tensors not in TENSOR_KINDS:
+            raise ValueError(f"tensors={tensors!r}: must be one of "
+                             + ", ".join(repr(k) for k in TENSOR_KINDS))
         self.path = path
         self.timeout = timeout
         self.tensors = tensors
         self._next_id = 1
+        #: requests sent and not yet received: id -> the tensor kind their results come back as
+        self._pending: Dict[int, str] = {}
         self._done: Dict[int, Tuple[dict, memoryview]] = {}
+        #: responses dropped because their id named no request awaited here
+        self.dropped = 0
         self._buf = bytearray()
         self._sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
@@ -267,6 +308,7 @@ class Client:
             raise CallTimeout(f"{self.path}: sending {method} timed out")
         except OSError as e:
             raise TransportError(f"{self.path}: sending {method}: {e.strerror or e}")
+        self._pending[rid] = self._kind(params)
         return rid
 
     def _read_exact(self, n: int, deadline: Optional[float]) -> bytes:
@@ -298,43 +340,72 @@ class Client:
         text = self._read_exact(jlen, deadline)
         payload = memoryview(self._read_exact(plen, deadline)) if plen else memoryview(b"")
         try:
-            msg = json.loads(text)
-        except ValueError as e:
+            msg = json.loads(text, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
             raise TransportError(f"{self.path}: response is not JSON: {e}")
         if not isinstance(msg, dict):
             raise TransportError(f"{self.path}: response is not a JSON object")
+        if msg.get("jsonrpc") != "2.0" or ("result" in msg) == ("error" in msg):
+            raise TransportError(f"{self.path}: malformed response: not a JSON-RPC 2.0 response "
+                                 "with exactly one of result and error")
         return msg, payload
 
     def receive(self, rid: int) -> Any:
         """Waits for the response to request `rid`; returns its result or raises its error."""
+        if rid not in self._pending:
+            raise ValueError(f"request {rid!r} was not sent on this connection or was received")
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while rid not in self._done:
             msg, payload = self._read_frame(deadline)
             mid = msg.get("id")
             if mid is None and "error" in msg:
                 raise self._error(msg["error"])
-            if not isinstance(mid, int):
-                raise TransportError(f"{self.path}: response without a request id")
+            # type(), not isinstance(): JSON true is a bool, never request 1
+            if type(mid) is not int:
+                raise TransportError(f"{self.path}: malformed response: id {mid!r} is not an "
+                                     "integer")
+            if mid not in self._pending or mid in self._done:
+                self.dropped += 1  # not a request awaited here: dropped, memory stays bounded
+                continue
             self._done[mid] = (msg, payload)
         msg, payload = self._done.pop(rid)
+        kind = self._pending.pop(rid)
         if "error" in msg:
             raise self._error(msg["error"])
-        if "result" not in msg:
-            raise TransportError(f"{self.path}: response has neither result nor error")
-        return _lower_tensors(msg["result"], payload, self._kind())
+        try:
+            return _lower_tensors(msg["result"], payload, kind)
+        except TransportError:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError,
+                RecursionError, RuntimeError) as e:  # torch raises RuntimeError for shapes
+            raise TransportError(f"{self.path}: malformed tensor in the response: "
+                                 f"{type(e).__name__}: {e}")
 
-    def _kind(self) -> str:
+    def _kind(self, params: Any = None) -> str:
+        """How the results of a request with params come back: tensors= when it names a kind;
+        for "auto", the kind of the request's own tensors (numpy in, numpy out), else torch
+        when the torch module is loaded, else numpy."""
         if self.tensors != "auto":
             return self.tensors
+        found = _input_kind(params)
+        if found is not None:
+            return found
         return "torch" if "torch" in sys.modules else "numpy"
 
-    @staticmethod
-    def _error(err: Any) -> RemoteError:
-        if not isinstance(err, dict):
-            return RemoteError(f"malformed error {err!r}")
-        data = err.get("data") if isinstance(err.get("data"), dict) else {}
-        return RemoteError(str(err.get("message", "")), code=err.get("code"),
-                           kind=data.get("kind"), path=data.get("path"), data=err.get("data"))
+    def _error(self, err: Any) -> RemoteError:
+        code = err.get("code") if isinstance(err, dict) else None
+        message = err.get("message") if isinstance(err, dict) else None
+        data = err.get("data") if isinstance(err, dict) else None
+        if type(code) is not int or not isinstance(message, str) or \
+                not (data is None or isinstance(data, dict)):
+            raise TransportError(f"{self.path}: malformed error in the response: {err!r:.200}")
+        data = data or {}
+        kind, path = data.get("kind"), data.get("path")
+        if not (kind is None or isinstance(kind, str)) or \
+                not (path is None or isinstance(path, str)):
+            raise TransportError(f"{self.path}: malformed error data in the response: "
+                                 f"{data!r:.200}")
+        return RemoteError(message, code=code, kind=kind, path=path, data=err.get("data"))
 
     def call(self, method: str, params: Optional[dict] = None) -> Any:
         """One request, one response."""

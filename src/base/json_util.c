@@ -133,80 +133,348 @@ size_t vl__json_find_control(const char *text, size_t len) {
   return len;
 }
 
-/* Offset of the next number token at or after *pos, outside strings (a number is the only
- * token that starts with '-' or a digit); *n its length. */
-static size_t next_number(const char *text, size_t len, size_t pos, size_t *n) {
-  bool is_float;
-  while (pos < len) {
-    char c = text[pos];
-    if (c == '"') {
-      for (pos++; pos < len && text[pos] != '"'; pos++) {
-        if (text[pos] == '\\') pos++;
-      }
-      pos++;
-    } else if (c == '-' || (c >= '0' && c <= '9')) {
-      *n = vl__num_scan(text + pos, len - pos, &is_float);
-      return pos;
-    } else {
-      pos++;
-    }
+/* ---- the strict tree parser ------------------------------------------------------------ */
+
+/* One pass over the text builds the cJSON tree itself, held to RFC 8259: the number grammar is
+ * vl__num_scan's (the streaming reader's), so "00", "01", "2.", "1.e2", "+1", ".5" are refused
+ * where cJSON would take them (and its numbers would then be re-paired with the wrong tokens);
+ * every number keeps its token's text. Strings are decoded once, escapes and surrogate pairs
+ * included, into blocks from cJSON's allocator (cJSON_Delete frees them). Nesting is limited to
+ * CJSON_NESTING_LIMIT containers, as cJSON and the streaming reader do. */
+typedef struct tree_parser {
+  const char *t;
+  size_t n, pos;
+  int depth;
+  vl__json_problem problem;
+  size_t at;
+} tree_parser;
+
+static cJSON *tp_fail(tree_parser *p, vl__json_problem what, size_t at) {
+  if (p->problem == VL__JSON_OK) {
+    p->problem = what;
+    p->at = at;
   }
-  *n = 0;
-  return len;
+  return NULL;
 }
 
-/* Gives every number node of the tree (in document order, as cJSON builds it) its token's
- * text as valuestring, so exact readers and printers see the digits, not the double. */
-static bool attach_numbers(cJSON *item, const char *text, size_t len, size_t *pos) {
-  for (; item != NULL; item = item->next) {
-    if (cJSON_IsNumber(item)) {
-      size_t n = 0;
-      size_t at = next_number(text, len, *pos, &n);
-      if (n == 0 || (item->valuestring = malloc(n + 1)) == NULL) return false;
-      memcpy(item->valuestring, text + at, n);
-      item->valuestring[n] = '\0';
-      *pos = at + n;
-    } else if (item->child != NULL && !attach_numbers(item->child, text, len, pos)) {
+static bool tp_ws(tree_parser *p) {
+  while (p->pos < p->n) {
+    unsigned char c = (unsigned char)p->t[p->pos];
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
+      p->pos++;
+    } else if (c < 0x20) {
+      tp_fail(p, VL__JSON_CONTROL, p->pos);
       return false;
+    } else {
+      break;
     }
   }
   return true;
 }
 
+static int tp_hex4(const tree_parser *p, size_t at) {
+  if (at + 4 > p->n) return -1;
+  int v = 0;
+  for (size_t k = 0; k < 4; k++) {
+    char c = p->t[at + k];
+    int h = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (h < 0) return -1;
+    v = v * 16 + h;
+  }
+  return v;
+}
+
+static size_t tp_utf8(uint32_t cp, char *out) {
+  if (cp < 0x80) {
+    out[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (char)(0xC0 | (cp >> 6));
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (char)(0xE0 | (cp >> 12));
+    out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = (char)(0xF0 | (cp >> 18));
+  out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+  out[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* The string whose opening quote is at p->pos, decoded into a new block (NUL-terminated). A
+ * decoded string is never longer than its text, so one block of the text's length is enough. */
+static char *tp_string(tree_parser *p) {
+  size_t start = ++p->pos, end = start;
+  const unsigned char *t = (const unsigned char *)p->t;
+  bool escaped = false;
+  while (end < p->n && t[end] != '"') {
+    if (t[end] < 0x20) return tp_fail(p, VL__JSON_CONTROL, end), NULL;
+    if (t[end] == '\\') {
+      escaped = true;
+      end++;
+    }
+    end++;
+  }
+  if (end >= p->n) return tp_fail(p, VL__JSON_MALFORMED, p->n), NULL;
+  char *out = cJSON_malloc(end - start + 1);
+  if (out == NULL) return tp_fail(p, VL__JSON_NOMEM, start), NULL;
+  if (!escaped) {
+    memcpy(out, p->t + start, end - start);
+    out[end - start] = '\0';
+    p->pos = end + 1;
+    return out;
+  }
+  size_t o = 0;
+  for (size_t i = start; i < end;) {
+    if (t[i] != '\\') {
+      out[o++] = (char)t[i++];
+      continue;
+    }
+    char c = p->t[i + 1];
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    const char *k = c != '\0' ? strchr(from, c) : NULL;
+    if (k != NULL) {
+      out[o++] = to[k - from];
+      i += 2;
+      continue;
+    }
+    int cp = c == 'u' ? tp_hex4(p, i + 2) : -1;
+    if (cp < 0) {
+      cJSON_free(out);
+      return tp_fail(p, VL__JSON_MALFORMED, i), NULL;
+    }
+    if (cp == 0) {
+      cJSON_free(out);
+      return tp_fail(p, VL__JSON_NUL_ESCAPE, i), NULL;
+    }
+    uint32_t code = (uint32_t)cp;
+    size_t next = i + 6;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) {
+      cJSON_free(out);
+      return tp_fail(p, VL__JSON_MALFORMED, i), NULL; /* a lone low surrogate */
+    }
+    if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half next */
+      int lo = next + 1 < end && p->t[next] == '\\' && p->t[next + 1] == 'u' ? tp_hex4(p, next + 2)
+                                                                             : -1;
+      if (lo < 0xDC00 || lo > 0xDFFF) {
+        cJSON_free(out);
+        return tp_fail(p, VL__JSON_MALFORMED, i), NULL;
+      }
+      code = 0x10000u + (((uint32_t)cp - 0xD800u) << 10) + ((uint32_t)lo - 0xDC00u);
+      next += 6;
+    }
+    o += tp_utf8(code, out + o); /* 1-4 bytes for 6 or 12 of text */
+    i = next;
+  }
+  out[o] = '\0';
+  p->pos = end + 1;
+  return out;
+}
+
+static cJSON *tp_number(tree_parser *p) {
+  bool is_float;
+  size_t at = p->pos, len = vl__num_scan(p->t + at, p->n - at, &is_float);
+  char next = at + len < p->n ? p->t[at + len] : ' ';
+  /* a token the grammar cut short ("01", "1.5.2", "2.", "1.e2") is one malformed number */
+  if (len == 0 || (next >= '0' && next <= '9') || next == '.' || next == 'e' || next == 'E' ||
+      next == '+' || next == '-') {
+    return tp_fail(p, VL__JSON_MALFORMED, at);
+  }
+  char *text = cJSON_malloc(len + 1);
+  if (text == NULL) return tp_fail(p, VL__JSON_NOMEM, at);
+  memcpy(text, p->t + at, len);
+  text[len] = '\0';
+  cJSON *item = cJSON_CreateNumber(strtod(text, NULL));
+  if (item == NULL) {
+    cJSON_free(text);
+    return tp_fail(p, VL__JSON_NOMEM, at);
+  }
+  item->valuestring = text;
+  p->pos = at + len;
+  return item;
+}
+
+static cJSON *tp_word(tree_parser *p, const char *word, cJSON *(*make)(void)) {
+  size_t len = strlen(word);
+  if (p->n - p->pos < len || memcmp(p->t + p->pos, word, len) != 0) {
+    return tp_fail(p, VL__JSON_MALFORMED, p->pos);
+  }
+  cJSON *item = make();
+  if (item == NULL) return tp_fail(p, VL__JSON_NOMEM, p->pos);
+  p->pos += len;
+  return item;
+}
+
+static cJSON *make_true(void) {
+  return cJSON_CreateTrue();
+}
+static cJSON *make_false(void) {
+  return cJSON_CreateFalse();
+}
+
+static cJSON *tp_value(tree_parser *p);
+
+/* Appends item to the container (cJSON's convention: the first child's prev is the last). */
+static void tp_append(cJSON *container, cJSON **tail, cJSON *item) {
+  if (container->child == NULL) {
+    container->child = item;
+  } else {
+    (*tail)->next = item;
+    item->prev = *tail;
+  }
+  container->child->prev = item;
+  *tail = item;
+}
+
+static cJSON *tp_container(tree_parser *p, bool object) {
+  if (p->depth >= CJSON_NESTING_LIMIT) return tp_fail(p, VL__JSON_MALFORMED, p->pos);
+  cJSON *c = object ? cJSON_CreateObject() : cJSON_CreateArray();
+  if (c == NULL) return tp_fail(p, VL__JSON_NOMEM, p->pos);
+  p->depth++;
+  p->pos++;
+  char close = object ? '}' : ']';
+  cJSON *tail = NULL;
+  for (bool first = true;; first = false) {
+    if (!tp_ws(p)) break;
+    if (p->pos < p->n && p->t[p->pos] == close && first) {
+      p->pos++;
+      p->depth--;
+      return c;
+    }
+    if (!first) {
+      if (p->pos < p->n && p->t[p->pos] == close) {
+        p->pos++;
+        p->depth--;
+        return c;
+      }
+      if (p->pos >= p->n || p->t[p->pos] != ',') {
+        tp_fail(p, VL__JSON_MALFORMED, p->pos);
+        break;
+      }
+      p->pos++;
+      if (!tp_ws(p)) break;
+    }
+    char *key = NULL;
+    if (object) {
+      if (p->pos >= p->n || p->t[p->pos] != '"') {
+        tp_fail(p, VL__JSON_MALFORMED, p->pos);
+        break;
+      }
+      key = tp_string(p);
+      if (key == NULL || !tp_ws(p) || p->pos >= p->n || p->t[p->pos] != ':') {
+        cJSON_free(key);
+        tp_fail(p, VL__JSON_MALFORMED, p->pos);
+        break;
+      }
+      p->pos++;
+    }
+    cJSON *item = tp_value(p);
+    if (item == NULL) {
+      cJSON_free(key);
+      break;
+    }
+    item->string = key;
+    tp_append(c, &tail, item);
+  }
+  cJSON_Delete(c);
+  return NULL;
+}
+
+static cJSON *tp_value(tree_parser *p) {
+  if (!tp_ws(p)) return NULL;
+  if (p->pos >= p->n) return tp_fail(p, VL__JSON_MALFORMED, p->pos);
+  switch (p->t[p->pos]) {
+  case '{': return tp_container(p, true);
+  case '[': return tp_container(p, false);
+  case '"': {
+    size_t at = p->pos;
+    char *s = tp_string(p);
+    cJSON *item = s != NULL ? cJSON_CreateNull() : NULL;
+    if (item == NULL) {
+      cJSON_free(s);
+      return s != NULL ? tp_fail(p, VL__JSON_NOMEM, at) : NULL;
+    }
+    item->type = cJSON_String;
+    item->valuestring = s;
+    return item;
+  }
+  case 't': return tp_word(p, "true", make_true);
+  case 'f': return tp_word(p, "false", make_false);
+  case 'n': return tp_word(p, "null", cJSON_CreateNull);
+  default: return tp_number(p);
+  }
+}
+
+const char *vl__json_malformed_reason(const char *text, size_t len, size_t at) {
+  if (at >= len) return at > 0 ? "the text ends inside a value" : "empty text";
+  const char *s = text + at;
+  size_t n = len - at, i = 0;
+  if (s[0] == '+') return "a number may not start with '+'";
+  if (s[0] == '.') return "a number may not start with '.'";
+  if ((n >= 3 && memcmp(s, "NaN", 3) == 0) || (n >= 8 && memcmp(s, "Infinity", 8) == 0) ||
+      (n >= 9 && memcmp(s, "-Infinity", 9) == 0)) {
+    return "NaN and Infinity are not JSON numbers";
+  }
+  if (s[0] != '-' && !(s[0] >= '0' && s[0] <= '9')) return "";
+  if (s[0] == '-') i++;
+  if (i >= n || !(s[i] >= '0' && s[i] <= '9')) return "'-' must be followed by a digit";
+  if (s[i] == '0' && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9') {
+    return "a number may not have a leading zero";
+  }
+  while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+  if (i < n && s[i] == '.') {
+    if (i + 1 >= n || !(s[i + 1] >= '0' && s[i + 1] <= '9')) {
+      return "a digit must follow the decimal point";
+    }
+    for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+    }
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+    if (i >= n || !(s[i] >= '0' && s[i] <= '9')) return "a digit must follow the exponent";
+    while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+  }
+  return "a malformed number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?)";
+}
+
 vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_ok, cJSON **doc,
                                     size_t *at) {
+  tree_parser p = {.t = text, .n = len};
   *doc = NULL;
-  *at = vl__json_find_nul_escape(text, len);
-  if (*at < len) return VL__JSON_NUL_ESCAPE;
-  const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-  size_t value_end = end != NULL && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-  if (root == NULL) {
-    *at = value_end;
-    return VL__JSON_MALFORMED;
+  *at = 0;
+  cJSON *root = tp_value(&p);
+  while (p.pos < len && (text[p.pos] == ' ' || text[p.pos] == '\t' || text[p.pos] == '\n' ||
+                         text[p.pos] == '\r')) {
+    p.pos++;
   }
-  vl__json_problem problem = VL__JSON_OK;
-  *at = vl__json_find_control(text, value_end);
-  if (*at < value_end) {
-    problem = VL__JSON_CONTROL;
-  } else {
-    *at = value_end;
-    while (*at < len &&
-           (text[*at] == ' ' || text[*at] == '\t' || text[*at] == '\n' || text[*at] == '\r')) {
-      (*at)++;
+  if (root != NULL && p.pos < len && !(nul_tail_ok && text[p.pos] == '\0')) {
+    /* any other byte after the value, control or not; a \u0000 there is named as such */
+    size_t nul = vl__json_find_nul_escape(text + p.pos, len - p.pos);
+    tp_fail(&p, nul < len - p.pos ? VL__JSON_NUL_ESCAPE : VL__JSON_TRAILING,
+            nul < len - p.pos ? p.pos + nul : p.pos);
+  }
+  if (root != NULL && nul_tail_ok) {
+    for (size_t i = p.pos; i < len && p.problem == VL__JSON_OK; i++) {
+      if (text[i] != '\0') tp_fail(&p, VL__JSON_TRAILING, i);
     }
-    if (*at < len && !(nul_tail_ok && text[*at] == '\0')) problem = VL__JSON_TRAILING;
   }
-  size_t pos = 0;
-  if (problem == VL__JSON_OK && !attach_numbers(root, text, value_end, &pos)) {
-    *at = 0;
-    problem = VL__JSON_NOMEM;
-  }
-  if (problem != VL__JSON_OK) {
+  if (p.problem != VL__JSON_OK) {
     cJSON_Delete(root);
-    return problem;
+    *at = p.at;
+    return p.problem;
   }
   *doc = root;
+  *at = p.pos;
   return VL__JSON_OK;
 }
 

@@ -39,20 +39,27 @@ size_t vl__json_find_control(const char *text, size_t len);
 typedef enum {
   VL__JSON_OK,
   VL__JSON_NUL_ESCAPE, /* a \u0000 escape (see vl__json_find_nul_escape) */
-  VL__JSON_MALFORMED,  /* cJSON refused it (or it nests deeper than cJSON allows) */
+  VL__JSON_MALFORMED,  /* not JSON (or nested deeper than CJSON_NESTING_LIMIT) */
   VL__JSON_CONTROL,    /* a raw control byte (see vl__json_find_control) */
   VL__JSON_TRAILING,   /* text other than whitespace after the value */
-  VL__JSON_NOMEM,      /* out of memory keeping the numbers' text */
+  VL__JSON_NOMEM,      /* out of memory building the tree */
 } vl__json_problem;
 
-/* Parses text[0..len) as exactly one JSON value, held to RFC 8259 where cJSON is lenient:
- * every number node keeps its token's exact text in valuestring (cJSON_Delete frees it;
- * print such trees with vl__json_print, base/json_write.h, to keep the digits);
- * no \u0000 escape, no raw control byte JSON forbids, nothing but space, tab, LF or CR after
- * the value (NUL bytes there too when nul_tail_ok). On success *doc owns the tree; otherwise
- * *doc is NULL and *at is the byte offset of the problem. Callers word the error. */
+/* Parses text[0..len) as exactly one JSON value held to RFC 8259, building the cJSON tree in
+ * one pass of its own (cJSON's parser is lenient): numbers follow the grammar exactly (the one
+ * vl__num_scan and the streaming reader use: no "00", "01", "2.", "1.e2", "+1", ".5", NaN) and
+ * every number node keeps its token's exact text in valuestring (cJSON_Delete frees it; print
+ * such trees with vl__json_print, base/json_write.h, to keep the digits); no \u0000 escape and
+ * no lone surrogate; no raw control byte JSON forbids; at most CJSON_NESTING_LIMIT nested
+ * containers; nothing but space, tab, LF or CR after the value (NUL bytes there too when
+ * nul_tail_ok). Every block comes from cJSON's allocator (its hooks), so a daemon counting
+ * those counts the tree. On success *doc owns the tree; otherwise *doc is NULL and *at is the
+ * byte offset of the problem (a malformed number: its first byte). Callers word the error. */
 vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_ok, cJSON **doc,
                                     size_t *at);
+/* Why a text is malformed at byte at, for error messages: what is wrong with the number that
+ * starts there ("a number may not have a leading zero", ...), or "" when no number starts there. */
+const char *vl__json_malformed_reason(const char *text, size_t len, size_t at);
 /* Does the string hold valid UTF-8 and no NUL before len? */
 bool vl__utf8_valid(const char *s, size_t len);
 

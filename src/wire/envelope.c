@@ -86,8 +86,11 @@ static vl_status parse_json(const char *json, size_t len, vl__rpc_request *req, 
   case VL__JSON_NUL_ESCAPE:
     return vl_error_set(err, VL_ERR_PARSE, "",
                         "invalid JSON at byte %zu: \\u0000 (NUL) escapes are not supported", at);
-  case VL__JSON_MALFORMED:
-    return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu", at);
+  case VL__JSON_MALFORMED: {
+    const char *why = vl__json_malformed_reason(json, len, at);
+    return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu%s%s", at,
+                        why[0] != '\0' ? ": " : "", why);
+  }
   case VL__JSON_CONTROL:
     return vl_error_set(err, VL_ERR_PARSE, "", "invalid JSON at byte %zu: control character 0x%02x",
                         at, (unsigned)(unsigned char)json[at]);
@@ -452,18 +455,22 @@ static bool find_id_value(const char *s, size_t n, size_t *at, size_t *vlen) {
 
 cJSON *vl__rpc_peek_id(const char *json, size_t len) {
   size_t at = 0, n = 0;
-  if (!find_id_value(json, len, &at, &n) || vl__json_find_nul_escape(json + at, n) < n) {
+  /* at + n == len: the value may be cut short (a text still arriving); a whole request never
+   * ends with its id's value (its closing brace follows) */
+  if (!find_id_value(json, len, &at, &n) || at + n >= len ||
+      vl__json_find_nul_escape(json + at, n) < n) {
     return NULL;
   }
   const char *v0 = json + at;
   if (*v0 != '"' && *v0 != '-' && !(*v0 >= '0' && *v0 <= '9') && *v0 != 'n') {
     return NULL; /* an object, array or boolean: not an id (and never parsed here) */
   }
-  const char *end = NULL;
-  cJSON *v = cJSON_ParseWithLengthOpts(v0, n, &end, false);
-  cJSON *id = NULL;
+  cJSON *v = NULL, *id = NULL;
+  size_t end = 0;
   vl_error err;
-  if (v != NULL && end == v0 + n && (cJSON_IsNumber(v) || cJSON_IsString(v) || cJSON_IsNull(v))) {
+  /* the same strict parser as the whole request: "id":01 or "id":2. is no id */
+  if (vl__json_parse_one(v0, n, false, &v, &end) == VL__JSON_OK &&
+      (cJSON_IsNumber(v) || cJSON_IsString(v) || cJSON_IsNull(v))) {
     id_echo(v, &id, &err);
   }
   cJSON_Delete(v);

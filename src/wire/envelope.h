@@ -45,7 +45,9 @@ void vl__rpc_request_free(vl__rpc_request *req);
  * parsing the rest: lets the loop refuse a large request (overloaded) with its id. One pass
  * over at most len bytes that allocates nothing and stops at the id's value; only that value
  * is parsed. NULL when the text is not an object, has no top-level id before it ends or turns
- * malformed, or the id is not a valid one (or is null); free with cJSON_Delete. */
+ * malformed, the id is not a valid one (or is null), or its value reaches the end of the text
+ * (so the start of a text still arriving gives its id only once that is whole); free with
+ * cJSON_Delete. */
 cJSON *vl__rpc_peek_id(const char *json, size_t len);
 
 /* ---- responses (daemon side) --------------------------------------------------------------- */

@@ -355,6 +355,14 @@ static void bad_requests_are_answered_and_the_worker_goes_on(void **state) {
        "request /requestId: not a whole number in [0, 2^31-1]"},
       {"{\"requestId\":1.5,\"arguments\":[\"ping\"]}", 2, 0, "request /requestId: not a whole"},
       {"{\"requestId\":3,\"requestId\":4}", 2, 0, "request /requestId: given twice"},
+      /* numbers JSON forbids are refused by the strict parser, never read as 1 or 2 */
+      {"{\"requestId\":01,\"arguments\":[\"ping\"]}", 2, 0,
+       "malformed WorkRequest at byte 13 of standard input (JSON, RFC 8259): a number may not "
+       "have a leading zero"},
+      {"{\"requestId\":2.,\"arguments\":[\"ping\"]}", 2, 0,
+       "byte 13 of standard input (JSON, RFC 8259): a digit must follow the decimal point"},
+      {"{\"requestId\":1.e2,\"arguments\":[\"ping\"]}", 2, 0,
+       "a digit must follow the decimal point"},
       {"{\"arguments\":[]}", 64, 0, "request /arguments: a command is required"},
       {"{\"arguments\":[\"--socket\",\"/tmp/s\",\"ping\"]}", 64, 0,
        "request /arguments/0: only --graph-out and --report-out may come before the command"},

@@ -263,3 +263,116 @@ def test_execute_takes_numpy_inputs_and_returns_numpy(daemon):
         (out,) = c.execute(PATCH, {"x": x})
     # PATCH declares x channels-last: the array (default order) is converted to it
     assert out.tolist() == x.reshape(1, 2, 6).transpose(0, 2, 1).tolist()
+
+
+# ---- reliability round 3: what a fake (or broken) daemon may send -------------------------
+
+def test_responses_to_ids_never_sent_are_dropped_within_bounded_memory():
+    """A daemon answering request 1 with 400 responses of 256 KiB to ids the client never sent:
+    each is dropped as it arrives (the client kept them all: 13 -> 1606 MiB in one call)."""
+    import tracemalloc
+    junk = b"\0" * (256 << 10)
+    bogus = [frame('{"jsonrpc":"2.0","id":%d,"result":{}}' % (1000 + i), payload=junk)
+             for i in range(400)]
+    d = FakeDaemon(lambda rid: bogus + [frame('{"jsonrpc":"2.0","id":%d,"result":{"pong":true}}'
+                                               % rid)])
+    try:
+        with Client(d.path, timeout=30) as c:
+            tracemalloc.start()
+            assert c.ping() == {"pong": True}
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            assert c.dropped == 400
+            assert c._done == {} and c._pending == {}
+        assert peak < 16 << 20, f"peak {peak >> 20} MiB while 100 MiB of strays went by"
+    finally:
+        d.close()
+
+
+def test_a_response_for_an_id_already_received_is_dropped():
+    twice = lambda rid: [frame('{"jsonrpc":"2.0","id":%d,"result":{"n":%d}}' % (rid, rid))] * 2
+    d = FakeDaemon(twice)
+    try:
+        with Client(d.path, timeout=5) as c:
+            assert c.call("ping", {}) == {"n": 1}
+            assert c.call("ping", {}) == {"n": 2}  # the second copy of 1 was dropped, not taken
+            assert c.dropped == 1
+    finally:
+        d.close()
+
+
+def test_id_true_is_not_request_1():
+    d = FakeDaemon(lambda rid: [frame('{"jsonrpc":"2.0","id":true,"result":{"pong":true}}')])
+    try:
+        with Client(d.path, timeout=5) as c:
+            with pytest.raises(viewlower.TransportError, match="id True is not an integer"):
+                c.ping()
+    finally:
+        d.close()
+
+
+MALFORMED = [
+    ('{"jsonrpc":"2.0","id":1,"error":"boom"}', None, "malformed error"),
+    ('{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}', None, "malformed error"),
+    ('{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":[1]}}', None,
+     "malformed error"),
+    ('{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":{"kind":7}}}', None,
+     "malformed error data"),
+    ('{"jsonrpc":"2.0","id":1,"result":NaN}', None, "not JSON"),
+    ('{"jsonrpc":"2.0","id":1,"result":{},"error":{}}', None, "exactly one of"),
+    ('{"id":1,"result":{}}', None, "not a JSON-RPC 2.0 response"),
+    ('[' * 100000 + ']' * 100000, None, "not JSON"),
+    ('{"jsonrpc":"2.0","id":1,"result":{"t":{"dtype":"nope","shape":[1],"blob":'
+     '{"offset":0,"nbytes":4}}}}', b"\0" * 4, "malformed tensor"),
+    ('{"jsonrpc":"2.0","id":1,"result":{"t":{"dtype":"float32","shape":[3],"blob":'
+     '{"offset":0,"nbytes":4}}}}', b"\0" * 4, "malformed tensor"),
+    ('{"jsonrpc":"2.0","id":1,"result":{"t":{"dtype":"float32","shape":"x","blob":'
+     '{"offset":0,"nbytes":4}}}}', b"\0" * 4, "malformed tensor"),
+    ('{"jsonrpc":"2.0","id":1,"result":{"t":{"dtype":"float32","shape":[1],"blob":'
+     '{"offset":"a","nbytes":4}}}}', b"\0" * 4, "malformed tensor"),
+    ('{"jsonrpc":"2.0","id":1,"result":{"t":{"dtype":"float32","shape":[1],"dim_order":[5],'
+     '"blob":{"offset":0,"nbytes":4}}}}', b"\0" * 4, "malformed tensor"),
+]
+
+
+@pytest.mark.parametrize("kind", ["torch", "numpy"])
+@pytest.mark.parametrize("text,payload,message", MALFORMED)
+def test_malformed_responses_raise_transport_error(text, payload, message, kind):
+    """Each used to raise a bare ValueError, TypeError, KeyError or RecursionError."""
+    d = FakeDaemon(lambda rid: [frame(text, payload=payload or b"")])
+    try:
+        with Client(d.path, timeout=5, tensors=kind) as c:
+            with pytest.raises(viewlower.TransportError, match=message):
+                c.ping()
+    finally:
+        d.close()
+
+
+def test_a_response_that_is_not_utf8_is_a_transport_error():
+    t = b'{"jsonrpc":"2.0","id":1,"result":{"s":"\xff"}}'
+    d = FakeDaemon(lambda rid: [vc.HEADER.pack(b"VLW1", len(t), 0) + t])
+    try:
+        with Client(d.path, timeout=5) as c:
+            with pytest.raises(viewlower.TransportError, match="not JSON"):
+                c.ping()
+    finally:
+        d.close()
+
+
+def test_an_unknown_tensors_value_is_refused_before_connecting():
+    with pytest.raises(ValueError, match=r"tensors='tf': must be one of 'auto', 'torch', "
+                                         r"'numpy', 'raw'"):
+        Client("/nonexistent/dir/vl.sock", tensors="tf")
+
+
+def test_auto_returns_numpy_for_numpy_input_and_torch_for_torch_input(daemon):
+    """torch is loaded here: "auto" used to return torch tensors for numpy input."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    with Client(daemon) as c:
+        y = c.view_copy(a, [6])
+        z = c.view_copy(t, [6])
+        (out,) = c.execute(PATCH, {"x": np.zeros((1, 2, 2, 3), dtype=np.float32)})
+    assert isinstance(y, np.ndarray) and y.tolist() == [0, 1, 2, 3, 4, 5]
+    assert isinstance(z, torch.Tensor) and z.tolist() == [0, 1, 2, 3, 4, 5]
+    assert isinstance(out, np.ndarray)

@@ -1,0 +1,645 @@
+/* it_budget.c - reliability round 3, through a real viewlowerd: the memory budget holds for
+ * every byte and never strands a connection. Frames that wait for memory are admitted as it
+ * frees and counted in stats; a waiting connection closes when its peer hangs up or at the
+ * idle timeout; the parse of a request is within the budget (peak RSS from /proc); numbers JSON
+ * forbids are refused -32700 with the reason; at SIGTERM a frame whose header arrived is read
+ * to its end and answered. Waits are bounded by HARNESS_WAIT_MS, never a fixed sleep before an
+ * assertion. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <dirent.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "viewlower/frame.h"
+
+#define MIB ((size_t)1 << 20)
+enum { OVERHEAD_MIB = 16 /* the target: peak RSS <= budget + 16 MiB */ };
+
+static daemon_proc *start(const char *const *args) {
+  daemon_proc *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  daemon_prepare(d);
+  daemon_start(d, args);
+  return d;
+}
+
+static void stop(daemon_proc *d) {
+  int rc = daemon_finish(d);
+  free(d);
+  assert_int_equal(rc, 0);
+}
+
+static bool under_sanitizers(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  return true; /* ASan's quarantine and shadow memory are outside any budget */
+#else
+  return false;
+#endif
+}
+
+static void assert_peak_within(const daemon_proc *d, long budget_mib, const char *what) {
+  long kb = proc_status_kb(d->pid, "VmHWM");
+  assert_true(kb > 0);
+  long peak = kb / 1024;
+  fprintf(stderr, "%s: peak RSS %ld MiB (budget %ld MiB)\n", what, peak, budget_mib);
+  if (!under_sanitizers() && peak > budget_mib + OVERHEAD_MIB)
+    fail_msg("%s: peak RSS %ld MiB over the %ld MiB budget + %d MiB", what, peak, budget_mib,
+             OVERHEAD_MIB);
+}
+
+/* The stats, asked on a new connection (retried while the user is at its connection cap: a
+ * connection just closed by the test may not be released yet). */
+static cJSON *stats_of(const daemon_proc *d) {
+  uint64_t until = now_ms() + HARNESS_WAIT_MS;
+  for (;;) {
+    vl_client *c = client_open(d);
+    cJSON *st = NULL;
+    vl_error err;
+    vl_status s = vl_client_stats(c, &st, &err);
+    vl_client_close(c);
+    if (s == VL_OK) return st;
+    if (s != VL_ERR_OVERLOADED || now_ms() > until) fail_msg("stats: %s", err.message);
+    sleep_ms(20);
+  }
+}
+
+/* Polls stats until the dotted number equals want; fails after HARNESS_WAIT_MS. */
+static void wait_stat(const daemon_proc *d, const char *dotted, double want) {
+  uint64_t until = now_ms() + HARNESS_WAIT_MS;
+  double got = -1;
+  for (;;) {
+    cJSON *st = stats_of(d);
+    got = json_number(st, dotted);
+    cJSON_Delete(st);
+    if (got == want) return;
+    if (now_ms() > until) break;
+    sleep_ms(20);
+  }
+  fail_msg("stats %s is %g, want %g", dotted, got, want);
+}
+
+/* Sends up to n bytes on the non-blocking fd until the peer stops reading for half a second. */
+static size_t send_until_stalled(int fd, const uint8_t *p, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = send(fd, p + off, n - off, MSG_NOSIGNAL);
+    if (w > 0) {
+      off += (size_t)w;
+      continue;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    if (w < 0 && errno != EAGAIN) break;
+    if (poll(&pfd, 1, 500) == 0) break;
+  }
+  return off;
+}
+
+static void set_nonblocking(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* ---- 1. waiting frames are admitted as memory frees ----------------------------------------- */
+
+enum { COPY_BYTES = 12 << 20, N_COPIERS = 8 };
+
+typedef struct copier {
+  const daemon_proc *d;
+  const uint8_t *data;
+  vl_status status;
+  char message[VL_ERROR_MESSAGE_MAX];
+  bool exact;
+} copier;
+
+static void *copy_once(void *arg) {
+  copier *k = arg;
+  char text[256];
+  snprintf(text, sizeof text,
+           "{\"input\":{\"dtype\":\"uint8\",\"shape\":[%d],\"blob\":{\"offset\":0,\"nbytes\":%d}},"
+           "\"size\":[%d],\"encoding\":\"blob\"}",
+           COPY_BYTES, COPY_BYTES, COPY_BYTES);
+  cJSON *params = cJSON_Parse(text);
+  vl_client *c = NULL;
+  vl_error err;
+  k->status = vl_client_connect(k->d->sock, HARNESS_WAIT_MS, &c, &err);
+  if (k->status == VL_OK) {
+    vl_client_set_timeout(c, HARNESS_WAIT_MS);
+    cJSON *res = NULL;
+    vl_buf out = {0};
+    k->status = vl_client_view_copy(c, params, k->data, COPY_BYTES, &res, &out, &err);
+    k->exact = k->status == VL_OK && out.len == COPY_BYTES &&
+               memcmp(out.data, k->data, COPY_BYTES) == 0;
+    vl_buf_free(&out);
+    cJSON_Delete(res);
+    vl_client_close(c);
+  }
+  snprintf(k->message, sizeof k->message, "%s", err.message);
+  cJSON_Delete(params);
+  return NULL;
+}
+
+/* Eight clients send a 12 MiB blob view_copy at once at --max-memory 64M: the frames that do not
+ * fit wait and are admitted as the others' memory frees. Before, 3 of 8 hung until their client
+ * timeout and a waiting frame was never admitted again. Every client now gets its exact bytes
+ * back (or -32005 for work that would pass the budget), and nothing is left waiting. */
+static void waiting_frames_are_admitted_as_memory_frees(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-memory", "64M", "--workers", "2", NULL};
+  daemon_proc *d = start(args);
+  uint8_t *data = malloc(COPY_BYTES);
+  assert_non_null(data);
+  for (size_t i = 0; i < COPY_BYTES; i++) data[i] = (uint8_t)(i * 7 + (i >> 13));
+  copier k[N_COPIERS];
+  pthread_t t[N_COPIERS];
+  for (int i = 0; i < N_COPIERS; i++) {
+    k[i] = (copier){.d = d, .data = data};
+    assert_int_equal(pthread_create(&t[i], NULL, copy_once, &k[i]), 0);
+  }
+  int served = 0;
+  for (int i = 0; i < N_COPIERS; i++) {
+    pthread_join(t[i], NULL);
+    if (k[i].status == VL_OK) {
+      assert_true(k[i].exact);
+      served++;
+    } else if (k[i].status != VL_ERR_OVERLOADED || strstr(k[i].message, "memory budget") == NULL) {
+      daemon_dump_log(d);
+      fail_msg("client %d: %s: %s", i, vl_status_kind(k[i].status), k[i].message);
+    }
+  }
+  free(data);
+  fprintf(stderr, "%d of %d view_copy served, the rest -32005\n", served, N_COPIERS);
+  assert_true(served >= 2);
+  cJSON *st = stats_of(d);
+  assert_true(json_number(st, "connections.admitted_after_waiting") >= 1);
+  assert_int_equal((int)json_number(st, "connections.waiting_for_memory"), 0);
+  cJSON_Delete(st);
+  assert_peak_within(d, 64, "eight 12 MiB view_copy at once");
+  stop(d);
+}
+
+/* ---- 2. a waiting connection closes on hang-up and at the idle timeout ---------------------- */
+
+/* Opens a connection that announces a frame of total bytes and sends sent of them. */
+static int announce(const daemon_proc *d, size_t total, const uint8_t *junk, size_t sent) {
+  int fd = raw_connect(d->sock);
+  set_nonblocking(fd);
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, 64, total - 64);
+  assert_int_equal(send(fd, h, sizeof h, MSG_NOSIGNAL), (ssize_t)sizeof h);
+  send_until_stalled(fd, junk, sent);
+  return fd;
+}
+
+/* Two stalled 24 MiB frames hold 48 of 64 MiB; two more wait. With --max-connections-per-uid 4
+ * the user is at its cap. When the waiting clients hang up, their connections close, the
+ * waiting count drops to 0, and the user can connect again (before, the waiting connections
+ * were never closed: their slots leaked until the user was locked out). */
+static void waiting_connections_close_when_their_peer_hangs_up(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-memory", "64M", "--workers", "2",
+                                     "--max-connections-per-uid", "5", NULL};
+  daemon_proc *d = start(args);
+  uint8_t *junk = calloc(1, 4 * MIB);
+  assert_non_null(junk);
+  int held[2], waiting[2];
+  for (int i = 0; i < 2; i++) held[i] = announce(d, 24 * MIB, junk, 4 * MIB);
+  wait_stat(d, "connections.current", 3); /* the two and the one asking for stats */
+  for (int i = 0; i < 2; i++) waiting[i] = announce(d, 24 * MIB, junk, 4 * MIB);
+  wait_stat(d, "connections.waiting_for_memory", 2);
+  /* the user holds 4 connections of 5: stats took the fifth; a sixth is refused */
+  vl_client *c = client_open(d);
+  vl_client *extra = NULL;
+  vl_error err;
+  assert_int_equal(vl_client_connect(d->sock, HARNESS_WAIT_MS, &extra, &err), VL_OK);
+  assert_int_equal(vl_client_ping(extra, &err), VL_ERR_OVERLOADED);
+  vl_client_close(extra);
+  vl_client_close(c);
+  for (int i = 0; i < 2; i++) close(waiting[i]);
+  wait_stat(d, "connections.waiting_for_memory", 0);
+  wait_stat(d, "connections.current", 3);
+  ping_ok(d->sock);
+  for (int i = 0; i < 2; i++) close(held[i]);
+  free(junk);
+  wait_stat(d, "connections.current", 1);
+  stop(d);
+}
+
+/* A frame that waited a whole idle period for memory is answered -32005 (id null) and its
+ * connection closed, so the slot is not held for ever by a client nobody can serve. */
+static void a_frame_waiting_past_the_idle_timeout_is_answered_and_closed(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-memory", "64M", "--workers", "2",
+                                     "--idle-timeout-ms", "2000", NULL};
+  daemon_proc *d = start(args);
+  uint8_t *junk = calloc(1, 30 * MIB);
+  assert_non_null(junk);
+  /* two admitted frames, kept short of their end; a byte now and then keeps them from idling */
+  int held = announce(d, 30 * MIB, junk, 30 * MIB - 4096);
+  int held2 = announce(d, 30 * MIB, junk, 30 * MIB - 4096);
+  int w = announce(d, 24 * MIB, junk, 0);
+  wait_stat(d, "connections.waiting_for_memory", 1);
+  struct pollfd p = {.fd = w, .events = POLLIN};
+  uint64_t until = now_ms() + HARNESS_WAIT_MS;
+  while (poll(&p, 1, 300) == 0 && now_ms() < until) {
+    assert_int_equal(send(held, junk, 1, MSG_NOSIGNAL), 1);
+    assert_int_equal(send(held2, junk, 1, MSG_NOSIGNAL), 1);
+  }
+  int fl = fcntl(w, F_GETFL);
+  fcntl(w, F_SETFL, fl & ~O_NONBLOCK);
+  raw_expect_error(w, -32005, -1, "overloaded");
+  raw_expect_closed(w);
+  close(w);
+  assert_true(daemon_log_contains(d, "waited 2000 ms for memory"));
+  wait_stat(d, "connections.waiting_for_memory", 0);
+  close(held);
+  close(held2);
+  free(junk);
+  stop(d);
+}
+
+/* ---- 3. the parse of a request is within the budget ---------------------------------------- */
+
+/* A request of about bytes whose params hold a long array of zeros (shape "zeros"), strings
+ * ("strings") or nested one-element arrays ("nested"). */
+static char *big_request(size_t bytes, const char *shape, uint64_t id, size_t *len) {
+  char *t = malloc(bytes + 256);
+  assert_non_null(t);
+  size_t n = (size_t)sprintf(t, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"validate\","
+                                "\"params\":{\"graph\":{\"x\":[",
+                             (unsigned long long)id);
+  if (strcmp(shape, "zeros") == 0) {
+    while (n < bytes) {
+      memcpy(t + n, "0,", 2);
+      n += 2;
+    }
+    t[n++] = '0';
+  } else if (strcmp(shape, "strings") == 0) {
+    while (n < bytes) {
+      memcpy(t + n, "\"a\",", 4);
+      n += 4;
+    }
+    t[n++] = '0';
+  } else { /* [[0],[0],...]: an array per element */
+    while (n < bytes) {
+      memcpy(t + n, "[0],", 4);
+      n += 4;
+    }
+    t[n++] = '0';
+  }
+  n += (size_t)sprintf(t + n, "]}}}");
+  *len = n;
+  return t;
+}
+
+typedef struct sender {
+  const daemon_proc *d;
+  size_t bytes;
+  const char *shape;
+  uint64_t id;
+  int code;
+  int64_t got_id;
+  char message[VL_ERROR_MESSAGE_MAX];
+} sender;
+
+static void *send_big(void *arg) {
+  sender *s = arg;
+  size_t len = 0;
+  char *text = big_request(s->bytes, s->shape, s->id, &len);
+  int fd = raw_connect(s->d->sock);
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, (uint32_t)len, 0);
+  raw_send(fd, h, sizeof h);
+  raw_send(fd, text, len);
+  free(text);
+  vl_buf pl = {0};
+  cJSON *r = raw_recv_frame(fd, &pl);
+  vl_buf_free(&pl);
+  close(fd);
+  const cJSON *e = cJSON_GetObjectItem(r, "error");
+  const cJSON *id = cJSON_GetObjectItem(r, "id");
+  s->code = e != NULL ? cJSON_GetObjectItem(e, "code")->valueint : 0;
+  s->got_id = cJSON_IsNumber(id) ? (int64_t)id->valuedouble : -1;
+  snprintf(s->message, sizeof s->message, "%s",
+           e != NULL ? cJSON_GetObjectItem(e, "message")->valuestring : "(a result)");
+  cJSON_Delete(r);
+  return NULL;
+}
+
+/* n requests of bytes each, sent at once; each is answered code with its id: -32005 when its
+ * tree would pass the budget, -32001 (the graph is invalid) when the tree fitted. */
+static void send_many(const daemon_proc *d, int n, size_t bytes, const char *shape, int code) {
+  sender s[4];
+  pthread_t t[4];
+  assert_true(n <= 4);
+  for (int i = 0; i < n; i++) {
+    s[i] = (sender){.d = d, .bytes = bytes, .shape = shape, .id = 100 + (uint64_t)i};
+    assert_int_equal(pthread_create(&t[i], NULL, send_big, &s[i]), 0);
+  }
+  for (int i = 0; i < n; i++) {
+    pthread_join(t[i], NULL);
+    if (s[i].got_id != (int64_t)s[i].id || s[i].code != code ||
+        (code == -32005 && strstr(s[i].message, "memory budget") == NULL))
+      fail_msg("%s %zu MiB: id %lld code %d: %s", shape, bytes >> 20, (long long)s[i].got_id,
+               s[i].code, s[i].message);
+  }
+}
+
+/* One 16 MiB request of "0,0,..." peaked at 914 MiB RSS at --max-memory 64M (its cJSON tree was
+ * built outside the budget); 30 MiB at 1.75 GB, three at once 3.5 GB. The tree is now counted
+ * and a request whose tree would pass the budget is answered -32005 with its id. */
+static void request_parse_stays_within_64m(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-memory", "64M", "--workers", "2", NULL};
+  daemon_proc *d = start(args);
+  send_many(d, 1, 16 * MIB, "zeros", -32005);
+  send_many(d, 1, 30 * MIB, "zeros", -32005);
+  send_many(d, 3, 16 * MIB, "zeros", -32005);
+  send_many(d, 2, 12 * MIB, "strings", -32005);
+  send_many(d, 2, 12 * MIB, "nested", -32005);
+  assert_peak_within(d, 64, "requests of 12-30 MiB at --max-memory 64M");
+  ping_ok(d->sock);
+  stop(d);
+}
+
+static void request_parse_stays_within_256m(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-memory", "256M", "--workers", "2", NULL};
+  daemon_proc *d = start(args);
+  send_many(d, 1, 100 * MIB, "zeros", -32005);
+  send_many(d, 3, 40 * MIB, "zeros", -32005);
+  send_many(d, 4, 24 * MIB, "nested", -32005);
+  send_many(d, 2, 1 * MIB, "strings", -32001); /* fits: its tree is built, the graph is invalid */
+  assert_peak_within(d, 256, "requests of 1-100 MiB at --max-memory 256M");
+  ping_ok(d->sock);
+  stop(d);
+}
+
+/* ---- 4. numbers JSON forbids are refused ---------------------------------------------------- */
+
+/* Sends json and expects -32700, id null, "invalid JSON at byte N: reason" where N is the
+ * offset of the first occurrence of at in json. */
+static void expect_parse_error(int fd, const char *json, const char *at, const char *reason) {
+  char message[256];
+  const char *where = strstr(json, at);
+  assert_non_null(where);
+  snprintf(message, sizeof message, "invalid JSON at byte %d: %s", (int)(where - json), reason);
+  raw_send_frame(fd, json, NULL, 0);
+  vl_buf pl = {0};
+  cJSON *r = raw_recv_frame(fd, &pl);
+  vl_buf_free(&pl);
+  const cJSON *e = cJSON_GetObjectItem(r, "error");
+  char *text = cJSON_PrintUnformatted(r);
+  if (e == NULL || cJSON_GetObjectItem(e, "code")->valueint != -32700 ||
+      !cJSON_IsNull(cJSON_GetObjectItem(r, "id")) ||
+      strcmp(cJSON_GetObjectItem(e, "message")->valuestring, message) != 0)
+    fail_msg("%s\n got  %s\n want -32700 \"%s\"", json, text, message);
+  free(text);
+  cJSON_Delete(r);
+}
+
+/* `"shape":[00,1]` used to validate and print back as [0,0] (every later number shifted by
+ * one); "id":2. got -32603 "out of memory". Each is now -32700 naming the byte and the rule. */
+static void numbers_json_forbids_are_parse_errors(void **state) {
+  (void)state;
+  daemon_proc *d = start(NULL);
+  int fd = raw_connect(d->sock);
+  expect_parse_error(fd,
+                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"view_copy\",\"params\":{\"input\":"
+                     "{\"dtype\":\"int8\",\"shape\":[00,1],\"dim_order\":[0,1],\"values\":[0]},"
+                     "\"size\":[1]}}",
+                     "00,", "a number may not have a leading zero");
+  expect_parse_error(fd, "{\"jsonrpc\":\"2.0\",\"id\":2.,\"method\":\"ping\"}", "2.,",
+                     "a digit must follow the decimal point");
+  expect_parse_error(fd, "{\"jsonrpc\":\"2.0\",\"id\":01,\"method\":\"ping\"}", "01,",
+                     "a number may not have a leading zero");
+  expect_parse_error(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":1.e2}}",
+                     "1.e2", "a digit must follow the decimal point");
+  expect_parse_error(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":1e}}",
+                     "1e}", "a digit must follow the exponent");
+  expect_parse_error(fd, "{\"jsonrpc\":\"2.0\",\"id\":-,\"method\":\"ping\"}", "-,",
+                     "'-' must be followed by a digit");
+  expect_parse_error(fd, "{\"jsonrpc\":\"2.0\",\"id\":+1,\"method\":\"ping\"}", "+1",
+                     "a number may not start with '+'");
+  expect_parse_error(fd, "{\"jsonrpc\":\"2.0\",\"id\":NaN,\"method\":\"ping\"}", "NaN",
+                     "NaN and Infinity are not JSON numbers");
+  expect_parse_error(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":[.5]}}",
+                     ".5", "a number may not start with '.'");
+  /* the connection stays usable; valid numbers still pass, digits kept exactly */
+  raw_send_frame(fd,
+                 "{\"jsonrpc\":\"2.0\",\"id\":9007199254740991,\"method\":\"view_copy\","
+                 "\"params\":{\"input\":{\"dtype\":\"int64\",\"shape\":[2],\"values\":"
+                 "[-0,9007199254740991]},\"size\":[2]}}",
+                 NULL, 0);
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header hdr;
+  vl_error err;
+  assert_int_equal(recv(fd, h, sizeof h, MSG_WAITALL), (ssize_t)sizeof h);
+  assert_int_equal(vl_frame_header_decode(h, &hdr, &err), VL_OK);
+  char *text = calloc(1, (size_t)hdr.json_len + 1);
+  assert_non_null(text);
+  assert_int_equal(recv(fd, text, hdr.json_len, MSG_WAITALL), (ssize_t)hdr.json_len);
+  assert_string_equal(text, "{\"jsonrpc\":\"2.0\",\"id\":9007199254740991,\"result\":{\"output\":"
+                            "{\"dtype\":\"int64\",\"shape\":[2],\"dim_order\":[0],"
+                            "\"values\":[0,9007199254740991]}}}");
+  free(text);
+  close(fd);
+  stop(d);
+}
+
+/* ---- 7. at SIGTERM a frame whose header arrived is read to its end and answered -------------- */
+
+/* A lower whose frame holds pad bytes of whitespace before its graph. */
+static char *padded_lower(uint64_t id, size_t pad, size_t *len) {
+  cJSON *g = example_graph("patch_tokens.json");
+  char *graph = cJSON_PrintUnformatted(g);
+  cJSON_Delete(g);
+  size_t glen = strlen(graph);
+  char *t = malloc(glen + pad + 128);
+  assert_non_null(t);
+  size_t n = (size_t)sprintf(t, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"lower\","
+                                "\"params\":{\"graph\":",
+                             (unsigned long long)id);
+  memset(t + n, ' ', pad);
+  n += pad;
+  memcpy(t + n, graph, glen);
+  n += glen;
+  n += (size_t)sprintf(t + n, "}}");
+  free(graph);
+  *len = n;
+  return t;
+}
+
+/* One client has sent the header and half of a 2 MiB lower when SIGTERM comes; it then sends the
+ * rest and gets its result (before, the partly read frame was dropped: EOF, no answer). A
+ * second client's frame is never finished: at the drain timeout it gets -32007 with its id (its
+ * JSON text had arrived past the id). The daemon exits 0. */
+static void sigterm_reads_a_begun_frame_to_its_end(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  static const char *const args[] = {"--drain-timeout-ms", "3000", NULL};
+  daemon_start(&d, args);
+  size_t len = 0, len2 = 0;
+  char *text = padded_lower(41, 2 * MIB, &len);
+  char *text2 = padded_lower(42, 2 * MIB, &len2);
+  int a = raw_connect(d.sock), b = raw_connect(d.sock);
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, (uint32_t)len, 0);
+  raw_send(a, h, sizeof h);
+  raw_send(a, text, len / 2);
+  vl_frame_header_encode(h, (uint32_t)len2, 0);
+  raw_send(b, h, sizeof h);
+  raw_send(b, text2, 64);
+  /* both halves are read (the daemon's read buffer or the frame body) before the signal:
+   * wait until the daemon has taken them from the socket */
+  uint64_t until = now_ms() + HARNESS_WAIT_MS;
+  for (int pending = 1; pending > 0 && now_ms() < until;) {
+    int qa = 0, qb = 0;
+    assert_int_equal(ioctl(a, SIOCOUTQ, &qa), 0);
+    assert_int_equal(ioctl(b, SIOCOUTQ, &qb), 0);
+    pending = qa + qb;
+    if (pending > 0) sleep_ms(5);
+  }
+  sleep_ms(50);
+  kill(d.pid, SIGTERM);
+  sleep_ms(100); /* the daemon handles the signal before the rest arrives (not required) */
+  raw_send(a, text + len / 2, len - len / 2);
+  vl_buf pl = {0};
+  cJSON *r = raw_recv_frame(a, &pl);
+  vl_buf_free(&pl);
+  if (cJSON_GetObjectItem(r, "result") == NULL) {
+    char *t = cJSON_PrintUnformatted(r);
+    daemon_dump_log(&d);
+    fail_msg("the begun lower got %s", t);
+  }
+  assert_int_equal((int)cJSON_GetObjectItem(r, "id")->valuedouble, 41);
+  cJSON_Delete(r);
+  raw_expect_closed(a);
+  /* b never finishes its frame: -32007 with its id at the drain timeout */
+  raw_expect_error(b, -32007, 42, "shutting_down");
+  raw_expect_closed(b);
+  close(a);
+  close(b);
+  free(text);
+  free(text2);
+  assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
+  d.pid = -1;
+  daemon_cleanup(&d);
+}
+
+/* ---- 5. batch lower -o DIR never writes through a link ------------------------------------- */
+
+/* Runs viewlowerctl with args (NULL-terminated) and stderr into err_path; its exit status. */
+static int run_ctl(const char *const *args, const char *err_path) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    execv(VL_CTL, (char *const *)args);
+    _exit(127);
+  }
+  return daemon_wait(pid, HARNESS_WAIT_MS);
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[4096];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* A symbolic link already in DIR under a result's name (to a file outside DIR, or dangling) used
+ * to be written through (fopen "w"): the file outside overwritten, or created elsewhere, exit 0.
+ * It is now refused with a clear error and exit 2, the link and its target untouched; the
+ * other results are written, and no temporary file is left behind. */
+static void batch_lower_refuses_links_in_the_output_directory(void **state) {
+  (void)state;
+  daemon_proc *d = start(NULL);
+  char dir[96], out[128], victim[128], link1[160], link2[160], ghost[128], errp[128];
+  snprintf(dir, sizeof dir, "%s/work", d->dir);
+  snprintf(out, sizeof out, "%s/out", dir);
+  snprintf(victim, sizeof victim, "%s/victim.txt", dir);
+  snprintf(ghost, sizeof ghost, "%s/ghost.txt", dir);
+  snprintf(errp, sizeof errp, "%s/stderr", dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(mkdir(out, 0700), 0);
+  FILE *f = fopen(victim, "w");
+  fputs("precious\n", f);
+  fclose(f);
+  snprintf(link1, sizeof link1, "%s/patch_tokens.json", out);
+  snprintf(link2, sizeof link2, "%s/channel_shuffle.json", out);
+  assert_int_equal(symlink(victim, link1), 0);
+  assert_int_equal(symlink(ghost, link2), 0); /* dangling */
+  const char *const args[] = {VL_CTL, "--socket", d->sock, "lower",
+                              VL_EXAMPLES_DIR "/graphs/patch_tokens.json",
+                              VL_EXAMPLES_DIR "/graphs/channel_shuffle.json",
+                              VL_EXAMPLES_DIR "/graphs/reshape_chain.json", "-o", out, NULL};
+  assert_int_equal(run_ctl(args, errp), 2);
+  const char *err = slurp(errp);
+  char want[256];
+  snprintf(want, sizeof want, "%s/patch_tokens.json is a symbolic link: not writing through it",
+           out);
+  if (strstr(err, want) == NULL) fail_msg("stderr: %s", err);
+  snprintf(want, sizeof want, "%s/channel_shuffle.json is a symbolic link", out);
+  assert_non_null(strstr(err, want));
+  assert_string_equal(slurp(victim), "precious\n");
+  assert_int_equal(access(ghost, F_OK), -1);
+  struct stat st;
+  assert_int_equal(lstat(link1, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  char done[160];
+  snprintf(done, sizeof done, "%s/reshape_chain.json", out);
+  assert_int_equal(lstat(done, &st), 0);
+  assert_true(S_ISREG(st.st_mode) && st.st_size > 10);
+  /* nothing else in the directory: no temporary file left */
+  int entries = 0;
+  DIR *dp = opendir(out);
+  for (struct dirent *e; (e = readdir(dp)) != NULL;) entries += e->d_name[0] != '.';
+  closedir(dp);
+  assert_int_equal(entries, 3);
+  unlink(link1);
+  unlink(link2);
+  unlink(done);
+  unlink(victim);
+  unlink(errp);
+  rmdir(out);
+  rmdir(dir);
+  stop(d);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(waiting_frames_are_admitted_as_memory_frees),
+      cmocka_unit_test(waiting_connections_close_when_their_peer_hangs_up),
+      cmocka_unit_test(a_frame_waiting_past_the_idle_timeout_is_answered_and_closed),
+      cmocka_unit_test(request_parse_stays_within_64m),
+      cmocka_unit_test(request_parse_stays_within_256m),
+      cmocka_unit_test(numbers_json_forbids_are_parse_errors),
+      cmocka_unit_test(sigterm_reads_a_begun_frame_to_its_end),
+      cmocka_unit_test(batch_lower_refuses_links_in_the_output_directory),
+  };
+  return harness_result(cmocka_run_group_tests(tests, NULL, NULL));
+}
