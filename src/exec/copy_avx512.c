@@ -29,13 +29,7 @@ static void block_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
     const char *c = s + 16 * g;
     __m512 t0 = load4ps(c, 4 * sy), t1 = load4ps(c + sy, 4 * sy);
     __m512 t2 = load4ps(c + 2 * sy, 4 * sy), t3 = load4ps(c + 3 * sy, 4 * sy);
-    __m512 a0 = _mm512_unpacklo_ps(t0, t1), a1 = _mm512_unpackhi_ps(t0, t1);
-    __m512 a2 = _mm512_unpacklo_ps(t2, t3), a3 = _mm512_unpackhi_ps(t2, t3);
-    char *o = d + 4 * g * dx;
-    _mm512_storeu_ps(o, _mm512_shuffle_ps(a0, a2, 0x44));
-    _mm512_storeu_ps(o + dx, _mm512_shuffle_ps(a0, a2, 0xEE));
-    _mm512_storeu_ps(o + 2 * dx, _mm512_shuffle_ps(a1, a3, 0x44));
-    _mm512_storeu_ps(o + 3 * dx, _mm512_shuffle_ps(a1, a3, 0xEE));
+    VL__LANE_TRANSPOSE4_PS(512, t0, t1, t2, t3, d + 4 * g * dx, dx);
   }
 }
 
@@ -48,14 +42,8 @@ static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   }
 }
 
-#define VL__AVX512_TILE(sfx, K, E, ROW)                                                            \
-  static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,             \
-                         ptrdiff_t sy) {                                                           \
-    VL__TILE_BODY(K, E, block_##sfx, vl__copy_tiles_portable[ROW], d, s, nx, ny, dx, sy);          \
-  }
-
-VL__AVX512_TILE(u32, 16, 4, 2)
-VL__AVX512_TILE(u64, 8, 8, 3)
+VL__LEVEL_TILE(u32, 16, 4, 2)
+VL__LEVEL_TILE(u64, 8, 8, 3)
 
 /* Tiles one block high and 1 KiB wide: each step reads K source rows of 1 KiB and writes
  * 1024 / E destination rows K elements at a time; 0.55x against 0.40x memcpy (4 bytes,
