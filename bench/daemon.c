@@ -236,8 +236,7 @@ cJSON *vl_bench_daemon(const char *socket_path, bool quick) {
   else
     cJSON_AddNullToObject(o, "blob_64mib_roundtrip_gbps");
   if (eok > 0)
-    cJSON_AddNumberToObject(o, "socket_echo_gbps",
-                            (double)BLOB_BYTES / median(echoes, eok) / 1e9);
+    cJSON_AddNumberToObject(o, "socket_echo_gbps", (double)BLOB_BYTES / median(echoes, eok) / 1e9);
   else
     cJSON_AddNullToObject(o, "socket_echo_gbps");
   cJSON_AddNumberToObject(o, "blob_repeats", ok);

@@ -66,7 +66,7 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
 /* The 4 x 4 transpose of 32-bit words within each 128-bit lane of the registers t0..t3 (one
  * source row each), stored as four destination rows dx bytes apart from o: the step both the
  * AVX2 (W = 256) and the AVX-512 (W = 512) float blocks end in, in their intrinsics' names. */
-#define VL__LANE_TRANSPOSE4_PS(W, t0, t1, t2, t3, o, dx)                                          \
+#define VL__LANE_TRANSPOSE4_PS(W, t0, t1, t2, t3, o, dx)                                           \
   do {                                                                                             \
     __m##W a0_ = _mm##W##_unpacklo_ps(t0, t1), a1_ = _mm##W##_unpackhi_ps(t0, t1);                 \
     __m##W a2_ = _mm##W##_unpacklo_ps(t2, t3), a3_ = _mm##W##_unpackhi_ps(t2, t3);                 \
