@@ -55,6 +55,32 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
     }                                                                                              \
   } while (0)
 
+/* The body of a tile kernel over KX x KY blocks (KY > KX: each block writes KY elements of KX
+ * destination rows, whole lines): stripes of KY source rows, each walked along x in blocks, the
+ * last block of a stripe moved back to end at the plane's x edge; the rows after the last whole
+ * stripe (fewer than KY) go to rest, at least RK of them (moved back), so they cost the rest
+ * kernel's blocks, not a block of KY rows that rewrites most of them. A plane thinner than a
+ * block goes to rest whole. */
+#define VL__TILE_BODY_RECT(KX, KY, RK, E, block, rest, d, s, nx, ny, dx, sy)                       \
+  do {                                                                                             \
+    if ((nx) < (KX) || (ny) < (KY)) {                                                              \
+      rest(d, s, nx, ny, dx, sy);                                                                  \
+      break;                                                                                       \
+    }                                                                                              \
+    int64_t y_ = 0;                                                                                \
+    for (; y_ + (KY) <= (ny); y_ += (KY)) {                                                        \
+      for (int64_t x_ = 0;; x_ += (KX)) {                                                          \
+        if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                    \
+        block((d) + x_ * (dx) + y_ * (E), (s) + x_ * (E) + y_ * (sy), dx, sy);                     \
+        if (x_ == (nx) - (KX)) break;                                                              \
+      }                                                                                            \
+    }                                                                                              \
+    if (y_ < (ny)) {                                                                               \
+      if ((ny)-y_ < (RK)) y_ = (ny) - (RK);                                                        \
+      rest((d) + y_ * (E), (s) + y_ * (sy), nx, (ny)-y_, dx, sy);                                  \
+    }                                                                                              \
+  } while (0)
+
 /* A level's tile kernel tile_<sfx> over its K x K block block_<sfx> (VL__TILE_BODY); a plane
  * thinner than K goes to the portable tile of table row ROW (element size E = 1 << ROW). */
 #define VL__LEVEL_TILE(sfx, K, E, ROW)                                                             \
