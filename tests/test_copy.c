@@ -795,6 +795,43 @@ static void transposes_at_block_edges_stay_inside_their_buffers(void **state) {
   }
 }
 
+/* Destination rows a multiple of 64 bytes apart, the destination starting at every element
+ * offset within a line: the AVX-512 tiles then start their stripes at the first line boundary
+ * and give the rows before it to the smaller blocks (fewer or more than those blocks hold). */
+static void transposes_with_line_multiple_rows_match_at_every_offset(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 2, 4, 8};
+  static const int64_t ys[] = {64, 65, 100, 127, 128, 129, 150, 200};
+  uint64_t rs = 0x5EED0008u;
+  for (size_t e = 0; e < 4; e++) {
+    size_t es = sizes[e];
+    for (size_t j = 0; j < sizeof ys / sizeof ys[0]; j++) {
+      for (size_t ofs = 0; ofs < 64; ofs += es) {
+        int64_t nx = 17 + (int64_t)(ofs % 3) * 8, ny = ys[j];
+        int64_t row = ((ny * (int64_t)es + 63) / 64 * 64) / (int64_t)es;
+        const int64_t shape[] = {nx, ny}, dst_st[] = {row, 1}, src_st[] = {1, nx};
+        size_t nd = (size_t)(nx * row) * es + 64, ns = (size_t)(nx * ny) * es;
+        char *s = malloc(ns), *base = malloc(nd + 64), *want = malloc(nd + 64);
+        assert_true(s && base && want);
+        /* d: a 64-byte boundary plus ofs */
+        char *d = base + (64 - (uintptr_t)base % 64) % 64 + ofs;
+        size_t at = (size_t)(d - base);
+        fill_random_bytes(&rs, s, (int64_t)ns);
+        memset(base, 0x77, nd + 64);
+        memset(want, 0x77, nd + 64);
+        vl_copy_strided_at(test_level, es, 2, shape, d, dst_st, s, src_st);
+        reference_strided(es, 2, shape, want + at, dst_st, s, src_st, nx * ny);
+        if (memcmp(base, want, nd + 64) != 0)
+          fail_msg("level %s: transpose %zu-byte %lldx%lld at line offset %zu differs",
+                   vl_copy_level_name(test_level), es, (long long)nx, (long long)ny, ofs);
+        free(s);
+        free(base);
+        free(want);
+      }
+    }
+  }
+}
+
 /* Images: 2..5 channels of every element size, deinterleaved (NHWC -> NCHW) and interleaved
  * (NCHW -> NHWC), pixel counts around every group size of the shuffle kernels (16 and 32 bytes
  * per channel and step) and their tails, planes padded, buffers at odd offsets. */
@@ -909,6 +946,7 @@ int main(void) {
       cmocka_unit_test(permute_matches_reference_on_random_layouts),
       cmocka_unit_test(transposes_match_reference_for_every_element_size),
       cmocka_unit_test(transposes_at_block_edges_stay_inside_their_buffers),
+      cmocka_unit_test(transposes_with_line_multiple_rows_match_at_every_offset),
       cmocka_unit_test(narrow_planes_match_reference_in_both_directions),
       cmocka_unit_test(dispatch_levels_have_names_and_unrunnable_levels_fall_back),
   };

@@ -10,6 +10,8 @@
 #if defined(__x86_64__) && defined(__AVX512F__)
 #include <immintrin.h>
 
+#include "exec/copy_shuffle.h"
+
 #define LOAD16(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 
 /* Four 16-byte quarters, quarter q from p + q * step. Quarter 0 is a plain load; quarters 1..3
@@ -76,8 +78,9 @@ static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   }
 }
 
-/* Rectangular blocks of 1- and 2-byte elements; the rows after the last whole stripe, and planes
- * thinner than a block, take the AVX2 level's square blocks. */
+/* Every block writes 64 bytes of each destination row (VL__TILE_BODY_RECT); the rows after the
+ * last whole stripe, the rows before the first line boundary and planes thinner than a block
+ * take the AVX2 level's smaller blocks. */
 static void tile_u8(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
   VL__TILE_BODY_RECT(16, 64, 16, 1, block_u8, vl__copy_kernels_avx2.tile[0], d, s, nx, ny, dx, sy);
 }
@@ -86,8 +89,44 @@ static void tile_u16(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t d
   VL__TILE_BODY_RECT(8, 32, 8, 2, block_u16, vl__copy_kernels_avx2.tile[1], d, s, nx, ny, dx, sy);
 }
 
-VL__LEVEL_TILE(u32, 16, 4, 2)
-VL__LEVEL_TILE(u64, 8, 8, 3)
+static void tile_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
+  VL__TILE_BODY_RECT(16, 16, 8, 4, block_u32, vl__copy_kernels_avx2.tile[2], d, s, nx, ny, dx, sy);
+}
+
+static void tile_u64(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
+  VL__TILE_BODY_RECT(8, 8, 4, 8, block_u64, vl__copy_kernels_avx2.tile[3], d, s, nx, ny, dx, sy);
+}
+
+/* ---- narrow planes: 3 channels of bytes ------------------------------------------------------ */
+
+/* Deinterleave of 3 byte channels (NHWC -> NCHW images), four 48-byte groups (64 pixels) at a
+ * time: vector v of group g is loaded into lane g of register v (load4 with a 48-byte step), so
+ * the in-lane shuffles of the SSSE3 kernel (exec/copy_shuffle.h) run on four groups at once and
+ * channel k's 64 bytes leave in one store. The pixels after the last four groups go to the
+ * SSSE3 kernel. */
+#define MASK(C, E, k, v) _mm512_broadcast_i32x4(_mm_setr_epi8(VL__MASK16(VL__SPLIT_AT, C, E, k, v)))
+
+static void split3_u8(char *d, const char *s, int64_t n, ptrdiff_t dx) {
+  const __m512i m[3][3] = {{MASK(3, 1, 0, 0), MASK(3, 1, 0, 1), MASK(3, 1, 0, 2)},
+                           {MASK(3, 1, 1, 0), MASK(3, 1, 1, 1), MASK(3, 1, 1, 2)},
+                           {MASK(3, 1, 2, 0), MASK(3, 1, 2, 1), MASK(3, 1, 2, 2)}};
+  /* the pixels up to the first 64-byte boundary of channel 0 go to the SSSE3 kernel, so the
+   * stores below do not split lines (none of the three when dx is a multiple of 64) */
+  int64_t y = (int64_t)((64 - (uintptr_t)d % 64) % 64);
+  if (y > n) y = n;
+  if (y > 0) vl__copy_kernels_ssse3.split[0][1](d, s, y, dx);
+  for (s += 3 * y; y + 64 <= n; y += 64, s += 192) {
+    __m512i in[3];
+    for (int v = 0; v < 3; v++) in[v] = load4(s + 16 * v, 48);
+    for (int k = 0; k < 3; k++) {
+      __m512i o = _mm512_ternarylogic_epi32(_mm512_shuffle_epi8(in[0], m[k][0]),
+                                            _mm512_shuffle_epi8(in[1], m[k][1]),
+                                            _mm512_shuffle_epi8(in[2], m[k][2]), 0xFE);
+      _mm512_storeu_si512((void *)(d + k * dx + y), o);
+    }
+  }
+  if (y < n) vl__copy_kernels_ssse3.split[0][1](d + y, s, n - y, dx);
+}
 
 /* Tile shapes (source rows x bytes of each; 0: the engine's 512 rows of 128 bytes). 4- and
  * 8-byte tiles one block high and 1 KiB wide: each step reads K source rows of 1 KiB and writes
@@ -99,7 +138,8 @@ VL__LEVEL_TILE(u64, 8, 8, 3)
  * Larger copies are unchanged. */
 const vl__copy_kernels vl__copy_kernels_avx512 = {.tile = {tile_u8, tile_u16, tile_u32, tile_u64},
                                                   .tile_rows = {0, 0, 16, 8},
-                                                  .tile_bytes = {512, 1024, 1024, 1024}};
+                                                  .tile_bytes = {512, 1024, 1024, 1024},
+                                                  .split = {{NULL, split3_u8, NULL}}};
 #elif defined(__x86_64__)
 const vl__copy_kernels vl__copy_kernels_avx512 = {.tile = {NULL}};
 #else

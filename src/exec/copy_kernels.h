@@ -55,19 +55,24 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
     }                                                                                              \
   } while (0)
 
-/* The body of a tile kernel over KX x KY blocks (KY > KX: each block writes KY elements of KX
- * destination rows, whole lines): stripes of KY source rows, each walked along x in blocks, the
- * last block of a stripe moved back to end at the plane's x edge; the rows after the last whole
- * stripe (fewer than KY) go to rest, at least RK of them (moved back), so they cost the rest
- * kernel's blocks, not a block of KY rows that rewrites most of them. A plane thinner than a
- * block goes to rest whole. */
+/* The body of a tile kernel over KX x KY blocks that write KY elements (64 bytes) of each of KX
+ * destination rows: stripes of KY source rows, each walked along x in blocks, the last block of
+ * a stripe moved back to end at the plane's x edge. When every destination row starts at the
+ * same offset within a 64-byte line (dx a multiple of 64), the stripes start at the first line
+ * boundary, so no block's store splits a line; the rows before it (at least RK, moved back
+ * over rows the stripes rewrite with the same values) and the rows after the last whole stripe
+ * go to rest, whose blocks are smaller. A plane thinner than a block goes to rest whole. */
 #define VL__TILE_BODY_RECT(KX, KY, RK, E, block, rest, d, s, nx, ny, dx, sy)                       \
   do {                                                                                             \
     if ((nx) < (KX) || (ny) < (KY)) {                                                              \
       rest(d, s, nx, ny, dx, sy);                                                                  \
       break;                                                                                       \
     }                                                                                              \
-    int64_t y_ = 0;                                                                                \
+    int64_t y_ = 0, lead_ = (int64_t)((64 - (uintptr_t)(d) % 64) % 64);                            \
+    if ((dx) % 64 == 0 && lead_ % (E) == 0 && lead_ / (E) + (KY) <= (ny)) {                        \
+      y_ = lead_ / (E);                                                                            \
+      if (y_ > 0) rest(d, s, nx, y_ < (RK) ? (RK) : y_, dx, sy);                                   \
+    }                                                                                              \
     for (; y_ + (KY) <= (ny); y_ += (KY)) {                                                        \
       for (int64_t x_ = 0;; x_ += (KX)) {                                                          \
         if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                    \
