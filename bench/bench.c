@@ -31,27 +31,12 @@
 #include <unistd.h>
 
 #include "bench_daemon.h"
+#include "timing.h"
 #include "viewlower/copy.h"
 #include "viewlower/graph.h"
 #include "viewlower/layout.h"
 #include "viewlower/lower.h"
 #include "viewlower/tensor.h"
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static void *xmalloc(size_t n) {
   void *p = malloc(n > 0 ? n : 1);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bench_daemon.h"
+#include "timing.h"
 #include "viewlower/client.h"
 #include "viewlower/graph.h"
 #include "viewlower/lower.h"
@@ -42,22 +43,6 @@ static const char small_graph[] =
     "{\"name\":\"tokens\",\"op\":\"call_function\",\"target\":\"aten.permute_copy.default\","
     "\"args\":[\"flat\",[0,2,1]],\"val\":{\"dtype\":\"float32\",\"shape\":[1,6,2]}},"
     "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"tokens\"]}]}";
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median_of(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* ---- in-process lowering ------------------------------------------------------------------- */
 
@@ -203,7 +188,7 @@ static double echo_roundtrip_s(const uint8_t *payload, uint8_t *back, int rounds
   pthread_join(th, NULL);
   close(sv[1]);
   free(e.buf);
-  return done == rounds ? median_of(t, rounds) : -1.0;
+  return done == rounds ? median(t, rounds) : -1.0;
 }
 
 static cJSON *view_copy_params(void) {
@@ -345,12 +330,11 @@ cJSON *vl_bench_daemon(const char *socket_path, bool quick) {
   }
   if (ok > 0)
     cJSON_AddNumberToObject(o, "blob_64mib_roundtrip_gbps",
-                            (double)BLOB_BYTES / median_of(blob, ok) / 1e9);
+                            (double)BLOB_BYTES / median(blob, ok) / 1e9);
   else
     cJSON_AddNullToObject(o, "blob_64mib_roundtrip_gbps");
   if (eok > 0)
-    cJSON_AddNumberToObject(o, "socket_echo_gbps",
-                            (double)BLOB_BYTES / median_of(echoes, eok) / 1e9);
+    cJSON_AddNumberToObject(o, "socket_echo_gbps", (double)BLOB_BYTES / median(echoes, eok) / 1e9);
   else
     cJSON_AddNullToObject(o, "socket_echo_gbps");
   cJSON_AddNumberToObject(o, "blob_repeats", ok);

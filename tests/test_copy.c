@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -729,6 +731,109 @@ static void transposes_match_reference_for_every_element_size(void **state) {
   }
 }
 
+/* Bytes mapped from /dev/zero with an inaccessible page after them, the buffer ending right at
+ * it: a kernel that reads or writes one byte past the buffer faults. */
+typedef struct guarded {
+  char *map, *p;
+  size_t len;
+} guarded;
+
+static guarded guarded_new(size_t n) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (n + page - 1) / page * page;
+  guarded g = {NULL, NULL, body + page};
+  FILE *z = fopen("/dev/zero", "rb");
+  assert_non_null(z);
+  void *m = mmap(NULL, g.len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fileno(z), 0);
+  fclose(z);
+  assert_true(m != MAP_FAILED);
+  g.map = m;
+  assert_int_equal(mprotect(g.map + body, page, PROT_NONE), 0);
+  g.p = g.map + body - n;
+  return g;
+}
+
+static void guarded_free(guarded g) {
+  munmap(g.map, g.len);
+}
+
+/* Every transpose block shape, at sizes on both sides of its edges: planes of 1..3 whole
+ * stripes of the widest blocks (64 rows of bytes, 32 of 2-byte words) plus 0..20 rows, widths
+ * around 8 and 16 elements with odd tails, each buffer ending at an inaccessible page (the
+ * AVX-512 blocks load rows with masked 64-byte windows that reach past the row, never past
+ * what the mask enables). */
+static void transposes_at_block_edges_stay_inside_their_buffers(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 2, 4, 8};
+  static const int64_t xs[] = {1, 7, 8, 9, 15, 16, 17, 23, 31, 33, 47, 64, 70};
+  static const int64_t ys[] = {1,   15,  16,  17,  31,  32,  33,  40,  47,  48,  63,
+                               64,  65,  70,  79,  80,  95,  96,  97,  127, 128, 129,
+                               143, 191, 192, 193, 196, 200, 207, 208, 212};
+  uint64_t rs = 0x5EED0007u;
+  for (size_t e = 0; e < 4; e++) {
+    size_t es = sizes[e];
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+      for (size_t j = 0; j < sizeof ys / sizeof ys[0]; j++) {
+        int64_t nx = xs[i], ny = ys[j], dpad = (int64_t)(i + j) % 3, spad = (int64_t)(i * j) % 5;
+        const int64_t shape[] = {nx, ny}, dst_st[] = {ny + dpad, 1}, src_st[] = {1, nx + spad};
+        /* the last row of each side ends its buffer (no padding after it) */
+        size_t nd = (size_t)((nx - 1) * (ny + dpad) + ny) * es,
+               ns = (size_t)((ny - 1) * (nx + spad) + nx) * es;
+        guarded s = guarded_new(ns), d = guarded_new(nd);
+        char *want = malloc(nd);
+        assert_non_null(want);
+        fill_random_bytes(&rs, s.p, (int64_t)ns);
+        memset(d.p, 0x5a, nd);
+        memset(want, 0x5a, nd);
+        vl_copy_strided_at(test_level, es, 2, shape, d.p, dst_st, s.p, src_st);
+        reference_strided(es, 2, shape, want, dst_st, s.p, src_st, nx * ny);
+        if (memcmp(d.p, want, nd) != 0)
+          fail_msg("level %s: transpose %zu-byte %lldx%lld differs", vl_copy_level_name(test_level),
+                   es, (long long)nx, (long long)ny);
+        free(want);
+        guarded_free(s);
+        guarded_free(d);
+      }
+    }
+  }
+}
+
+/* Destination rows a multiple of 64 bytes apart, the destination starting at every element
+ * offset within a line: the AVX-512 tiles then start their stripes at the first line boundary
+ * and give the rows before it to the smaller blocks (fewer or more than those blocks hold). */
+static void transposes_with_line_multiple_rows_match_at_every_offset(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 2, 4, 8};
+  static const int64_t ys[] = {64, 65, 100, 127, 128, 129, 150, 200};
+  uint64_t rs = 0x5EED0008u;
+  for (size_t e = 0; e < 4; e++) {
+    size_t es = sizes[e];
+    for (size_t j = 0; j < sizeof ys / sizeof ys[0]; j++) {
+      for (size_t ofs = 0; ofs < 64; ofs += es) {
+        int64_t nx = 17 + (int64_t)(ofs % 3) * 8, ny = ys[j];
+        int64_t row = ((ny * (int64_t)es + 63) / 64 * 64) / (int64_t)es;
+        const int64_t shape[] = {nx, ny}, dst_st[] = {row, 1}, src_st[] = {1, nx};
+        size_t nd = (size_t)(nx * row) * es + 64, ns = (size_t)(nx * ny) * es;
+        char *s = malloc(ns), *base = malloc(nd + 64), *want = malloc(nd + 64);
+        assert_true(s && base && want);
+        /* d: a 64-byte boundary plus ofs */
+        char *d = base + (64 - (uintptr_t)base % 64) % 64 + ofs;
+        size_t at = (size_t)(d - base);
+        fill_random_bytes(&rs, s, (int64_t)ns);
+        memset(base, 0x77, nd + 64);
+        memset(want, 0x77, nd + 64);
+        vl_copy_strided_at(test_level, es, 2, shape, d, dst_st, s, src_st);
+        reference_strided(es, 2, shape, want + at, dst_st, s, src_st, nx * ny);
+        if (memcmp(base, want, nd + 64) != 0)
+          fail_msg("level %s: transpose %zu-byte %lldx%lld at line offset %zu differs",
+                   vl_copy_level_name(test_level), es, (long long)nx, (long long)ny, ofs);
+        free(s);
+        free(base);
+        free(want);
+      }
+    }
+  }
+}
+
 /* Images: 2..5 channels of every element size, deinterleaved (NHWC -> NCHW) and interleaved
  * (NCHW -> NHWC), pixel counts around every group size of the shuffle kernels (16 and 32 bytes
  * per channel and step) and their tails, planes padded, buffers at odd offsets. */
@@ -842,6 +947,8 @@ int main(void) {
       cmocka_unit_test(strided_copy_matches_reference_on_random_gapped_strides),
       cmocka_unit_test(permute_matches_reference_on_random_layouts),
       cmocka_unit_test(transposes_match_reference_for_every_element_size),
+      cmocka_unit_test(transposes_at_block_edges_stay_inside_their_buffers),
+      cmocka_unit_test(transposes_with_line_multiple_rows_match_at_every_offset),
       cmocka_unit_test(narrow_planes_match_reference_in_both_directions),
       cmocka_unit_test(dispatch_levels_have_names_and_unrunnable_levels_fall_back),
   };

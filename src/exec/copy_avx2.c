@@ -21,7 +21,6 @@
 #define LOAD2PD(p, q)                                                                              \
   _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd((const double *)(const void *)(p))),    \
                        _mm_loadu_pd((const double *)(const void *)(q)), 1)
-#define STOREPS(p, v) _mm256_storeu_ps((float *)(void *)(p), (v))
 #define STOREPD(p, v) _mm256_storeu_pd((double *)(void *)(p), (v))
 /* Stores lane 0 of v at p and lane 1 at q. */
 #define STORE2(p, q, v)                                                                            \
@@ -78,13 +77,7 @@ static void block_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
     const char *c = s + 16 * h;
     __m256 t0 = LOAD2PS(c, c + 4 * sy), t1 = LOAD2PS(c + sy, c + 5 * sy);
     __m256 t2 = LOAD2PS(c + 2 * sy, c + 6 * sy), t3 = LOAD2PS(c + 3 * sy, c + 7 * sy);
-    __m256 a0 = _mm256_unpacklo_ps(t0, t1), a1 = _mm256_unpackhi_ps(t0, t1);
-    __m256 a2 = _mm256_unpacklo_ps(t2, t3), a3 = _mm256_unpackhi_ps(t2, t3);
-    char *o = d + 4 * h * dx;
-    STOREPS(o, _mm256_shuffle_ps(a0, a2, 0x44));
-    STOREPS(o + dx, _mm256_shuffle_ps(a0, a2, 0xEE));
-    STOREPS(o + 2 * dx, _mm256_shuffle_ps(a1, a3, 0x44));
-    STOREPS(o + 3 * dx, _mm256_shuffle_ps(a1, a3, 0xEE));
+    VL__LANE_TRANSPOSE4_PS(256, t0, t1, t2, t3, d + 4 * h * dx, dx);
   }
 }
 
@@ -97,17 +90,10 @@ static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   }
 }
 
-/* Whole K x K blocks along x first (each source line is used up at once), then the edges. */
-#define VL__AVX2_TILE(sfx, K, E, ROW)                                                              \
-  static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,             \
-                         ptrdiff_t sy) {                                                           \
-    VL__TILE_BODY(K, E, block_##sfx, vl__copy_tiles_portable[ROW], d, s, nx, ny, dx, sy);          \
-  }
-
-VL__AVX2_TILE(u8, 16, 1, 0)
-VL__AVX2_TILE(u16, 8, 2, 1)
-VL__AVX2_TILE(u32, 8, 4, 2)
-VL__AVX2_TILE(u64, 4, 8, 3)
+VL__LEVEL_TILE(u8, 16, 1, 0)
+VL__LEVEL_TILE(u16, 8, 2, 1)
+VL__LEVEL_TILE(u32, 8, 4, 2)
+VL__LEVEL_TILE(u64, 4, 8, 3)
 
 /* The narrow planes use the SSSE3 kernels (copy_ssse3.c says why). */
 const vl__copy_kernels vl__copy_kernels_avx2 = {.tile = {tile_u8, tile_u16, tile_u32, tile_u64}};

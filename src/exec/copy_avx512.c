@@ -10,60 +10,179 @@
 #if defined(__x86_64__) && defined(__AVX512F__)
 #include <immintrin.h>
 
-#define LDPS(p) _mm_loadu_ps((const float *)(const void *)(p))
+#include "exec/copy_shuffle.h"
 
-/* Four 16-byte quarters, quarter q from p + q * step. */
-static __m512 load4ps(const char *p, ptrdiff_t step) {
-  __m512 z = _mm512_castps128_ps512(LDPS(p));
-  z = _mm512_insertf32x4(z, LDPS(p + step), 1);
-  z = _mm512_insertf32x4(z, LDPS(p + 2 * step), 2);
-  return _mm512_insertf32x4(z, LDPS(p + 3 * step), 3);
+#define LOAD16(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+
+/* Four 16-byte quarters, quarter q from p + q * step. Quarter 0 is a plain load; quarters 1..3
+ * are zero-masked 64-byte loads placed so that only quarter q's 16 bytes are enabled, then
+ * ORed in: masked-off bytes are never read (they cannot fault), and unlike inserts
+ * (vinserti32x4, the shuffle port) these cost load ports and one logic op per two quarters,
+ * leaving the shuffle port to the transpose. */
+static inline __m512i load4(const char *p, ptrdiff_t step) {
+  __m512i q0 = _mm512_zextsi128_si512(LOAD16(p));
+  __m512i q1 = _mm512_maskz_loadu_epi32(0x00F0, p + step - 16);
+  __m512i q2 = _mm512_maskz_loadu_epi32(0x0F00, p + 2 * step - 32);
+  __m512i q3 = _mm512_maskz_loadu_epi32(0xF000, p + 3 * step - 48);
+  return _mm512_or_si512(_mm512_ternarylogic_epi32(q0, q1, q2, 0xFE), q3);
 }
 
-static __m512d load4pd(const char *p, ptrdiff_t step) {
-  return _mm512_castps_pd(load4ps(p, step)); /* the quarters are bits: same loads */
+/* 16 x 64 bytes: register j holds rows j, j + 16, j + 32, j + 48 (16 bytes each), so four
+ * rounds of in-lane byte interleaves leave column x of all 64 rows in register x: one 64-byte
+ * store per destination row. */
+static void block_u8(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
+  __m512i r[16], t[16];
+  for (int j = 0; j < 16; j++) r[j] = load4(s + j * sy, 16 * sy);
+  for (int round = 0; round < 4; round++) {
+    for (int i = 0; i < 8; i++) {
+      t[2 * i] = _mm512_unpacklo_epi8(r[i], r[i + 8]);
+      t[2 * i + 1] = _mm512_unpackhi_epi8(r[i], r[i + 8]);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+  }
+  for (int x = 0; x < 16; x++) _mm512_storeu_si512((void *)(d + x * dx), r[x]);
 }
+
+/* 8 x 32 of 2 bytes, as block_u8: register j holds rows j, j + 8, j + 16, j + 24. */
+static void block_u16(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
+  __m512i r[8], t[8];
+  for (int j = 0; j < 8; j++) r[j] = load4(s + j * sy, 8 * sy);
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 4; i++) {
+      t[2 * i] = _mm512_unpacklo_epi16(r[i], r[i + 4]);
+      t[2 * i + 1] = _mm512_unpackhi_epi16(r[i], r[i + 4]);
+    }
+    for (int i = 0; i < 8; i++) r[i] = t[i];
+  }
+  for (int x = 0; x < 8; x++) _mm512_storeu_si512((void *)(d + x * dx), r[x]);
+}
+
+#define LOAD4PS(p, step) _mm512_castsi512_ps(load4(p, step))
+#define LOAD4PD(p, step) _mm512_castsi512_pd(load4(p, step))
 
 static void block_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   for (int g = 0; g < 4; g++) { /* columns 4g .. 4g + 3; lane k holds rows 4k .. 4k + 3 */
     const char *c = s + 16 * g;
-    __m512 t0 = load4ps(c, 4 * sy), t1 = load4ps(c + sy, 4 * sy);
-    __m512 t2 = load4ps(c + 2 * sy, 4 * sy), t3 = load4ps(c + 3 * sy, 4 * sy);
-    __m512 a0 = _mm512_unpacklo_ps(t0, t1), a1 = _mm512_unpackhi_ps(t0, t1);
-    __m512 a2 = _mm512_unpacklo_ps(t2, t3), a3 = _mm512_unpackhi_ps(t2, t3);
-    char *o = d + 4 * g * dx;
-    _mm512_storeu_ps(o, _mm512_shuffle_ps(a0, a2, 0x44));
-    _mm512_storeu_ps(o + dx, _mm512_shuffle_ps(a0, a2, 0xEE));
-    _mm512_storeu_ps(o + 2 * dx, _mm512_shuffle_ps(a1, a3, 0x44));
-    _mm512_storeu_ps(o + 3 * dx, _mm512_shuffle_ps(a1, a3, 0xEE));
+    __m512 t0 = LOAD4PS(c, 4 * sy), t1 = LOAD4PS(c + sy, 4 * sy);
+    __m512 t2 = LOAD4PS(c + 2 * sy, 4 * sy), t3 = LOAD4PS(c + 3 * sy, 4 * sy);
+    VL__LANE_TRANSPOSE4_PS(512, t0, t1, t2, t3, d + 4 * g * dx, dx);
   }
 }
 
 static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   for (int g = 0; g < 4; g++) { /* columns 2g, 2g + 1; lane k holds rows 2k, 2k + 1 */
     const char *c = s + 16 * g;
-    __m512d t0 = load4pd(c, 2 * sy), t1 = load4pd(c + sy, 2 * sy);
+    __m512d t0 = LOAD4PD(c, 2 * sy), t1 = LOAD4PD(c + sy, 2 * sy);
     _mm512_storeu_pd(d + 2 * g * dx, _mm512_unpacklo_pd(t0, t1));
     _mm512_storeu_pd(d + (2 * g + 1) * dx, _mm512_unpackhi_pd(t0, t1));
   }
 }
 
-#define VL__AVX512_TILE(sfx, K, E, ROW)                                                            \
-  static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,             \
-                         ptrdiff_t sy) {                                                           \
-    VL__TILE_BODY(K, E, block_##sfx, vl__copy_tiles_portable[ROW], d, s, nx, ny, dx, sy);          \
+/* Every block writes 64 bytes of each destination row (VL__TILE_BODY_RECT); the rows after the
+ * last whole stripe, the rows before the first line boundary and planes thinner than a block
+ * take the AVX2 level's smaller blocks. */
+static void tile_u8(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
+  VL__TILE_BODY_RECT(16, 64, 16, 1, block_u8, vl__copy_kernels_avx2.tile[0], d, s, nx, ny, dx, sy);
+}
+
+static void tile_u16(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
+  VL__TILE_BODY_RECT(8, 32, 8, 2, block_u16, vl__copy_kernels_avx2.tile[1], d, s, nx, ny, dx, sy);
+}
+
+static void tile_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
+  VL__TILE_BODY_RECT(16, 16, 8, 4, block_u32, vl__copy_kernels_avx2.tile[2], d, s, nx, ny, dx, sy);
+}
+
+static void tile_u64(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
+  VL__TILE_BODY_RECT(8, 8, 4, 8, block_u64, vl__copy_kernels_avx2.tile[3], d, s, nx, ny, dx, sy);
+}
+
+/* ---- narrow planes: 3 channels of bytes ------------------------------------------------------ */
+
+/* Deinterleave of 3 byte channels (NHWC -> NCHW images), four 48-byte groups (64 pixels) at a
+ * time: vector v of group g is loaded into lane g of register v (load4 with a 48-byte step), so
+ * the in-lane shuffles of the SSSE3 kernel (exec/copy_shuffle.h) run on four groups at once and
+ * channel k's 64 bytes leave in one store. The pixels after the last four groups go to the
+ * SSSE3 kernel. */
+#define MASK(C, E, k, v) _mm512_broadcast_i32x4(_mm_setr_epi8(VL__MASK16(VL__SPLIT_AT, C, E, k, v)))
+
+static void split3_u8(char *d, const char *s, int64_t n, ptrdiff_t dx) {
+  const __m512i m[3][3] = {{MASK(3, 1, 0, 0), MASK(3, 1, 0, 1), MASK(3, 1, 0, 2)},
+                           {MASK(3, 1, 1, 0), MASK(3, 1, 1, 1), MASK(3, 1, 1, 2)},
+                           {MASK(3, 1, 2, 0), MASK(3, 1, 2, 1), MASK(3, 1, 2, 2)}};
+  /* the pixels up to the first 64-byte boundary of channel 0 go to the SSSE3 kernel, so the
+   * stores below do not split lines (none of the three when dx is a multiple of 64) */
+  int64_t y = (int64_t)((64 - (uintptr_t)d % 64) % 64);
+  if (y > n) y = n;
+  if (y > 0) vl__copy_kernels_ssse3.split[0][1](d, s, y, dx);
+  for (s += 3 * y; y + 64 <= n; y += 64, s += 192) {
+    __m512i in[3];
+    for (int v = 0; v < 3; v++) in[v] = load4(s + 16 * v, 48);
+    for (int k = 0; k < 3; k++) {
+      __m512i o = _mm512_ternarylogic_epi32(_mm512_shuffle_epi8(in[0], m[k][0]),
+                                            _mm512_shuffle_epi8(in[1], m[k][1]),
+                                            _mm512_shuffle_epi8(in[2], m[k][2]), 0xFE);
+      _mm512_storeu_si512((void *)(d + k * dx + y), o);
+    }
   }
+  if (y < n) vl__copy_kernels_ssse3.split[0][1](d + y, s, n - y, dx);
+}
 
-VL__AVX512_TILE(u32, 16, 4, 2)
-VL__AVX512_TILE(u64, 8, 8, 3)
+/* Interleave of 3 byte channels (NCHW -> NHWC images), 64 pixels at a time: each channel's 64
+ * bytes are one load (lane g: pixels 16g .. 16g + 15), the in-lane shuffles of the SSSE3 kernel
+ * give output vector v of each group g in lane g of register o[v], and two lane permutes per
+ * output register gather the 192 interleaved bytes in order. The first pixels, up to where the
+ * output reaches a line boundary (3 x + d = 0 mod 64; 43 is 3's inverse mod 64), and the
+ * pixels after the last whole 64 go to the SSSE3 kernel. */
+#define MMASK(C, E, k, v)                                                                          \
+  _mm512_broadcast_i32x4(_mm_setr_epi8(VL__MASK16(VL__MERGE_AT, C, E, k, v)))
 
-/* Tiles one block high and 1 KiB wide: each step reads K source rows of 1 KiB and writes
+static void merge3_u8(char *d, const char *s, int64_t n, ptrdiff_t sy) {
+  const __m512i m[3][3] = {{MMASK(3, 1, 0, 0), MMASK(3, 1, 0, 1), MMASK(3, 1, 0, 2)},
+                           {MMASK(3, 1, 1, 0), MMASK(3, 1, 1, 1), MMASK(3, 1, 1, 2)},
+                           {MMASK(3, 1, 2, 0), MMASK(3, 1, 2, 1), MMASK(3, 1, 2, 2)}};
+  /* output chunk c (16 bytes) of a step is vector c % 3 of group c / 3: out0 = o0.g0 o1.g0
+   * o2.g0 o0.g1, out1 = o1.g1 o2.g1 o0.g2 o1.g2, out2 = o2.g2 o0.g3 o1.g3 o2.g3; each is two
+   * permutes of 64-bit words (indices 8..15 name the second operand's words) */
+  const __m512i a0 = _mm512_setr_epi64(0, 1, 8, 9, 0, 0, 2, 3),
+                b0 = _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 6, 7),
+                a1 = _mm512_setr_epi64(2, 3, 0, 0, 12, 13, 4, 5),
+                b1 = _mm512_setr_epi64(0, 1, 10, 11, 4, 5, 6, 7),
+                a2 = _mm512_setr_epi64(4, 5, 14, 15, 0, 0, 6, 7),
+                b2 = _mm512_setr_epi64(0, 1, 2, 3, 14, 15, 6, 7);
+  int64_t x = (int64_t)(((64 - (uintptr_t)d % 64) % 64) * 43 % 64);
+  if (x > n) x = n;
+  if (x > 0) vl__copy_kernels_ssse3.merge[0][1](d, s, x, sy);
+  for (d += 3 * x; x + 64 <= n; x += 64, d += 192) {
+    __m512i in[3], o[3];
+    for (int k = 0; k < 3; k++) in[k] = _mm512_loadu_si512((const void *)(s + k * sy + x));
+    for (int v = 0; v < 3; v++)
+      o[v] = _mm512_ternarylogic_epi32(_mm512_shuffle_epi8(in[0], m[0][v]),
+                                       _mm512_shuffle_epi8(in[1], m[1][v]),
+                                       _mm512_shuffle_epi8(in[2], m[2][v]), 0xFE);
+    __m512i t0 = _mm512_permutex2var_epi64(o[0], a0, o[1]);
+    __m512i t1 = _mm512_permutex2var_epi64(o[1], a1, o[0]);
+    __m512i t2 = _mm512_permutex2var_epi64(o[2], a2, o[0]);
+    _mm512_storeu_si512((void *)d, _mm512_permutex2var_epi64(t0, b0, o[2]));
+    _mm512_storeu_si512((void *)(d + 64), _mm512_permutex2var_epi64(t1, b1, o[2]));
+    _mm512_storeu_si512((void *)(d + 128), _mm512_permutex2var_epi64(t2, b2, o[1]));
+  }
+  if (x < n) vl__copy_kernels_ssse3.merge[0][1](d, s + x, n - x, sy);
+}
+
+/* Tile shapes (source rows x bytes of each; 0: the engine's 512 rows of 128 bytes). 4- and
+ * 8-byte tiles one block high and 1 KiB wide: each step reads K source rows of 1 KiB and writes
  * 1024 / E destination rows K elements at a time; 0.55x against 0.40x memcpy (4 bytes,
  * 768 x 196, cache-resident) and 0.50x against 0.33x (8 bytes, 384 x 196) with the engine's
- * default 512 rows of 128 bytes. Larger copies are unchanged. */
-const vl__copy_kernels vl__copy_kernels_avx512 = {.tile = {NULL, NULL, tile_u32, tile_u64},
+ * default shape. 1- and 2-byte tiles keep the default 512 rows but are 512 and 1024 bytes wide
+ * (each stripe of 64 or 32 rows is walked along 512 elements of x before the next; 128 bytes
+ * measured 0.32x and 0.36x memcpy on 768 x 196, 512 / 1024 bytes 0.38x and 0.41-0.44x).
+ * Larger copies are unchanged. */
+const vl__copy_kernels vl__copy_kernels_avx512 = {.tile = {tile_u8, tile_u16, tile_u32, tile_u64},
                                                   .tile_rows = {0, 0, 16, 8},
-                                                  .tile_bytes = {0, 0, 1024, 1024}};
+                                                  .tile_bytes = {512, 1024, 1024, 1024},
+                                                  .split = {{NULL, split3_u8, NULL}},
+                                                  .merge = {{NULL, merge3_u8, NULL}}};
 #elif defined(__x86_64__)
 const vl__copy_kernels vl__copy_kernels_avx512 = {.tile = {NULL}};
 #else

@@ -55,6 +55,58 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
     }                                                                                              \
   } while (0)
 
+/* The body of a tile kernel over KX x KY blocks that write KY elements (64 bytes) of each of KX
+ * destination rows: stripes of KY source rows, each walked along x in blocks, the last block of
+ * a stripe moved back to end at the plane's x edge. When every destination row starts at the
+ * same offset within a 64-byte line (dx a multiple of 64), the stripes start at the first line
+ * boundary, so no block's store splits a line; the rows before it (at least RK, moved back
+ * over rows the stripes rewrite with the same values) and the rows after the last whole stripe
+ * go to rest, whose blocks are smaller. A plane thinner than a block goes to rest whole. */
+#define VL__TILE_BODY_RECT(KX, KY, RK, E, block, rest, d, s, nx, ny, dx, sy)                       \
+  do {                                                                                             \
+    if ((nx) < (KX) || (ny) < (KY)) {                                                              \
+      rest(d, s, nx, ny, dx, sy);                                                                  \
+      break;                                                                                       \
+    }                                                                                              \
+    int64_t y_ = 0, lead_ = (int64_t)((64 - (uintptr_t)(d) % 64) % 64);                            \
+    if ((dx) % 64 == 0 && lead_ % (E) == 0 && lead_ / (E) + (KY) <= (ny)) {                        \
+      y_ = lead_ / (E);                                                                            \
+      if (y_ > 0) rest(d, s, nx, y_ < (RK) ? (RK) : y_, dx, sy);                                   \
+    }                                                                                              \
+    for (; y_ + (KY) <= (ny); y_ += (KY)) {                                                        \
+      for (int64_t x_ = 0;; x_ += (KX)) {                                                          \
+        if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                    \
+        block((d) + x_ * (dx) + y_ * (E), (s) + x_ * (E) + y_ * (sy), dx, sy);                     \
+        if (x_ == (nx) - (KX)) break;                                                              \
+      }                                                                                            \
+    }                                                                                              \
+    if (y_ < (ny)) {                                                                               \
+      if ((ny)-y_ < (RK)) y_ = (ny) - (RK);                                                        \
+      rest((d) + y_ * (E), (s) + y_ * (sy), nx, (ny)-y_, dx, sy);                                  \
+    }                                                                                              \
+  } while (0)
+
+/* A level's tile kernel tile_<sfx> over its K x K block block_<sfx> (VL__TILE_BODY); a plane
+ * thinner than K goes to the portable tile of table row ROW (element size E = 1 << ROW). */
+#define VL__LEVEL_TILE(sfx, K, E, ROW)                                                             \
+  static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,             \
+                         ptrdiff_t sy) {                                                           \
+    VL__TILE_BODY(K, E, block_##sfx, vl__copy_tiles_portable[ROW], d, s, nx, ny, dx, sy);          \
+  }
+
+/* The 4 x 4 transpose of 32-bit words within each 128-bit lane of the registers t0..t3 (one
+ * source row each), stored as four destination rows dx bytes apart from o: the step both the
+ * AVX2 (W = 256) and the AVX-512 (W = 512) float blocks end in, in their intrinsics' names. */
+#define VL__LANE_TRANSPOSE4_PS(W, t0, t1, t2, t3, o, dx)                                           \
+  do {                                                                                             \
+    __m##W a0_ = _mm##W##_unpacklo_ps(t0, t1), a1_ = _mm##W##_unpackhi_ps(t0, t1);                 \
+    __m##W a2_ = _mm##W##_unpacklo_ps(t2, t3), a3_ = _mm##W##_unpackhi_ps(t2, t3);                 \
+    _mm##W##_storeu_ps((float *)(void *)(o), _mm##W##_shuffle_ps(a0_, a2_, 0x44));                 \
+    _mm##W##_storeu_ps((float *)(void *)((o) + (dx)), _mm##W##_shuffle_ps(a0_, a2_, 0xEE));        \
+    _mm##W##_storeu_ps((float *)(void *)((o) + 2 * (dx)), _mm##W##_shuffle_ps(a1_, a3_, 0x44));    \
+    _mm##W##_storeu_ps((float *)(void *)((o) + 3 * (dx)), _mm##W##_shuffle_ps(a1_, a3_, 0xEE));    \
+  } while (0)
+
 /* Defined only on x86-64 (each is all NULL where its file was built without its flags). */
 extern const vl__copy_kernels vl__copy_kernels_ssse3;
 extern const vl__copy_kernels vl__copy_kernels_avx2;
