@@ -36,10 +36,22 @@ static const struct {
      "shown when stderr is a terminal. The exit code is the worst of the inputs'.\n"},
     {"explain",
      "usage: viewlowerctl explain GRAPH [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
-     "Lowers GRAPH and prints the decisions as a table for people: node, base, decision,\n"
-     "reasons, then the message on its own lines; the totals; the nodes removed as dead.\n"
-     "The table fits the terminal's width (80 columns when stdout is not a terminal, or\n"
-     "$COLUMNS when set). Flags as for lower.\n"},
+     "                            [--format text|json|dot]\n"
+     "                            [--only replaced|kept|merged|removed|relaid]\n"
+     "Lowers GRAPH and prints its decisions.\n"
+     "  --format text  (default) a table for people: node, base, decision, reasons, then the\n"
+     "                 message on its own lines; the relaid parameters; the totals; the\n"
+     "                 memory plan when the report has one; the nodes removed as dead. It fits\n"
+     "                 the terminal's width (80 columns when stdout is not a terminal, or\n"
+     "                 $COLUMNS when set)\n"
+     "  --format json  one JSON object {\"graph\", \"nodes\", \"edges\", \"report\"}: every node\n"
+     "                 of GRAPH with its decision and bytes, data, alias and strided-read\n"
+     "                 edges (format.md, \"explain\")\n"
+     "  --format dot   the same as a Graphviz graph, nodes coloured by decision: render it\n"
+     "                 with dot -Tsvg (Debian package graphviz)\n"
+     "  --only D       only the decisions D (replaced, kept, merged, removed or relaid); json\n"
+     "                 and dot keep their neighbours as context, text drops the totals\n"
+     "Lower flags as for lower.\n"},
     {"verify",
      "usage: viewlowerctl verify GRAPH [--inputs FILE] [--seed N] [--keep-view-copy]\n"
      "                           [--no-fold] [--policy safe|legacy]\n"

@@ -54,6 +54,9 @@ typedef struct {
   const char *plan_alignment;
   bool keep_view_copy, no_fold, no_param_layouts, plan;
   vl__ctl_format fmt;
+  const char *explain_format, *explain_only;
+  vl__explain_format xfmt;
+  vl__explain_only only;
   /* flag values, checked before any file is read */
   uint64_t seed_value;
   int64_t size_v[MAX_LIST], order_v[MAX_LIST];
@@ -66,7 +69,8 @@ static void usage(FILE *f) {
         "       viewlowerctl COMMAND --help | --help | --version\n"
         "  validate GRAPH\n"
         "  lower GRAPH... [-o OUT] [LOWER OPTIONS]\n"
-        "  explain GRAPH [LOWER OPTIONS]\n"
+        "  explain GRAPH [LOWER OPTIONS] [--format text|json|dot]\n"
+        "                [--only replaced|kept|merged|removed|relaid]\n"
         "  verify GRAPH [--inputs FILE] [--seed N] [LOWER OPTIONS]\n"
         "    (LOWER OPTIONS: --keep-view-copy --no-fold --no-param-layouts --plan\n"
         "     --plan-alignment N --policy safe|legacy)\n"
@@ -416,9 +420,10 @@ static int cmd_explain(ctl *c) {
   if (params == NULL) return report(c->positional[0], &err);
   vl_status st = call(c, "lower", params, NULL, &result, NULL, &err);
   char missing[VL_ERROR_PATH_MAX];
+  vl__explain_opts opts = {c->xfmt, c->only, output_width()};
   bool ok = st == VL_OK &&
             vl__ctl_print_explain(stdout, cJSON_GetObjectItemCaseSensitive(params, "graph"),
-                                  result, output_width(), missing, sizeof missing);
+                                  result, &opts, missing, sizeof missing);
   cJSON_Delete(params);
   cJSON_Delete(result);
   if (st != VL_OK) return report(c->positional[0], &err);
@@ -851,6 +856,8 @@ enum {
   OPT_NOPARAMS = 1 << 10,
   OPT_PLAN = 1 << 11,
   OPT_PLAN_ALIGN = 1 << 12,
+  OPT_EXPLAIN_FORMAT = 1 << 13,
+  OPT_ONLY = 1 << 14,
   /* the lowering options of lower, explain and verify */
   OPT_LOWER = OPT_KEEP | OPT_NOFOLD | OPT_POLICY | OPT_NOPARAMS | OPT_PLAN | OPT_PLAN_ALIGN
 };
@@ -863,7 +870,7 @@ static const struct command {
 } commands[] = {
     {"validate", cmd_validate, 1, 1, 0, 0},
     {"lower", cmd_lower, 1, MAX_POSITIONAL, OPT_OUT | OPT_LOWER, 0},
-    {"explain", cmd_explain, 1, 1, OPT_LOWER, 0},
+    {"explain", cmd_explain, 1, 1, OPT_LOWER | OPT_EXPLAIN_FORMAT | OPT_ONLY, 0},
     {"verify", cmd_verify, 1, 1, OPT_INPUTS | OPT_SEED | OPT_LOWER, 0},
     {"run", cmd_run, 1, 1, OPT_INPUTS | OPT_OUT | OPT_ENCODING, OPT_INPUTS},
     {"view-copy", cmd_view_copy, 1, 1, OPT_SIZE | OPT_ORDER | OPT_OUT | OPT_ENCODING, OPT_SIZE},
@@ -909,6 +916,14 @@ static bool check_format(ctl *c, const char *v) {
   return vl__ctl_format_from_name(v, &c->fmt);
 }
 
+static bool check_explain_format(ctl *c, const char *v) {
+  return vl__ctl_explain_format_from_name(v, &c->xfmt);
+}
+
+static bool check_only(ctl *c, const char *v) {
+  return vl__ctl_explain_only_from_name(v, &c->only);
+}
+
 static bool check_size(ctl *c, const char *v) {
   return parse_list(v, c->size_v, &c->rank);
 }
@@ -946,6 +961,10 @@ static const struct option_row {
      "not a comma list of integers", false},
     {"--format", OPT_FORMAT, offsetof(ctl, format), check_format,
      "use json, openmetrics or prometheus", false},
+    {"--format", OPT_EXPLAIN_FORMAT, offsetof(ctl, explain_format), check_explain_format,
+     "use text, json or dot", false},
+    {"--only", OPT_ONLY, offsetof(ctl, explain_only), check_only,
+     "use replaced, kept, merged, removed or relaid", false},
     {"--plan-alignment", OPT_PLAN_ALIGN, offsetof(ctl, plan_alignment), check_alignment,
      "not a power of two from 1 to 1073741824", false},
     {"--keep-view-copy", OPT_KEEP, offsetof(ctl, keep_view_copy), NULL, NULL, true},
