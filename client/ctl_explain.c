@@ -722,6 +722,12 @@ static void select_nodes(model *m, vl__explain_only only) {
 
 static const char *const edge_kinds[] = {"data", "alias", "reads"};
 
+/* An edge is shown when both its ends are and one of them was selected (not only context). */
+static bool edge_shown(const model *m, const gedge *e) {
+  int a = m->v[e->from].show, b = m->v[e->to].show;
+  return a != 0 && b != 0 && (a == 1 || b == 1);
+}
+
 static bool add_copy(cJSON *o, const char *key, const cJSON *v) {
   if (v == NULL) return true;
   cJSON *c = cJSON_Duplicate(v, true);
@@ -776,7 +782,7 @@ static bool print_json(FILE *out, const model *m, const cJSON *report) {
   }
   for (size_t k = 0; ok && k < m->ne; k++) {
     const gedge *e = &m->e[k];
-    if (m->v[e->from].show == 0 || m->v[e->to].show == 0) continue;
+    if (!edge_shown(m, e)) continue;
     cJSON *ej = cJSON_CreateObject();
     ok = ej != NULL && cJSON_AddStringToObject(ej, "from", m->v[e->from].name) &&
          cJSON_AddStringToObject(ej, "to", m->v[e->to].name) &&
@@ -848,13 +854,13 @@ static void dot_reasons(FILE *out, const cJSON *dec) {
   }
 }
 
-static void dot_node(FILE *out, const gnode *g) {
+/* Nodes are named n<index> in the dot text: a node name may end in a backslash, which no dot
+ * ID can hold (in a quoted ID only \" is an escape); the name is in the label. */
+static void dot_node(FILE *out, const gnode *g, size_t index) {
   int st = style_of(g->decision);
   bool placeholder = g->op && strcmp(g->op, "placeholder") == 0;
   bool output = g->op && strcmp(g->op, "output") == 0;
-  fputs("  \"", out);
-  dot_text(out, g->name);
-  fputs("\" [label=\"", out);
+  fprintf(out, "  n%zu [label=\"", index);
   dot_text(out, g->name);
   if (g->target != NULL) {
     fputs("\\n", out);
@@ -918,17 +924,13 @@ static bool print_dot(FILE *out, const model *m, const totals *t, const plan_fig
   bool used[sizeof styles / sizeof *styles] = {false};
   for (size_t i = 0; i < m->n; i++) {
     if (m->v[i].show == 0) continue;
-    dot_node(out, &m->v[i]);
+    dot_node(out, &m->v[i], i);
     if (style_of(m->v[i].decision) >= 0) used[style_of(m->v[i].decision)] = true;
   }
   for (size_t k = 0; k < m->ne; k++) {
     const gedge *e = &m->e[k];
-    if (m->v[e->from].show == 0 || m->v[e->to].show == 0) continue;
-    fputs("  \"", out);
-    dot_text(out, m->v[e->from].name);
-    fputs("\" -> \"", out);
-    dot_text(out, m->v[e->to].name);
-    fputs("\"", out);
+    if (!edge_shown(m, e)) continue;
+    fprintf(out, "  n%zu -> n%zu", e->from, e->to);
     if (e->kind != EDGE_DATA) {
       fprintf(out, " [style=%s, color=\"%s\", constraint=false, label=\"%s",
               e->kind == EDGE_ALIAS ? "dashed" : "dotted",
@@ -948,7 +950,7 @@ static bool print_dot(FILE *out, const model *m, const totals *t, const plan_fig
           out);
     for (size_t k = 0; k < sizeof styles / sizeof *styles; k++) {
       if (!used[k]) continue;
-      fprintf(out, "    \"legend %s\" [label=\"%s\", fillcolor=\"%s\"%s];\n", styles[k].decision,
+      fprintf(out, "    legend_%s [label=\"%s\", fillcolor=\"%s\"%s];\n", styles[k].decision,
               styles[k].legend, styles[k].fill,
               strcmp(styles[k].decision, "removed") == 0 ? ", style=\"rounded,filled,dashed\"" : "");
     }

@@ -241,8 +241,11 @@ def statements(text):
 def check_doc(daemons, path, failures, seen_errors):
     md = open(path, encoding="utf-8").read()
     name = os.path.basename(path)
-    graphs, lowered = {}, {}
+    lowered = {}
     n_examples = 0
+    # graphs by name, from the whole page: a block may name a graph shown after it
+    graphs = {attrs_of(m.group(3)).get("name", ""): json.loads(m.group(4))
+              for m in FENCE.finditer(md) if m.group(2) == "graph"}
     for heading, text in sections(md):
         pending = None  # the request block awaiting its response
         answered_codes = set()
@@ -260,6 +263,9 @@ def check_doc(daemons, path, failures, seen_errors):
                         continue
                     ra, rbody, rwhere = pending
                     pending = None
+                    if ra.get("as") == "nobody" and os.geteuid() != 0:
+                        print(f"SKIP {rwhere}: another uid needs root")
+                        continue
                     n_examples += 1
                     doc = json.loads(body)
                     got, got_payload, closed = run_request(daemons, ra, rbody)
@@ -290,7 +296,6 @@ def check_doc(daemons, path, failures, seen_errors):
                     r = rpc(daemons, "validate", {"graph": g})
                     if "result" not in r:
                         failures.append(f"{where}: validate refuses the graph: {r.get('error')}")
-                    graphs[a.get("name", "")] = g
                 elif role in ("report", "lowered-node"):
                     n_examples += 1
                     gname = a.get("graph", "")
@@ -367,7 +372,7 @@ def main():
         failures.append(f"error table: {code} {kind} has no example")
     for code, kind in sorted(seen - table):
         failures.append(f"an example answers {code} {kind}, which the error table does not list")
-    for code, kind in sorted(UNPROVOKABLE - table):
+    for code, kind in sorted(UNPROVOKABLE - table if table else set()):
         failures.append(f"the test exempts {code} {kind}, which the error table does not list")
     for f in failures:
         print("FAIL", f)

@@ -1,8 +1,11 @@
 """vlwire.py - the viewlowerd frame protocol over a Unix socket, standard library only
 (docs/protocol.md, "Frames"): one request per connection, the raw response back."""
 import json
+import sys
 import socket
 import struct
+
+sys.setrecursionlimit(20000)  # responses may nest 1000 levels (protocol.md)
 
 
 def frame(body: bytes, payload: bytes = b"", magic: bytes = b"VLW1") -> bytes:
