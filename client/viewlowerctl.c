@@ -122,6 +122,15 @@ static int exit_code(vl_status s) {
   }
 }
 
+/* What to do about a refusal: the socket's mode kept us out (EACCES on connect) or the daemon
+ * did not admit our credentials (-32006). Both are fixed by the group the units admit. */
+static const char *access_hint(const vl_error *err) {
+  bool eacces = err->code == VL_ERR_IO && strstr(err->message, strerror(EACCES)) != NULL;
+  if (err->code != VL_ERR_NOT_PERMITTED && !eacces) return "";
+  return " (join the group viewlower: sudo usermod -aG viewlower $USER, then log in again; "
+         "see /usr/share/doc/viewlower/deployment.md)";
+}
+
 /* Prints the one error line. A params pointer is made relative to the file it came from; one
  * under a flag's key (/out_dim_order/2) names the flag, with the rest of the pointer (/2). */
 static int report(const char *file, const vl_error *err) {
@@ -150,8 +159,9 @@ static int report(const char *file, const vl_error *err) {
       path = err->path + n;
     }
   }
-  fprintf(stderr, "viewlowerctl: %s%s%s%s%s\n", where ? where : "", where ? ": " : "", path,
-          path[0] ? ": " : "", err->message[0] ? err->message : vl_status_text(err->code));
+  fprintf(stderr, "viewlowerctl: %s%s%s%s%s%s\n", where ? where : "", where ? ": " : "", path,
+          path[0] ? ": " : "", err->message[0] ? err->message : vl_status_text(err->code),
+          access_hint(err));
   return exit_code(err->code);
 }
 
