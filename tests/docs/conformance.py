@@ -24,7 +24,9 @@ any value and a member "…": "…" for any further members. Besides the example
 of an error code (a paragraph, list item or table row naming −32xxx) must have an example
 answering that code in the same section, and every row of protocol.md's error table (code,
 kinds) an example per kind; the exceptions (kinds no request can provoke on demand) are listed
-below with the reason. Exit 0 when all hold, 1 with one line per failure.
+below with the reason. Last, the docs are self-contained: README.md, docs/*.md and the man
+pages name no file outside the repository (no SPEC sections), and their links resolve.
+Exit 0 when all hold, 1 with one line per failure.
 """
 import json
 import os
@@ -351,6 +353,31 @@ def error_table(md):
     return rows
 
 
+def self_contained(doc_paths, failures):
+    """The docs name no file outside the repository: no SPEC sections, no absolute paths into
+    a checkout, and every relative link and `docs/….md` mention resolves in the tree."""
+    docs_dir = os.path.dirname(os.path.abspath(doc_paths[0]))
+    root = os.path.dirname(docs_dir)
+    pages = sorted(os.path.join(docs_dir, f) for f in os.listdir(docs_dir) if f.endswith(".md"))
+    pages += [os.path.join(root, "README.md")]
+    pages += [os.path.join(root, "man", f) for f in ("viewlowerctl.1", "viewlowerd.8")]
+    for page in pages:
+        text = open(page, encoding="utf-8").read()
+        rel = os.path.relpath(page, root)
+        for m in re.finditer(r"SPEC ?§|SPEC\.md|/work/", text):
+            line = text[: m.start()].count("\n") + 1
+            failures.append(f"{rel}:{line}: names a file outside the repository ({m.group(0)})")
+        for m in re.finditer(r"\]\(([^)#\s]+)", text):
+            target = m.group(1)
+            if re.match(r"[a-z]+:", target):
+                continue
+            if not os.path.exists(os.path.join(os.path.dirname(page), target)):
+                failures.append(f"{rel}: link to {target}, which is not in the tree")
+        for m in re.finditer(r"(?<![\w/.])(docs/[\w.-]+\.md)", text):
+            if not os.path.exists(os.path.join(root, m.group(1))):
+                failures.append(f"{rel}: names {m.group(1)}, which is not in the tree")
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__.split("\n")[1], file=sys.stderr)
@@ -368,6 +395,7 @@ def main():
             table |= error_table(md) if path.endswith("protocol.md") else set()
     finally:
         daemons.stop()
+    self_contained(sys.argv[2:], failures)
     for code, kind in sorted(table - seen - UNPROVOKABLE):
         failures.append(f"error table: {code} {kind} has no example")
     for code, kind in sorted(seen - table):

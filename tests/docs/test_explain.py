@@ -112,6 +112,13 @@ def test_examples(sock):
         graph = json.load(open(os.path.join(EX, name + ".json")))
         for node in graph["nodes"]:
             check(node["name"] in titles, f"{name}: node {node['name']} not in the SVG")
+        # the pictures of docs/pictures (README) are this output, rendered
+        pic = os.path.join(os.path.dirname(EX), "..", "docs", "pictures", name)
+        check(open(pic + ".dot").read() == out, f"docs/pictures/{name}.dot is stale: "
+              f"viewlowerctl --local explain examples/graphs/{name}.json --format dot")
+        svg_texts = [t.text for t in ET.parse(pic + ".svg").getroot().iter(
+            "{http://www.w3.org/2000/svg}text")]
+        check(svg_texts == titles, f"docs/pictures/{name}.svg is not the rendering of its .dot")
     rc, out, _ = both(sock, "explain", os.path.join(EX, "channel_shuffle.json"), "--format", "dot")
     check('  n3 [label="swapped\\ntranspose_copy\\nkept: reorders\\ncopies 128 B", '
           'fillcolor="#ffcdd2"];' in out, "swapped's dot line")
