@@ -142,6 +142,29 @@ def test_examples(sock):
         check(rc == 64 and msg in err and out == "", f"{args}: {rc} {err}")
 
 
+def test_traced_graph(sock):
+    """Swin-T as traced (tests/data): the JSON's decisions agree with the report's counters,
+    every merged copy has its strided read, every replaced node its alias edge."""
+    path = os.path.join(os.path.dirname(EX), "..", "tests", "data", "swin_t_edge.json")
+    rc, out, err = both(sock, "explain", path, "--format", "json")
+    doc = json.loads(out)
+    r = doc["report"]
+    count = {}
+    for n in doc["nodes"]:
+        count[n.get("decision")] = count.get(n.get("decision"), 0) + 1
+    check((count.get("replaced"), count.get("kept"), count.get("merged"), count.get("removed")) ==
+          (r["replaced"], r["kept"], r["merged"], r["removed_dead"]) == (319, 142, 12, 199),
+          f"swin_t decisions {count} against the report {r}")
+    reads = {e["from"] for e in doc["edges"] if e["kind"] == "reads"}
+    aliases = {e["from"] for e in doc["edges"] if e["kind"] == "alias"}
+    merged = {n["name"] for n in doc["nodes"] if n.get("decision") == "merged"}
+    replaced = {n["name"] for n in doc["nodes"] if n.get("decision") == "replaced"}
+    check(reads == merged, f"strided reads {sorted(reads ^ merged)[:5]}")
+    check(replaced <= aliases, f"replaced without an alias edge {sorted(replaced - aliases)[:5]}")
+    rc, out, err = both(sock, "explain", path, "--format", "dot")
+    render(out, "swin_t")
+
+
 def test_odd_names(sock, tmp):
     """Quotes, backslashes and control characters in names: dot still parses."""
     g = {"format": "viewlower.graph", "version": 1, "name": 'we"ird\\', "nodes": [
@@ -280,6 +303,7 @@ def main():
             time.sleep(0.1)
         test_examples(sock)
         test_odd_names(sock, tmp)
+        test_traced_graph(sock)
         test_relaid_and_plan(tmp)
     finally:
         d.terminate()
