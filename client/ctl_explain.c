@@ -301,6 +301,11 @@ static void print_dead(printer *p, const cJSON *input, const cJSON *lowered) {
 
 /* ---- relaid parameters and the memory plan (optional report keys) ---- */
 
+static const char *str_member(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
 enum { DIMS_MAX = 16 * 4 + 3 };
 
 typedef struct {
@@ -353,6 +358,33 @@ static bool read_relaid(checker *ck, const cJSON *report, relaid_row **rows, siz
     r->nbytes = nb->valuedouble;
     r->aliased = al->valuedouble;
     i++;
+  }
+  *n = i;
+  return true;
+}
+
+/* report.params_not_relaid: each entry's node and message (its reasons are checked too). */
+static bool read_not_relaid(checker *ck, const cJSON *report, const char ***messages, size_t *n) {
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(report, "params_not_relaid"), *e, *r;
+  *messages = NULL;
+  *n = 0;
+  if (list == NULL) return true;
+  if (!cJSON_IsArray(list)) return missing(ck, SIZE_MAX, "params_not_relaid", "an array");
+  size_t cap = (size_t)cJSON_GetArraySize(list), i = 0;
+  *messages = calloc(cap ? cap : 1, sizeof **messages);
+  if (*messages == NULL) return missing(ck, SIZE_MAX, "params_not_relaid", "out of memory");
+  cJSON_ArrayForEach(e, list) {
+    const cJSON *reasons = cJSON_GetObjectItemCaseSensitive(e, "reasons");
+    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "node"))) {
+      return missing_in(ck, "params_not_relaid", i, "node", "a string");
+    }
+    if (!cJSON_IsArray(reasons)) return missing_in(ck, "params_not_relaid", i, "reasons", "an array");
+    cJSON_ArrayForEach(r, reasons) {
+      if (!cJSON_IsString(r)) return missing_in(ck, "params_not_relaid", i, "reasons", "strings");
+    }
+    const char *msg = str_member(e, "message");
+    if (msg == NULL) return missing_in(ck, "params_not_relaid", i, "message", "a string");
+    (*messages)[i++] = msg;
   }
   *n = i;
   return true;
@@ -420,7 +452,7 @@ static void print_plan(printer *p, const plan_figures *pl) {
 typedef struct {
   double view_copy_nodes, replaced, kept, removed_dead, normalized, bytes_saved;
   double layout_copy_nodes, merged, bytes_copied, params_relaid;
-  bool fold_keys, relaid_key;
+  bool fold_keys;
 } totals;
 
 static bool read_totals(checker *ck, const cJSON *report, totals *t) {
@@ -435,7 +467,6 @@ static bool read_totals(checker *ck, const cJSON *report, totals *t) {
             count(ck, report, "bytes_copied", false, &t->bytes_copied) &&
             count(ck, report, "params_relaid", false, &t->params_relaid);
   t->fold_keys = cJSON_GetObjectItemCaseSensitive(report, "layout_copy_nodes") != NULL;
-  t->relaid_key = cJSON_GetObjectItemCaseSensitive(report, "params_relaid") != NULL;
   return ok;
 }
 
@@ -459,7 +490,7 @@ static void print_totals(printer *p, const totals *t) {
     snprintf(line, sizeof line, "%.0f bytes saved", t->bytes_saved);
   }
   wrapped(p, 0, INDENT, line);
-  if (t->relaid_key) {
+  if (t->params_relaid > 0) {
     snprintf(line, sizeof line, "%.0f parameter%s relaid (stored in the dim order their readers want)",
              t->params_relaid, t->params_relaid == 1 ? "" : "s");
     wrapped(p, 0, INDENT, line);
@@ -468,8 +499,15 @@ static void print_totals(printer *p, const totals *t) {
 
 static const char *const only_names[] = {NULL, "replaced", "kept", "merged", "removed", "relaid"};
 
+typedef struct {
+  const relaid_row *relaid;
+  size_t relaid_n;
+  const char **not_relaid; /* the messages of params_not_relaid */
+  size_t not_relaid_n;
+} param_parts;
+
 static void print_text(printer *p, const cJSON *input_graph, const cJSON *result, row *rows,
-                       size_t rows_n, const totals *t, const relaid_row *relaid, size_t relaid_n,
+                       size_t rows_n, const totals *t, const param_parts *pp,
                        const plan_figures *pl, vl__explain_only only) {
   size_t shown = 0;
   for (size_t i = 0; i < rows_n; i++) { /* --only: the rows of that decision, in order */
@@ -484,8 +522,13 @@ static void print_text(printer *p, const cJSON *input_graph, const cJSON *result
     print_rows(p, rows, shown);
     if (all) end_line(p);
   }
-  if ((all || only == VL__EXPLAIN_RELAID) && relaid_n > 0) {
-    print_relaid(p, relaid, relaid_n);
+  if ((all || only == VL__EXPLAIN_RELAID) && pp->relaid_n > 0) {
+    print_relaid(p, pp->relaid, pp->relaid_n);
+    if (all || pp->not_relaid_n > 0) end_line(p);
+  }
+  if ((all || only == VL__EXPLAIN_RELAID) && pp->not_relaid_n > 0) {
+    wrapped(p, 0, INDENT, "parameters that keep their declared layout although a reader copies:");
+    for (size_t i = 0; i < pp->not_relaid_n; i++) wrapped(p, INDENT, 2 * INDENT, pp->not_relaid[i]);
     if (all) end_line(p);
   }
   if (all) {
@@ -501,7 +544,7 @@ static void print_text(printer *p, const cJSON *input_graph, const cJSON *result
 
 typedef struct {
   const char *name, *op, *target, *decision;
-  const cJSON *in, *low, *dec, *relaid;
+  const cJSON *in, *low, *dec, *relaid, *not_relaid;
   int64_t nbytes; /* -1: not known */
   int show;       /* 0 hidden, 1 selected, 2 context (a neighbour of a selected node) */
 } gnode;
@@ -543,11 +586,6 @@ static gnode *lookup(const model *m, const char *name) {
     }
   }
   return NULL;
-}
-
-static const char *str_member(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 /* nbytes of a spec object (dtype and shape), or -1. */
@@ -661,6 +699,10 @@ static bool build_model(model *m, const cJSON *input_graph, const cJSON *result)
       g->decision = str_member(d, "decision");
     }
   }
+  cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(report, "params_not_relaid")) {
+    gnode *g = str_member(d, "node") ? lookup(m, str_member(d, "node")) : NULL;
+    if (g != NULL) g->not_relaid = d;
+  }
   cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(report, "param_layouts")) {
     gnode *g = str_member(d, "node") ? lookup(m, str_member(d, "node")) : NULL;
     if (g != NULL) {
@@ -748,6 +790,15 @@ static cJSON *node_json(const gnode *g) {
   static const char *const relaid_keys[] = {"dim_order", "was", "aliased"};
   for (size_t k = 0; ok && g->relaid && k < sizeof relaid_keys / sizeof *relaid_keys; k++) {
     ok = add_copy(o, relaid_keys[k], cJSON_GetObjectItemCaseSensitive(g->relaid, relaid_keys[k]));
+  }
+  if (ok && g->not_relaid != NULL) {
+    cJSON *nr = cJSON_CreateObject();
+    ok = nr != NULL && cJSON_AddItemToObject(o, "not_relaid", nr);
+    if (!ok) cJSON_Delete(nr);
+    static const char *const nr_keys[] = {"reasons", "blockers", "message"};
+    for (size_t k = 0; ok && k < sizeof nr_keys / sizeof *nr_keys; k++) {
+      ok = add_copy(nr, nr_keys[k], cJSON_GetObjectItemCaseSensitive(g->not_relaid, nr_keys[k]));
+    }
   }
   if (ok) ok = add_copy(o, "alias_of", cJSON_GetObjectItemCaseSensitive(g->low, "alias_of"));
   if (ok) ok = add_copy(o, "mem_offset", cJSON_GetObjectItemCaseSensitive(g->low, "mem_offset"));
@@ -871,6 +922,10 @@ static void dot_node(FILE *out, const gnode *g, size_t index) {
     dot_text(out, g->decision);
   }
   if (g->dec != NULL) dot_reasons(out, g->dec);
+  if (g->not_relaid != NULL) {
+    fputs("\\nkeeps its layout", out);
+    dot_reasons(out, g->not_relaid);
+  }
   if (g->relaid != NULL) {
     char dims[DIMS_MAX], was[DIMS_MAX], miss[8];
     checker ck = {miss, sizeof miss};
@@ -913,7 +968,7 @@ static bool print_dot(FILE *out, const model *m, const totals *t, const plan_fig
             "%.0f bytes saved", t->view_copy_nodes, t->replaced, t->kept, t->removed_dead,
             t->bytes_saved);
   }
-  if (t->relaid_key) fprintf(out, "\\n%.0f parameters relaid", t->params_relaid);
+  if (t->params_relaid > 0) fprintf(out, "\\n%.0f parameters relaid", t->params_relaid);
   if (pl->present) {
     fprintf(out, "\\nmemory plan: arena %.0f bytes (lower bound %.0f, one buffer each %.0f)",
             pl->arena, pl->lower_bound, pl->naive);
@@ -992,21 +1047,25 @@ bool vl__ctl_print_explain(FILE *out, const cJSON *input_graph, const cJSON *res
   totals t;
   plan_figures pl;
   relaid_row *relaid = NULL;
-  size_t relaid_n = 0;
+  const char **not_relaid = NULL;
+  size_t relaid_n = 0, not_relaid_n = 0;
   if (!cJSON_IsObject(report)) {
     snprintf(missing_field, n, "/report (an object)");
     return false;
   }
   if (!cJSON_IsArray(decisions)) return missing(&ck, SIZE_MAX, "decisions", "an array");
   if (!read_totals(&ck, report, &t) || !read_plan(&ck, report, &pl) ||
-      !read_relaid(&ck, report, &relaid, &relaid_n)) {
+      !read_relaid(&ck, report, &relaid, &relaid_n) ||
+      !read_not_relaid(&ck, report, &not_relaid, &not_relaid_n)) {
     free(relaid);
+    free(not_relaid);
     return false;
   }
   size_t rows_n = (size_t)cJSON_GetArraySize(decisions), i = 0;
   row *rows = calloc(rows_n ? rows_n : 1, sizeof *rows);
   if (rows == NULL) {
     free(relaid);
+    free(not_relaid);
     snprintf(missing_field, n, "memory for the table (out of memory)");
     return false;
   }
@@ -1016,7 +1075,8 @@ bool vl__ctl_print_explain(FILE *out, const cJSON *input_graph, const cJSON *res
   }
   if (ck.missing[0] == '\0' && opts->format == VL__EXPLAIN_TEXT) {
     printer p = {out, opts->width < MIN_WIDTH ? MIN_WIDTH : opts->width, 0};
-    print_text(&p, input_graph, result, rows, rows_n, &t, relaid, relaid_n, &pl, opts->only);
+    param_parts pp = {relaid, relaid_n, not_relaid, not_relaid_n};
+    print_text(&p, input_graph, result, rows, rows_n, &t, &pp, &pl, opts->only);
   } else if (ck.missing[0] == '\0') {
     model m;
     bool ok = build_model(&m, input_graph, result);
@@ -1031,5 +1091,6 @@ bool vl__ctl_print_explain(FILE *out, const cJSON *input_graph, const cJSON *res
   }
   free(rows);
   free(relaid);
+  free(not_relaid);
   return ck.missing[0] == '\0';
 }

@@ -12,7 +12,7 @@ _viewlowerctl() {
     cword=$COMP_CWORD
   fi
   local commands="validate lower explain verify run view-copy ping stats version worker"
-  local lower_flags="--keep-view-copy --no-fold --policy"
+  local lower_flags="--keep-view-copy --no-fold --no-param-layouts --plan --plan-alignment --policy"
   local cmd="" i
   for ((i = 1; i < cword; i++)); do
     case ${words[i]} in
@@ -24,7 +24,7 @@ _viewlowerctl() {
   case $prev in
     --socket | --inputs | -o)
       COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
-    --timeout-ms | --seed | --size | --out-dim-order) COMPREPLY=(); return ;;
+    --timeout-ms | --seed | --size | --out-dim-order | --plan-alignment) COMPREPLY=(); return ;;
     --policy) COMPREPLY=($(compgen -W "safe legacy" -- "$cur")); return ;;
     --encoding) COMPREPLY=($(compgen -W "values base64" -- "$cur")); return ;;
     --only) COMPREPLY=($(compgen -W "replaced kept merged removed relaid" -- "$cur")); return ;;

@@ -143,7 +143,8 @@ def test_examples(sock):
 
 
 def test_traced_graph(sock):
-    """Swin-T as traced (tests/data): the JSON's decisions agree with the report's counters,
+    """Swin-T as traced (tests/data): the JSON's decisions agree with the report's counters
+    (52 weights relaid, SPEC section 3b),
     every merged copy has its strided read, every replaced node its alias edge."""
     path = os.path.join(os.path.dirname(EX), "..", "tests", "data", "swin_t_edge.json")
     rc, out, err = both(sock, "explain", path, "--format", "json")
@@ -152,9 +153,10 @@ def test_traced_graph(sock):
     count = {}
     for n in doc["nodes"]:
         count[n.get("decision")] = count.get(n.get("decision"), 0) + 1
-    check((count.get("replaced"), count.get("kept"), count.get("merged"), count.get("removed")) ==
-          (r["replaced"], r["kept"], r["merged"], r["removed_dead"]) == (319, 142, 12, 199),
-          f"swin_t decisions {count} against the report {r}")
+    check((count.get("replaced"), count.get("kept"), count.get("merged"), count.get("removed"),
+           count.get("relaid")) ==
+          (r["replaced"], r["kept"], r["merged"], r["removed_dead"], r["params_relaid"]) ==
+          (371, 90, 12, 199, 52), f"swin_t decisions {count} against the report {r}")
     reads = {e["from"] for e in doc["edges"] if e["kind"] == "reads"}
     aliases = {e["from"] for e in doc["edges"] if e["kind"] == "alias"}
     merged = {n["name"] for n in doc["nodes"] if n.get("decision") == "merged"}
@@ -163,6 +165,73 @@ def test_traced_graph(sock):
     check(replaced <= aliases, f"replaced without an alias edge {sorted(replaced - aliases)[:5]}")
     rc, out, err = both(sock, "explain", path, "--format", "dot")
     render(out, "swin_t")
+
+
+REAL_LINEAR = {"format": "viewlower.graph", "version": 1, "name": "linear", "nodes": [
+    {"name": "x", "op": "placeholder", "val": {"dtype": "float32", "shape": [2, 4]}},
+    {"name": "p_w", "op": "placeholder", "kind": "parameter",
+     "val": {"dtype": "float32", "shape": [3, 4]}},
+    {"name": "w_t", "op": "call_function", "target": "aten.t_copy.default", "args": ["p_w"],
+     "val": {"dtype": "float32", "shape": [4, 3]}},
+    {"name": "y", "op": "call_function", "target": "aten.mm.default", "args": ["x", "w_t"],
+     "val": {"dtype": "float32", "shape": [2, 3]}},
+    {"name": "p_e", "op": "placeholder", "kind": "parameter",
+     "val": {"dtype": "float32", "shape": [3, 2]}},
+    {"name": "e_t", "op": "call_function", "target": "aten.t_copy.default", "args": ["p_e"],
+     "val": {"dtype": "float32", "shape": [2, 3]}},
+    {"name": "z", "op": "call_function", "target": "aten.add.Tensor", "args": ["y", "e_t"],
+     "val": {"dtype": "float32", "shape": [2, 3]}},
+    {"name": "u", "op": "call_function", "target": "aten.relu.default", "args": ["p_e"],
+     "val": {"dtype": "float32", "shape": [3, 2]}},
+    {"name": "out", "op": "output", "args": ["z", "u"]}]}
+
+REAL_TEXT = """NODE  BASE  DECISION  REASONS
+w_t   p_w   replaced  -
+  [t_copy] aliases p_w: every element keeps its memory offset and nothing writes
+  the storage while the view is read; saves 48 bytes
+e_t   p_e   kept      reorders
+  [t_copy] no strided alias of p_e puts every element where e_t's declared
+  dim_order [0,1] wants it
+
+PARAM  DIM_ORDER  WAS    BYTES         ALIASED
+p_w    [1,0]      [0,1]  48            1
+
+parameters that keep their declared layout although a reader copies:
+  p_e keeps its declared layout: u reads it with an op that is not layout-only
+
+2 layout-only nodes: 1 replaced, 1 kept, 0 merged, 0 removed as dead
+0 of them view_copy; 0 bases normalized; 48 bytes saved, 24 bytes still copied
+1 parameter relaid (stored in the dim order their readers want)
+"""
+
+
+def test_relaid_real(sock, tmp):
+    """A weight read through t_copy is relaid (p_w); one also read by relu keeps its layout
+    (p_e): the library's own report, in every format."""
+    path = os.path.join(tmp, "linear.json")
+    json.dump(REAL_LINEAR, open(path, "w"))
+    rc, out, err = both(sock, "explain", path)
+    check(rc == 0 and out == REAL_TEXT, f"relaid text:\n{out}{err}")
+    rc, out, _ = both(sock, "explain", path, "--only", "relaid")
+    check(out == REAL_TEXT.split("\n\n")[1] + "\n\n" + REAL_TEXT.split("\n\n")[2] + "\n",
+          f"--only relaid:\n{out!r}")
+    rc, out, _ = both(sock, "explain", path, "--format", "json")
+    n = nodes_by_name(json.loads(out))
+    check(n["p_w"].get("decision") == "relaid" and n["p_w"]["dim_order"] == [1, 0] and
+          n["p_w"]["was"] == [0, 1] and n["p_w"]["aliased"] == 1 and n["p_w"]["nbytes"] == 48,
+          f"p_w {n['p_w']}")
+    check("decision" not in n["p_e"] and n["p_e"]["not_relaid"]["blockers"] ==
+          [{"node": "u", "reason": "read_by_op"}], f"p_e {n['p_e']}")
+    check(n["w_t"]["alias_of"] == "p_w" and n["e_t"]["decision"] == "kept", "w_t, e_t")
+    rc, out, _ = both(sock, "explain", path, "--format", "dot")
+    check('  n1 [label="p_w\\nrelaid [1,0] (was [0,1])\\n48 B", shape=ellipse, '
+          'fillcolor="#bbdefb"];' in out, f"p_w in dot:\n{out}")
+    check('  n4 [label="p_e\\nkeeps its layout", shape=ellipse];' in out, f"p_e in dot:\n{out}")
+    render(out, "relaid")
+    rc, out, _ = both(sock, "explain", path, "--no-param-layouts", "--format", "json")
+    n = nodes_by_name(json.loads(out))
+    check(n["w_t"]["decision"] == "kept" and "decision" not in n["p_w"],
+          f"--no-param-layouts: {n['w_t']}")
 
 
 def test_odd_names(sock, tmp):
@@ -304,6 +373,7 @@ def main():
         test_examples(sock)
         test_odd_names(sock, tmp)
         test_traced_graph(sock)
+        test_relaid_real(sock, tmp)
         test_relaid_and_plan(tmp)
     finally:
         d.terminate()
