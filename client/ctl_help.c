@@ -11,7 +11,7 @@ static const struct {
 } rows[] = {
     {"validate",
      "usage: viewlowerctl validate GRAPH\n"
-     "Parses and checks a graph (SPEC section 2) and prints it as the library prints it: every\n"
+     "Parses and checks a graph (format.md section 2) and prints it as the library prints it: every\n"
      "val with dtype, shape, dim_order, and dynamic when true. GRAPH may be - (stdin).\n"},
     {"lower",
      "usage: viewlowerctl lower GRAPH... [-o OUT] [--keep-view-copy] [--no-fold]\n"
@@ -24,7 +24,7 @@ static const struct {
      "                     file of an input that fails is removed, so no stale result stays\n"
      "  --keep-view-copy   remove_view_copy false: change nothing, report every copy kept\n"
      "  --no-fold          fold false: consider view_copy alone, not chains of layout-only\n"
-     "                     copies (SPEC section 3 instead of 3a)\n"
+     "                     copies (format.md section 3)\n"
      "  --no-param-layouts param_layouts false: keep every parameter in its declared layout\n"
      "                     (by default a weight is stored in the order its readers want)\n"
      "  --plan             plan the arena: every run-time buffer gets a mem_offset\n"
@@ -35,18 +35,32 @@ static const struct {
      "its error line on stderr). Several graphs go to the daemon concurrently; progress is\n"
      "shown when stderr is a terminal. The exit code is the worst of the inputs'.\n"},
     {"explain",
-     "usage: viewlowerctl explain GRAPH [--keep-view-copy] [--no-fold] [--policy safe|legacy]\n"
-     "Lowers GRAPH and prints the decisions as a table for people: node, base, decision,\n"
-     "reasons, then the message on its own lines; the totals; the nodes removed as dead.\n"
-     "The table fits the terminal's width (80 columns when stdout is not a terminal, or\n"
-     "$COLUMNS when set). Flags as for lower.\n"},
+     "usage: viewlowerctl explain GRAPH [--keep-view-copy] [--no-fold] [--no-param-layouts]\n"
+     "                            [--plan [--plan-alignment N]] [--policy safe|legacy]\n"
+     "                            [--format text|json|dot]\n"
+     "                            [--only replaced|kept|merged|removed|relaid]\n"
+     "Lowers GRAPH and prints its decisions.\n"
+     "  --format text  (default) a table for people: node, base, decision, reasons, then the\n"
+     "                 message on its own lines; the relaid parameters; the totals; the\n"
+     "                 memory plan when the report has one; the nodes removed as dead. It fits\n"
+     "                 the terminal's width (80 columns when stdout is not a terminal, or\n"
+     "                 $COLUMNS when set)\n"
+     "  --format json  one JSON object {\"graph\", \"nodes\", \"edges\", \"report\"}: every node\n"
+     "                 of GRAPH with its decision and bytes, data, alias and strided-read\n"
+     "                 edges (format.md section 7)\n"
+     "  --format dot   the same as a Graphviz graph, nodes coloured by decision: render it\n"
+     "                 with dot -Tsvg (Debian package graphviz)\n"
+     "  --only D       only the decisions D (replaced, kept, merged, removed or relaid); json\n"
+     "                 and dot keep their neighbours as context, text drops the totals\n"
+     "Lower flags as for lower.\n"},
     {"verify",
      "usage: viewlowerctl verify GRAPH [--inputs FILE] [--seed N] [--keep-view-copy]\n"
-     "                           [--no-fold] [--policy safe|legacy]\n"
+     "                           [--no-fold] [--no-param-layouts] [--plan [--plan-alignment N]]\n"
+     "                           [--policy safe|legacy]\n"
      "Lowers GRAPH, runs the original and the lowered graph on the same inputs and compares\n"
      "every output bit for bit. Prints {\"equal\", \"report\", \"mismatches\"}; exit 1 when\n"
      "they differ.\n"
-     "  --inputs FILE      a JSON object: placeholder name -> tensor (SPEC section 5)\n"
+     "  --inputs FILE      a JSON object: placeholder name -> tensor (format.md section 4)\n"
      "  --seed N           generate the inputs not given from seed N (0 to 2^53)\n"
      "Lower flags as for lower.\n"},
     {"run", "usage: viewlowerctl run GRAPH --inputs FILE [-o OUT] [--encoding values|base64]\n"

@@ -55,6 +55,9 @@ typedef struct {
   const char *plan_alignment;
   bool keep_view_copy, no_fold, no_param_layouts, plan;
   vl__ctl_format fmt;
+  const char *explain_format, *explain_only;
+  vl__explain_format xfmt;
+  vl__explain_only only;
   /* flag values, checked before any file is read */
   uint64_t seed_value;
   int64_t size_v[MAX_LIST], order_v[MAX_LIST];
@@ -67,7 +70,8 @@ static void usage(FILE *f) {
         "       viewlowerctl COMMAND --help | --help | --version\n"
         "  validate GRAPH\n"
         "  lower GRAPH... [-o OUT] [LOWER OPTIONS]\n"
-        "  explain GRAPH [LOWER OPTIONS]\n"
+        "  explain GRAPH [LOWER OPTIONS] [--format text|json|dot]\n"
+        "                [--only replaced|kept|merged|removed|relaid]\n"
         "  verify GRAPH [--inputs FILE] [--seed N] [LOWER OPTIONS]\n"
         "    (LOWER OPTIONS: --keep-view-copy --no-fold --no-param-layouts --plan\n"
         "     --plan-alignment N --policy safe|legacy)\n"
@@ -119,6 +123,15 @@ static int exit_code(vl_status s) {
   }
 }
 
+/* What to do about a refusal: the socket's mode kept us out (EACCES on connect) or the daemon
+ * did not admit our credentials (-32006). Both are fixed by the group the units admit. */
+static const char *access_hint(const vl_error *err) {
+  bool eacces = err->code == VL_ERR_IO && strstr(err->message, strerror(EACCES)) != NULL;
+  if (err->code != VL_ERR_NOT_PERMITTED && !eacces) return "";
+  return " (join the group viewlower: sudo usermod -aG viewlower $USER, then log in again; "
+         "see /usr/share/doc/viewlower/deployment.md)";
+}
+
 /* Prints the one error line. A params pointer is made relative to the file it came from; one
  * under a flag's key (/out_dim_order/2) names the flag, with the rest of the pointer (/2). */
 static int report(const char *file, const vl_error *err) {
@@ -147,8 +160,9 @@ static int report(const char *file, const vl_error *err) {
       path = err->path + n;
     }
   }
-  fprintf(stderr, "viewlowerctl: %s%s%s%s%s\n", where ? where : "", where ? ": " : "", path,
-          path[0] ? ": " : "", err->message[0] ? err->message : vl_status_text(err->code));
+  fprintf(stderr, "viewlowerctl: %s%s%s%s%s%s\n", where ? where : "", where ? ": " : "", path,
+          path[0] ? ": " : "", err->message[0] ? err->message : vl_status_text(err->code),
+          access_hint(err));
   return exit_code(err->code);
 }
 
@@ -417,9 +431,10 @@ static int cmd_explain(ctl *c) {
   if (params == NULL) return report(c->positional[0], &err);
   vl_status st = call(c, "lower", params, NULL, &result, NULL, &err);
   char missing[VL_ERROR_PATH_MAX];
+  vl__explain_opts opts = {c->xfmt, c->only, output_width()};
   bool ok = st == VL_OK &&
             vl__ctl_print_explain(stdout, cJSON_GetObjectItemCaseSensitive(params, "graph"),
-                                  result, output_width(), missing, sizeof missing);
+                                  result, &opts, missing, sizeof missing);
   cJSON_Delete(params);
   cJSON_Delete(result);
   if (st != VL_OK) return report(c->positional[0], &err);
@@ -907,6 +922,8 @@ enum {
   OPT_NOPARAMS = 1 << 10,
   OPT_PLAN = 1 << 11,
   OPT_PLAN_ALIGN = 1 << 12,
+  OPT_EXPLAIN_FORMAT = 1 << 13,
+  OPT_ONLY = 1 << 14,
   /* the lowering options of lower, explain and verify */
   OPT_LOWER = OPT_KEEP | OPT_NOFOLD | OPT_POLICY | OPT_NOPARAMS | OPT_PLAN | OPT_PLAN_ALIGN
 };
@@ -919,7 +936,7 @@ static const struct command {
 } commands[] = {
     {"validate", cmd_validate, 1, 1, 0, 0},
     {"lower", cmd_lower, 1, MAX_POSITIONAL, OPT_OUT | OPT_LOWER, 0},
-    {"explain", cmd_explain, 1, 1, OPT_LOWER, 0},
+    {"explain", cmd_explain, 1, 1, OPT_LOWER | OPT_EXPLAIN_FORMAT | OPT_ONLY, 0},
     {"verify", cmd_verify, 1, 1, OPT_INPUTS | OPT_SEED | OPT_LOWER, 0},
     {"run", cmd_run, 1, 1, OPT_INPUTS | OPT_OUT | OPT_ENCODING, OPT_INPUTS},
     {"view-copy", cmd_view_copy, 1, 1, OPT_SIZE | OPT_ORDER | OPT_OUT | OPT_ENCODING, OPT_SIZE},
@@ -965,6 +982,14 @@ static bool check_format(ctl *c, const char *v) {
   return vl__ctl_format_from_name(v, &c->fmt);
 }
 
+static bool check_explain_format(ctl *c, const char *v) {
+  return vl__ctl_explain_format_from_name(v, &c->xfmt);
+}
+
+static bool check_only(ctl *c, const char *v) {
+  return vl__ctl_explain_only_from_name(v, &c->only);
+}
+
 static bool check_size(ctl *c, const char *v) {
   return parse_list(v, c->size_v, &c->rank);
 }
@@ -1002,6 +1027,10 @@ static const struct option_row {
      "not a comma list of integers", false},
     {"--format", OPT_FORMAT, offsetof(ctl, format), check_format,
      "use json, openmetrics or prometheus", false},
+    {"--format", OPT_EXPLAIN_FORMAT, offsetof(ctl, explain_format), check_explain_format,
+     "use text, json or dot", false},
+    {"--only", OPT_ONLY, offsetof(ctl, explain_only), check_only,
+     "use replaced, kept, merged, removed or relaid", false},
     {"--plan-alignment", OPT_PLAN_ALIGN, offsetof(ctl, plan_alignment), check_alignment,
      "not a power of two from 1 to 1073741824", false},
     {"--keep-view-copy", OPT_KEEP, offsetof(ctl, keep_view_copy), NULL, NULL, true},

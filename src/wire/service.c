@@ -233,7 +233,8 @@ static vl_status get_seed(call *c, uint64_t *seed) {
   int64_t v = 0;
   *seed = 0;
   if (s == NULL || cJSON_IsNull(s)) return VL_OK;
-  if (!vl__json_int(s, 0, INT64_MAX, &v)) {
+  /* 2^53, as documented and as viewlowerctl's --seed: the bound every JSON reader keeps exact */
+  if (!vl__json_int(s, 0, (int64_t)1 << 53, &v)) {
     return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/seed",
                         "must be a whole number in [0, 2^53]");
   }

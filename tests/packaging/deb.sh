@@ -40,7 +40,9 @@ has "$run_deb" /usr/sbin/viewlowerd /usr/bin/viewlowerctl \
   /lib/systemd/system/viewlowerd.socket /lib/systemd/system/viewlowerd.service \
   /usr/lib/sysusers.d/viewlower.conf /usr/share/man/man8/viewlowerd.8.gz \
   /usr/share/man/man1/viewlowerctl.1.gz /usr/share/doc/viewlower/copyright \
-  /usr/share/doc/viewlower/changelog.gz
+  /usr/share/doc/viewlower/changelog.gz /usr/share/doc/viewlower/protocol.md \
+  /usr/share/doc/viewlower/format.md /usr/share/bash-completion/completions/viewlowerctl \
+  /usr/share/zsh/vendor-completions/_viewlowerctl
 has "$dev_deb" /usr/include/viewlower/client.h /usr/include/viewlower/graph.h \
   "/usr/lib/$multiarch/libviewlower.so" "/usr/lib/$multiarch/pkgconfig/viewlower.pc" \
   "/usr/lib/$multiarch/pkgconfig/viewlower-client.pc" \
