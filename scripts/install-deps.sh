@@ -7,11 +7,13 @@
 #         units), util-linux (setpriv), python3-torch/numpy (outside oracle for layouts),
 #         bazel-bootstrap (Bazel 4.2: the examples/bazel stage, scripts/bazel-test.sh),
 #         python3-torchvision + python3-pytest (the Python front end's tests and model zoo),
-#         lintian + man-db (the package and man page checks of tests/packaging)
+#         lintian + man-db (the package and man page checks of tests/packaging),
+#         systemd-container + debootstrap (tests/systemd: the .debs under a booted systemd in
+#         systemd-nspawn, on a Debian root scripts/test-root.sh debootstraps once and caches)
 set -euo pipefail
 demo=(build-essential cmake ninja-build pkg-config libuv1-dev libcjson-dev)
 test=(libcmocka-dev clang libclang-rt-14-dev valgrind systemd util-linux python3-torch python3-numpy
-      bazel-bootstrap python3-torchvision python3-pytest lintian man-db)
+      bazel-bootstrap python3-torchvision python3-pytest lintian man-db systemd-container debootstrap)
 case ${1:-test} in
   demo) packages=("${demo[@]}") ;;
   test) packages=("${demo[@]}" "${test[@]}") ;;

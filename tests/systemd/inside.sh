@@ -286,7 +286,7 @@ mkdir "$T/drain"
 for i in 1 2 3 4 5 6; do ctl verify "$T/medium.json" --seed "$i" >"$T/drain/$i" 2>&1 & done
 wait_in_flight 2
 t=$(now)
-systemctl stop $svc || fail "systemctl stop"
+systemctl stop $svc 2>"$T/stop.err" || fail "systemctl stop: $(cat "$T/stop.err")"
 stop_s=$(since "$t")
 wait
 for i in 1 2 3 4 5 6; do
@@ -304,7 +304,7 @@ ok "systemctl stop ($stop_s s) with $drained of 6 verifies in flight: all 6 answ
 
 # ---- a second stop signal: the warning record -------------------------------------------------
 eq "ping (activates again)" "$(ctl ping)" '{"pong":true}'
-for i in 1 2 3 4 5 6 7 8; do ctl verify "$T/heavy.json" --seed "$i" >/dev/null 2>&1 & done
+for i in 1 2 3 4 5 6 7 8; do ctl verify "$T/medium.json" --seed "$i" >/dev/null 2>&1 & done
 wait_in_flight 4
 inv=$(prop $svc InvocationID)
 systemctl kill --kill-whom=main -s SIGTERM $svc
@@ -325,6 +325,7 @@ level=$(sed -n 's/.*Overall exposure level for viewlowerd.service: \([0-9.]*\) .
 awk -v l="$level" -v d="$(cat "$P/exposure")" 'BEGIN { exit !(l <= d) }' ||
   fail "exposure $level is above the $(cat "$P/exposure") docs/deployment.md states: $(grep '✗' "$T/security")"
 ok "systemd-analyze security: $(grep 'Overall exposure' "$T/security" | sed 's/^→ //') (docs: at most $(cat "$P/exposure"))"
+grep '✗' "$T/security" | sed 's/^/    /'  # what the rating still counts against the service
 
 # ---- dpkg --purge leaves only what the docs say ------------------------------------------------
 eq "ping before the purge" "$(ctl ping)" '{"pong":true}'
