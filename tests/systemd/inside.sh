@@ -83,6 +83,7 @@ phase=$(now)
 
 # ---- install ----------------------------------------------------------------------------------
 inventory >"$T/before"
+mkdir "$T/accounts" && cp /etc/passwd /etc/shadow /etc/group /etc/gshadow "$T/accounts/"
 dpkg -i "$P"/debs/viewlower_*.deb "$P"/debs/python3-viewlower_*.deb >"$T/dpkg.log" 2>&1 || { cat "$T/dpkg.log"; fail "dpkg -i"; }
 getent group viewlower >/dev/null || fail "postinst did not create the group viewlower"
 eq "is-enabled viewlowerd.socket" "$(systemctl is-enabled viewlowerd.socket)" enabled
@@ -334,12 +335,19 @@ eq "viewlowerd.socket after the purge" "$(systemctl is-active viewlowerd.socket)
 eq "viewlowerd.service after the purge" "$(systemctl is-active $svc)" inactive
 eq "units after the purge" "$(systemctl list-unit-files 'viewlowerd*' --no-legend | wc -l)" 0
 [ ! -e $sock ] || fail "$sock is left"
-userdel alice && userdel bob && groupdel alice 2>/dev/null; groupdel bob 2>/dev/null
+userdel alice && userdel bob
+getent group alice bob >/dev/null && groupdel alice && groupdel bob
 inventory >"$T/after"
 if ! diff "$T/before" "$T/after" >"$T/diff"; then
   fail "the purge left a changed system: $(cat "$T/diff")"
 fi
-getent group viewlower >/dev/null || fail "the group viewlower is gone (docs say it stays)"
-ok "dpkg --purge: units stopped and gone, no file left or changed (besides logs and dpkg's state); the group viewlower stays as documented"
+# The account databases: as before the install (the test's users removed), but for the group.
+for f in passwd shadow; do cmp -s "$T/accounts/$f" /etc/$f || fail "/etc/$f changed: $(diff "$T/accounts/$f" /etc/$f)"; done
+gid=$(getent group viewlower | cut -d: -f3)
+[ -n "$gid" ] || fail "the group viewlower is gone (docs say it stays)"
+[ "$gid" -lt 1000 ] || fail "viewlower is not a system group (gid $gid)"
+eq "/etc/group after the purge" "$(diff "$T/accounts/group" /etc/group | grep '^[<>]')" "> viewlower:x:$gid:"
+eq "/etc/gshadow after the purge" "$(diff "$T/accounts/gshadow" /etc/gshadow | grep '^[<>]' | cut -d: -f1)" "> viewlower"
+ok "dpkg --purge: units stopped and gone, no file left or changed (besides logs and dpkg's state); the accounts as before but for the system group viewlower (gid $gid), as documented"
 
 echo "inside: all checks passed in $(since "$t0") s"
