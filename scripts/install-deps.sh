@@ -9,11 +9,14 @@
 #         python3-torchvision + python3-pytest (the Python front end's tests and model zoo),
 #         lintian + man-db (the package and man page checks of tests/packaging), graphviz
 #         (`dot`: renders `viewlowerctl explain --format dot` in tests/docs), zsh (parses the zsh
-#         completion in tests/docs)
+#         completion in tests/docs), systemd-container + debootstrap (tests/systemd: the .debs
+#         under a booted systemd in systemd-nspawn, on a Debian root scripts/test-root.sh
+#         debootstraps once and caches)
 set -euo pipefail
 demo=(build-essential cmake ninja-build pkg-config libuv1-dev libcjson-dev)
 test=(libcmocka-dev clang libclang-rt-14-dev valgrind systemd util-linux python3-torch python3-numpy
-      bazel-bootstrap python3-torchvision python3-pytest lintian man-db graphviz zsh)
+      bazel-bootstrap python3-torchvision python3-pytest lintian man-db graphviz zsh
+      systemd-container debootstrap)
 case ${1:-test} in
   demo) packages=("${demo[@]}") ;;
   test) packages=("${demo[@]}" "${test[@]}") ;;

@@ -38,6 +38,9 @@ class RawJSON:
         self.text = text
 
 
+SYSTEM_SOCKET = "/run/viewlower/viewlower.sock"  # viewlowerd.socket's ListenStream=
+
+
 def default_socket() -> str:
     """The socket viewlowerctl would use: $VIEWLOWER_SOCKET, else /run/viewlower/viewlower.sock
     as root, else $XDG_RUNTIME_DIR/viewlower.sock."""
@@ -45,7 +48,7 @@ def default_socket() -> str:
     if env:
         return env
     if os.geteuid() == 0:
-        return "/run/viewlower/viewlower.sock"
+        return SYSTEM_SOCKET
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg:
         return xdg + "/viewlower.sock"
@@ -242,7 +245,8 @@ def _options(remove_view_copy: Optional[bool], policy: Optional[str], fold: Opti
 class Client:
     """A blocking connection to viewlowerd.
 
-    `socket` defaults to viewlowerctl's lookup (default_socket). `timeout` (seconds) bounds each
+    `socket` defaults to viewlowerctl's lookup (default_socket; for a user who is not root and
+    named no socket, /run/viewlower/viewlower.sock after the per-user one). `timeout` (seconds) bounds each
     call, from sending its request to receiving its response; None waits forever. `tensors` says
     how tensors in results are returned: "torch", "numpy", "raw" (the blob specs as they came),
     or "auto": the kind of the request's own tensors (numpy in, numpy out; torch in, torch out),
@@ -254,14 +258,14 @@ class Client:
 
     def __init__(self, socket: Optional[str] = None, timeout: Optional[float] = 120.0,
                  tensors: str = "auto"):
-        path = socket if socket else default_socket()
-        if len(path.encode()) > SOCKET_PATH_MAX:
-            raise TransportError(f"socket path is {len(path.encode())} bytes, longer than the "
-                                 f"{SOCKET_PATH_MAX} a Unix socket allows")
         if tensors not in TENSOR_KINDS:
             raise ValueError(f"tensors={tensors!r}: must be one of "
                              + ", ".join(repr(k) for k in TENSOR_KINDS))
-        self.path = path
+        if socket or os.environ.get("VIEWLOWER_SOCKET") or os.geteuid() == 0:
+            paths = [socket if socket else default_socket()]
+        else:  # as viewlowerctl: the per-user socket, then the system one of viewlowerd.socket
+            xdg = os.environ.get("XDG_RUNTIME_DIR")
+            paths = ([xdg + "/viewlower.sock"] if xdg else []) + [SYSTEM_SOCKET]
         self.timeout = timeout
         self.tensors = tensors
         self._next_id = 1
@@ -271,16 +275,34 @@ class Client:
         #: responses dropped because their id named no request awaited here
         self.dropped = 0
         self._buf = bytearray()
-        self._sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        self._sock.settimeout(timeout)
+        failures: List[str] = []
+        for path in paths:
+            try:  # a timeout is not a reason to try another daemon (CallTimeout propagates)
+                self._sock = self._connect(path, timeout)
+                self.path = path
+                return
+            except CallTimeout:
+                raise
+            except TransportError as e:
+                failures.append(str(e))
+        raise TransportError("; ".join(failures))
+
+    @staticmethod
+    def _connect(path: str, timeout: Optional[float]) -> _socket.socket:
+        if len(path.encode()) > SOCKET_PATH_MAX:
+            raise TransportError(f"socket path is {len(path.encode())} bytes, longer than the "
+                                 f"{SOCKET_PATH_MAX} a Unix socket allows")
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        sock.settimeout(timeout)
         try:
-            self._sock.connect(path)
+            sock.connect(path)
         except _socket.timeout:
-            self._sock.close()
+            sock.close()
             raise CallTimeout(f"{path}: connect timed out")
         except OSError as e:
-            self._sock.close()
+            sock.close()
             raise TransportError(f"{path}: {e.strerror or e}")
+        return sock
 
     def __enter__(self) -> "Client":
         return self
