@@ -663,19 +663,33 @@ def _check_as_strided(nodes: List[dict], fx_of: Dict[str, Any], specs: Dict[str,
 
 def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "model",
            layout_mode: str = "edge", skip_dim_order: bool = False,
-           split: str = "slices") -> Exported:
+           split: str = "slices", progress: Any = None) -> Exported:
     """Traces `model` on `inputs` and returns the exported program (see the module docstring).
     `split="outputs"` keeps each split as one multi-output node read through getitems (SPEC
-    §3a) instead of rewriting it into slices."""
+    §3a) instead of rewriting it into slices. `progress` (a progress.Progress) times the two
+    phases, `trace` and `layouts` (the run that gives every node its layout)."""
+    from .progress import silent
     if layout_mode not in ("edge", "traced"):
         raise UsageError(f"--layout {layout_mode}: must be edge or traced")
     if split not in ("slices", "outputs"):
         raise UsageError(f"--split {split}: must be slices or outputs")
-    gm, pnames, bnames, state = trace(model, inputs)
-    b = _Builder(gm, len(pnames), len(bnames), skip_dim_order, split)
-    nodes = b.build()
-    attr_of = {c["name"]: c["name"] for c in b.constants}  # a constant's name is its gm attribute
-    _rename(nodes, placeholder_names(nodes, pnames, bnames, input_names(model, len(inputs))))
+    progress = progress or silent()
+    with progress.phase("trace"):
+        gm, pnames, bnames, state = trace(model, inputs)
+        b = _Builder(gm, len(pnames), len(bnames), skip_dim_order, split)
+        nodes = b.build()
+        attr_of = {c["name"]: c["name"] for c in b.constants}  # a constant's is its gm attribute
+        _rename(nodes, placeholder_names(nodes, pnames, bnames, input_names(model, len(inputs))))
+    with progress.phase("layouts", total=len(nodes)) as phase:
+        e = _layouts(model, inputs, name, layout_mode, skip_dim_order, gm, b, nodes, state,
+                     pnames, bnames, attr_of, phase)
+    return e
+
+
+def _layouts(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str,
+             layout_mode: str, skip_dim_order: bool, gm: Any, b: "_Builder", nodes: List[dict],
+             state: Dict[str, torch.Tensor], pnames: List[str], bnames: List[str],
+             attr_of: Dict[str, str], phase: Any) -> Exported:
     values: Dict[str, torch.Tensor] = {}
     ph = [n for n in nodes if n["op"] == "placeholder"]
     flat = [state[k] for k in pnames + bnames] + list(inputs)
@@ -696,6 +710,7 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
     r.keep_placeholders = set(ph_names)  # which ones the program writes is known afterwards
     with torch.no_grad():
         for k, t in r:
+            phase.step()
             if not isinstance(t, torch.Tensor):
                 continue
             if k not in d.specs:  # in-place results share their argument's storage
