@@ -181,3 +181,25 @@ def test_a_terminal_gets_a_live_bar_erased_before_each_phase_line_and_json_mode_
     with Progress(stream=plain).phase("lower"):
         pass
     assert re.fullmatch(r"viewlower: lower [0-9]+\.[0-9]{2} s\n", plain.getvalue())
+
+
+def _explain_dot_supported(viewlowerctl):
+    g = os.path.join(ROOT, "examples", "graphs", "patch_tokens.json")
+    p = subprocess.run([viewlowerctl, "--local", "explain", g, "--format", "dot"],
+                       capture_output=True, timeout=60)
+    return p.returncode == 0
+
+
+def test_check_explain_svg_renders_the_decisions_with_dot(tmp_path, viewlowerctl):
+    import shutil
+    import xml.etree.ElementTree as ET
+    if shutil.which("dot") is None or not _explain_dot_supported(viewlowerctl):
+        import pytest
+        pytest.skip("needs Graphviz's dot and viewlowerctl explain --format dot")
+    svg = tmp_path / "d.svg"
+    p = cli("check", *PATCH, "--local", "--viewlowerctl", viewlowerctl, "--explain-svg", str(svg))
+    assert p.returncode == 0, p.stderr
+    root = ET.fromstring(svg.read_text())
+    assert root.tag.endswith("svg")
+    texts = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    assert "_reshape_alias_copy" in texts and "transpose_copy" in texts
