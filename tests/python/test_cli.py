@@ -203,3 +203,12 @@ def test_check_explain_svg_renders_the_decisions_with_dot(tmp_path, viewlowerctl
     assert root.tag.endswith("svg")
     texts = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
     assert "_reshape_alias_copy" in texts and "transpose_copy" in texts
+
+
+def test_plan_alignment_must_be_a_power_of_two_and_needs_plan(tmp_path):
+    g = tmp_path / "g.json"
+    g.write_text("{}")
+    p = cli("lower", str(g), "--local", "--plan", "--plan-alignment", "24")
+    assert p.returncode == 64 and "--plan-alignment 24: must be a power of two" in p.stderr
+    p = cli("lower", str(g), "--local", "--plan-alignment", "16")
+    assert p.returncode == 64 and "--plan-alignment needs --plan" in p.stderr
