@@ -83,18 +83,42 @@ class Summary:
         self.bytes_copied = int(report["bytes_copied"]) if "bytes_copied" in report else bytes_out
         self.bytes_copied_in_graph = bytes_out
         self.views = sum(1 for n in lowered["nodes"] if n.get("target") == "memory.view")
+        #: SPEC §3b: parameters stored in another layout (absent when §3b did not run)
+        self.params_relaid = report.get("params_relaid")
+        self.param_layouts = report.get("param_layouts", [])
+        #: SPEC §11: the report's plan figures (None without a plan)
+        self.plan = report.get("plan")
 
     def as_dict(self) -> dict:
-        return {"nodes": self.nodes, "layout_copy_nodes": self.layout_copies,
-                "replaced": self.replaced, "kept": self.kept, "merged": self.merged,
-                "removed_dead": self.removed_dead, "bytes_saved": self.bytes_saved,
-                "bytes_copied": self.bytes_copied}
+        d = {"nodes": self.nodes, "layout_copy_nodes": self.layout_copies,
+             "replaced": self.replaced, "kept": self.kept, "merged": self.merged,
+             "removed_dead": self.removed_dead, "bytes_saved": self.bytes_saved,
+             "bytes_copied": self.bytes_copied}
+        if self.params_relaid is not None:
+            d["params_relaid"] = int(self.params_relaid)
+        if self.plan is not None:
+            d["plan"] = {k: self.plan[k] for k in ("arena_bytes", "lower_bound_bytes",
+                                                   "naive_bytes", "planned", "alignment")
+                         if k in self.plan}
+        return d
 
     def line(self) -> str:
-        return (f"nodes {self.nodes}, layout-only copies {self.layout_copies}: "
+        text = (f"nodes {self.nodes}, layout-only copies {self.layout_copies}: "
                 f"replaced {self.replaced}, kept {self.kept}, merged {self.merged}, "
                 f"removed dead {self.removed_dead}; bytes saved {self.bytes_saved}, "
                 f"still copied {self.bytes_copied}")
+        if self.params_relaid is not None:
+            text += f"; parameters relaid {self.params_relaid}"
+        return text
+
+    def plan_line(self) -> Optional[str]:
+        """The plan's three figures (SPEC §11), or None without a plan."""
+        p = self.plan
+        if p is None:
+            return None
+        return (f"plan: arena {p['arena_bytes']} bytes, lower bound {p['lower_bound_bytes']}, "
+                f"naive {p['naive_bytes']} ({p.get('planned', '?')} storages, alignment "
+                f"{p.get('alignment', '?')})")
 
 
 class Result:
@@ -130,10 +154,28 @@ def _mismatch(exported: Exported, name: str, actual: torch.Tensor,
     return m
 
 
-def compare_replay(exported: Exported, lowered: dict) -> Optional[dict]:
+def stored_values(exported: Exported, lowered: dict) -> Dict[str, torch.Tensor]:
+    """The placeholders' values for a replay of `lowered`: every parameter, buffer and constant
+    in the layout the lowered graph declares for it (weights.apply_param_layouts: the very
+    tensors `--weights-out` writes, a relaid weight really stored permuted), the inputs as
+    exported."""
+    from .weights import apply_param_layouts
+    values = dict(exported.values)
+    values.update(apply_param_layouts(exported.values, lowered))
+    return values
+
+
+def compare_replay(exported: Exported, lowered: dict, arena: bool = False,
+                   phase: Any = None) -> Optional[dict]:
     """Runs the lowered graph with real aliases and returns the first node (then output) whose
-    value differs from the reference, or None. Nodes removed as dead are not compared."""
-    r = replay.Run(lowered, exported.values)
+    value differs from the reference, or None. Nodes removed as dead are not compared. With
+    `arena` the graph's plan is replayed in one arena (replay.Arena). `phase` (a progress phase)
+    is stepped once per node."""
+    on_node = (lambda i: phase.step()) if phase is not None else None
+    try:
+        r = replay.Run(lowered, stored_values(exported, lowered), arena=arena, on_node=on_node)
+    except ExportError as e:
+        return {"node": "plan", "index": -1, "expected": "a plan to replay", "actual": str(e)}
     with torch.no_grad():
         try:
             for name, v in r:
@@ -209,14 +251,32 @@ def literal_change(graph: dict, lowered: dict) -> Optional[dict]:
 
 
 def run_check(exported: Exported, lowerer: Any, opts: Dict[str, Any],
-              against_trace: bool = False) -> Result:
-    """Lowers the exported graph with `opts` and replays it; see the module docstring."""
-    res = lowerer.lower(exported.graph, opts)
+              against_trace: bool = False, arena: bool = False, progress: Any = None) -> Result:
+    """Lowers the exported graph with `opts` and replays it; see the module docstring. With
+    `arena` (and `plan` in `opts`) the replay runs inside the plan's arena, after the plan is
+    checked against SPEC §11's invariant (plan.check_plan). `progress` times the phases
+    `lower`, `replay` and `compare with trace`."""
+    from .plan import check_plan
+    from .progress import silent
+    progress = progress or silent()
+    with progress.phase("lower"):
+        res = lowerer.lower(exported.graph, opts)
     lowered, report = res["graph"], res["report"]
     changed = literal_change(exported.graph, lowered)
-    # A changed literal makes the lowered graph another program: it is the finding, not a replay.
-    mismatch = compare_replay(exported, lowered) if changed is None else None
-    tm = compare_with_trace(exported) if against_trace else None
+    bad_plan = check_plan(lowered) if arena else None
+    mismatch = None
+    if bad_plan is not None:
+        mismatch = {"node": "plan", "index": -1, "expected": "a plan keeping SPEC §11's invariant",
+                    "actual": bad_plan}
+    elif changed is None:
+        # A changed literal makes the lowered graph another program: it is the finding.
+        with progress.phase("replay in the arena" if arena else "replay",
+                            total=len(lowered["nodes"])) as phase:
+            mismatch = compare_replay(exported, lowered, arena=arena, phase=phase)
+    tm = None
+    if against_trace:
+        with progress.phase("compare with trace"):
+            tm = compare_with_trace(exported)
     r = Result(Summary(exported.graph, lowered, report), mismatch, lowered, report, tm)
     r.literal_change = changed
     return r

@@ -19,6 +19,8 @@ format's spelling and run once in torch to give every node its `val`:
 * a write that the format's naming rules do not show (SPEC §3: name ending in `_` writes arg 0,
   `kwargs.out`) is given as `mutates` (batch norm's running statistics in train mode); it is
   found by comparing each tensor argument's bytes before and after the node runs;
+* placeholders are named as torch.export names them: `p_fc_weight` for the parameter
+  `fc.weight`, `b_` for buffers, user inputs after the forward's arguments (`placeholder_names`);
 * placeholders written by the program are marked `mutated`;
 * literals are exact: ints as ints (INT64_MAX stays 9223372036854775807), floats as float tokens,
   non-finite floats as {"float": "inf"}; dtypes, layouts, devices and memory formats are strings
@@ -36,6 +38,7 @@ import importlib.util
 import math
 import operator
 import os
+import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
@@ -483,6 +486,80 @@ class _Builder:
                 "args": flat}
 
 
+# ---- names ---------------------------------------------------------------------------------
+
+def _identifier(text: str) -> str:
+    """`text` with every character other than a letter, digit or underscore made `_`."""
+    return re.sub(r"[^0-9A-Za-z_]", "_", text)
+
+
+def input_names(model: torch.nn.Module, n: int) -> List[str]:
+    """Names of the model's n inputs, from its forward's signature as torch.export takes them: the
+    positional parameters' names, `NAME_i` for the i-th element of `*NAME`, `input_i` where the
+    signature cannot be read."""
+    import inspect
+    names: List[str] = []
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    for p in params:
+        if len(names) == n:
+            break
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(_identifier(p.name))
+        elif p.kind == p.VAR_POSITIONAL:
+            names += [f"{_identifier(p.name)}_{i}" for i in range(n - len(names))]
+    names += [f"input_{i}" for i in range(len(names), n)]
+    return names
+
+
+def placeholder_names(nodes: List[dict], params: Sequence[str], buffers: Sequence[str],
+                      inputs: Sequence[str]) -> Dict[str, str]:
+    """Trace name → graph name of each parameter, buffer and user-input placeholder, as
+    torch.export names them: `p_` + the parameter's qualified name (`fc.weight` → `p_fc_weight`),
+    `b_` + a buffer's, a user input after the forward's argument; dots and every other character
+    that is not a letter, digit or `_` become `_`. A name taken (by an earlier placeholder or by
+    any other node) gets the first free suffix `_1`, `_2`, … Constants keep the trace's names
+    (they are tensors the trace made, with no qualified name)."""
+    ph = [n for n in nodes if n["op"] == "placeholder" and n["kind"] != "constant"]
+    wanted = ([f"p_{_identifier(q)}" for q in params] + [f"b_{_identifier(q)}" for q in buffers]
+              + list(inputs))
+    if len(wanted) != len(ph):
+        raise ExportError(f"the trace has {len(ph)} placeholders for {len(params)} parameters, "
+                          f"{len(buffers)} buffers and {len(inputs)} inputs", kind="trace_failed")
+    renamed = {n["name"] for n in ph}
+    taken = {n["name"] for n in nodes if n["name"] not in renamed}
+    out: Dict[str, str] = {}
+    for n, want in zip(ph, wanted):
+        name, k = want, 0
+        while name in taken:
+            k += 1
+            name = f"{want}_{k}"
+        taken.add(name)
+        out[n["name"]] = name
+    return out
+
+
+def _rename(nodes: List[dict], names: Dict[str, str]) -> None:
+    """Renames nodes and every reference to them (args, kwargs.out, mutates), in place."""
+    def ref(v: Any) -> Any:
+        if isinstance(v, str):
+            return names.get(v, v)
+        if isinstance(v, list):
+            return [ref(x) for x in v]
+        return v
+    for n in nodes:
+        n["name"] = names.get(n["name"], n["name"])
+        if "args" in n:
+            n["args"] = ref(n["args"])
+        out = n.get("kwargs", {}).get("out")
+        if isinstance(out, str):
+            n["kwargs"]["out"] = names.get(out, out)
+        if "mutates" in n:
+            n["mutates"] = ref(n["mutates"])
+
+
 def _spec(t: torch.Tensor, strides: Sequence[int], where: str) -> dict:
     return {"dtype": replay.dtype_name(t.dtype, where), "shape": list(t.shape),
             "strides": list(strides)}
@@ -586,17 +663,33 @@ def _check_as_strided(nodes: List[dict], fx_of: Dict[str, Any], specs: Dict[str,
 
 def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "model",
            layout_mode: str = "edge", skip_dim_order: bool = False,
-           split: str = "slices") -> Exported:
+           split: str = "slices", progress: Any = None) -> Exported:
     """Traces `model` on `inputs` and returns the exported program (see the module docstring).
     `split="outputs"` keeps each split as one multi-output node read through getitems (SPEC
-    §3a) instead of rewriting it into slices."""
+    §3a) instead of rewriting it into slices. `progress` (a progress.Progress) times the two
+    phases, `trace` and `layouts` (the run that gives every node its layout)."""
+    from .progress import silent
     if layout_mode not in ("edge", "traced"):
         raise UsageError(f"--layout {layout_mode}: must be edge or traced")
     if split not in ("slices", "outputs"):
         raise UsageError(f"--split {split}: must be slices or outputs")
-    gm, pnames, bnames, state = trace(model, inputs)
-    b = _Builder(gm, len(pnames), len(bnames), skip_dim_order, split)
-    nodes = b.build()
+    progress = progress or silent()
+    with progress.phase("trace"):
+        gm, pnames, bnames, state = trace(model, inputs)
+        b = _Builder(gm, len(pnames), len(bnames), skip_dim_order, split)
+        nodes = b.build()
+        attr_of = {c["name"]: c["name"] for c in b.constants}  # a constant's is its gm attribute
+        _rename(nodes, placeholder_names(nodes, pnames, bnames, input_names(model, len(inputs))))
+    with progress.phase("layouts", total=len(nodes)) as phase:
+        e = _layouts(model, inputs, name, layout_mode, skip_dim_order, gm, b, nodes, state,
+                     pnames, bnames, attr_of, phase)
+    return e
+
+
+def _layouts(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str,
+             layout_mode: str, skip_dim_order: bool, gm: Any, b: "_Builder", nodes: List[dict],
+             state: Dict[str, torch.Tensor], pnames: List[str], bnames: List[str],
+             attr_of: Dict[str, str], phase: Any) -> Exported:
     values: Dict[str, torch.Tensor] = {}
     ph = [n for n in nodes if n["op"] == "placeholder"]
     flat = [state[k] for k in pnames + bnames] + list(inputs)
@@ -605,8 +698,8 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
         values[n["name"]] = v
         if n["kind"] == "user_input":
             user_inputs.append(n["name"])
-    for c in b.constants:
-        values[c["name"]] = getattr(gm, c["name"])
+    for c, attr in zip(b.constants, attr_of.values()):
+        values[c["name"]] = getattr(gm, attr)
     graph = {"format": "viewlower.graph", "version": 1, "name": name,
              "skip_dim_order": bool(skip_dim_order), "nodes": nodes}
     d = _Discover(layout_mode == "edge")
@@ -617,6 +710,7 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
     r.keep_placeholders = set(ph_names)  # which ones the program writes is known afterwards
     with torch.no_grad():
         for k, t in r:
+            phase.step()
             if not isinstance(t, torch.Tensor):
                 continue
             if k not in d.specs:  # in-place results share their argument's storage

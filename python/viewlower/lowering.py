@@ -38,9 +38,11 @@ def find_viewlowerctl(given: Optional[str] = None) -> str:
                      "(needed by --local)")
 
 
-def options_of(policy: Optional[str] = None, fold: bool = True,
-               remove_view_copy: bool = True) -> Dict[str, Any]:
-    """The lowering options that differ from SPEC §3's defaults."""
+def options_of(policy: Optional[str] = None, fold: bool = True, remove_view_copy: bool = True,
+               param_layouts: bool = True, plan: bool = False,
+               plan_alignment: Optional[int] = None) -> Dict[str, Any]:
+    """The lowering options that differ from SPEC §3's defaults (§3b's `param_layouts` true,
+    §11's `plan` false)."""
     opts: Dict[str, Any] = {}
     if not remove_view_copy:
         opts["remove_view_copy"] = False
@@ -48,6 +50,12 @@ def options_of(policy: Optional[str] = None, fold: bool = True,
         opts["policy"] = policy
     if not fold:
         opts["fold"] = False
+    if not param_layouts:
+        opts["param_layouts"] = False
+    if plan:
+        opts["plan"] = True
+        if plan_alignment is not None:
+            opts["plan_alignment"] = plan_alignment
     return opts
 
 
@@ -57,6 +65,12 @@ def _ctl_flags(opts: Dict[str, Any]) -> List[str]:
         flags.append("--keep-view-copy")
     if opts.get("fold") is False:
         flags.append("--no-fold")
+    if opts.get("param_layouts") is False:
+        flags.append("--no-param-layouts")
+    if opts.get("plan"):
+        flags.append("--plan")
+        if "plan_alignment" in opts:
+            flags += ["--plan-alignment", str(opts["plan_alignment"])]
     if "policy" in opts:
         flags += ["--policy", opts["policy"]]
     return flags

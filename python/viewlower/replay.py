@@ -180,17 +180,21 @@ class Run:
     result, token]); the exporter uses them to see writes the format's rules do not show."""
 
     def __init__(self, graph: dict, values: Dict[str, torch.Tensor],
-                 layout_of: LayoutFn = declared_layout, before: Any = None, after: Any = None):
+                 layout_of: LayoutFn = declared_layout, before: Any = None, after: Any = None,
+                 arena: bool = False, on_node: Any = None):
         self.graph = graph
         self.values = values
         self.layout_of = layout_of
         self.before, self.after = before, after
+        self.on_node = on_node
         self.env: Dict[str, Any] = {}
         self.outputs: List[torch.Tensor] = []
         self.keep = False
         #: placeholders kept to the end (the state a program writes: mutated buffers and inputs)
         self.keep_placeholders = {n["name"] for n in graph["nodes"]
                                   if n["op"] == "placeholder" and n.get("mutated")}
+        #: with `arena`, the graph's plan (SPEC §11) is replayed in one byte tensor
+        self.arena: Optional[Arena] = Arena(graph) if arena else None
 
     def __iter__(self) -> Iterator[Tuple[str, Any]]:
         env = self.env
@@ -208,7 +212,11 @@ class Run:
                 t = place(v, self.layout_of(node, 0, v))
             else:
                 t = _call(node, idx, where, env, self.layout_of, self.before, self.after)
+            if self.arena is not None:
+                t = self.arena.settle(idx, node, t)
             env[name] = t
+            if self.on_node is not None:
+                self.on_node(idx)
             yield name, t
             for gone in drop.get(idx, ()):
                 if gone not in self.keep_placeholders:
@@ -222,6 +230,71 @@ class Run:
         for _ in self:
             pass
         return self
+
+
+class Arena:
+    """The memory plan of a graph (SPEC §11) as one uint8 tensor of `arena_bytes`. Every node with
+    a `mem_offset` has its value copied into its slot (the bytes from its offset, read through
+    its declared shape and strides) when it is written first, and the slot is what every later
+    node reads; a `memory.view` of it is then `as_strided` of the arena's storage, an in-place
+    op writes the slot. So two storages the plan puts in the same bytes while both are live
+    really overwrite each other, as they would on a device. Getitems are written when their
+    producer runs (their storage's lifetime starts there)."""
+
+    def __init__(self, graph: dict):
+        plan = graph.get("plan")
+        if not isinstance(plan, dict) or not isinstance(plan.get("arena_bytes"), int):
+            raise ExportError("the graph has no plan (lower it with the plan option)",
+                              kind="no_plan", path="/plan")
+        self.size = int(plan["arena_bytes"])
+        self.bytes = torch.zeros(self.size + 8, dtype=torch.uint8)  # + a tail for typed views
+        self._typed: Dict[torch.dtype, torch.Tensor] = {}
+        self.by_name = {n["name"]: (i, n) for i, n in enumerate(graph["nodes"])}
+        self.items: Dict[str, List[Tuple[int, str]]] = {}
+        for n in graph["nodes"]:
+            if n.get("target") == "operator.getitem" and "mem_offset" in n:
+                self.items.setdefault(n["args"][0], []).append((n["args"][1], n["name"]))
+        self._written: Dict[str, torch.Tensor] = {}
+        self.planned = sum(1 for n in graph["nodes"] if "mem_offset" in n)
+
+    def slot(self, idx: int, node: dict, spec: dict) -> torch.Tensor:
+        """The arena's bytes of a planned node, as a tensor of its declared spec."""
+        where = f"/nodes/{idx}/mem_offset"
+        off = node["mem_offset"]
+        dt = DTYPES[spec["dtype"]]
+        size = torch.empty((), dtype=dt).element_size()
+        nbytes = layout.nbytes(spec)
+        if not isinstance(off, int) or off < 0 or off + nbytes > self.size:
+            raise ExportError(f"{node['name']}: bytes {off}..{off}+{nbytes} are outside the "
+                              f"arena of {self.size} bytes", kind="bad_plan", path=where)
+        if off % size:
+            raise ExportError(f"{node['name']}: offset {off} is not a multiple of its element "
+                              f"size {size}: a torch tensor cannot start there", kind="bad_plan",
+                              path=where)
+        if dt not in self._typed:
+            n = (self.size + 8) // size * size
+            self._typed[dt] = self.bytes[:n].view(dt)
+        return torch.as_strided(self._typed[dt], tuple(spec["shape"]),
+                                tuple(layout.spec_strides(spec)), off // size)
+
+    def settle(self, idx: int, node: dict, value: Any) -> Any:
+        """The value the graph holds for `node` from now on: its slot (filled with `value`) when
+        the plan gives it one, else `value`."""
+        name = node["name"]
+        if name in self._written:
+            return self._written.pop(name)
+        if name in self.items and isinstance(value, tuple):
+            for i, item in self.items[name]:
+                j, g = self.by_name[item]
+                slot = self.slot(j, g, g["val"])
+                slot.copy_(value[i])
+                self._written[item] = slot
+            return value
+        if "mem_offset" not in node or not isinstance(value, torch.Tensor):
+            return value
+        slot = self.slot(idx, node, node["val"])
+        slot.copy_(value)
+        return slot
 
 
 def run(graph: dict, values: Dict[str, torch.Tensor], **kw: Any) -> Run:

@@ -58,11 +58,17 @@ def pytest_terminal_summary(terminalreporter):
         return
     w = terminalreporter
     w.section("viewlower zoo")
+    plans = getattr(mod, "PLANS", {})
     w.line(f"{'graph':40} {'nodes':>6} {'layout':>6} {'repl':>5} {'kept':>5} {'merged':>6} "
-           f"{'dead':>5} {'bytes saved':>12} {'bytes copied':>13}")
+           f"{'dead':>5} {'bytes saved':>12} {'bytes copied':>13} {'relaid':>6} "
+           f"{'arena':>10} {'lower bnd':>10} {'naive':>10}")
     for name, s in rows.items():
+        p = plans.get(name, {})
         w.line(f"{name:40} {s.nodes:6} {s.layout_copies:6} {s.replaced:5} {s.kept:5} "
-               f"{s.merged:6} {s.removed_dead:5} {s.bytes_saved:12} {s.bytes_copied:13}")
+               f"{s.merged:6} {s.removed_dead:5} {s.bytes_saved:12} {s.bytes_copied:13} "
+               f"{s.params_relaid if s.params_relaid is not None else '-':>6} "
+               f"{p.get('arena_bytes', '-'):>10} {p.get('lower_bound_bytes', '-'):>10} "
+               f"{p.get('naive_bytes', '-'):>10}")
 
 
 @pytest.fixture(scope="session")

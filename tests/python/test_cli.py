@@ -1,6 +1,7 @@
 """python3 -m viewlower check / lower / export as a user runs them: summaries, exit codes."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -15,16 +16,73 @@ def cli(*args, env=None):
 
 
 def test_check_through_the_daemon_prints_the_summary_and_exits_0(daemon):
-    p = cli("check", *PATCH, "--socket", daemon, "--json", "--self-test")
+    p = cli("check", *PATCH, "--socket", daemon, "--self-test")
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0].startswith("patch_embed_channels_last_edge: nodes 8, layout-only copies 2:")
-    summary = json.loads(lines[1])
-    assert summary["replaced"] + summary["kept"] + summary["merged"] + summary["removed_dead"] \
-        == summary["layout_copy_nodes"]
     assert "equal: every node and output bit for bit" in lines
     assert any(l.startswith("self-test: forcing _reshape_alias_copy into an alias is caught")
                for l in lines)
+
+
+PHASE = re.compile(r"viewlower: (trace|layouts|lower|replay|self-test) [0-9]+\.[0-9]{2} s"
+                   r"( \([0-9]+ nodes\))?")
+
+
+def test_check_prints_each_phase_with_its_time_on_stderr_and_no_bar_off_a_terminal(daemon):
+    p = cli("check", *PATCH, "--socket", daemon, "--self-test")
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.splitlines()
+    assert [PHASE.fullmatch(l).group(1) for l in lines] == \
+        ["trace", "layouts", "lower", "replay", "self-test"]
+    assert lines[1].endswith("(8 nodes)")  # the exported graph's nodes
+    assert "\r" not in p.stderr and "[" not in p.stderr
+    p = cli("export", *PATCH)
+    assert p.returncode == 0 and [PHASE.fullmatch(l).group(1) for l in p.stderr.splitlines()] \
+        == ["trace", "layouts"]
+    json.loads(p.stdout)  # the graph alone on stdout
+
+
+def test_check_json_prints_exactly_one_object_and_nothing_on_stderr(daemon):
+    p = cli("check", *PATCH, "--socket", daemon, "--json", "--self-test")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""
+    out = json.loads(p.stdout)  # one JSON document: anything else on stdout fails here
+    assert p.stdout.count("\n") == 1
+    assert out["equal"] is True
+    assert out["model"] == {"model": "viewlower.models:patch_embed", "kwargs": {},
+                            "inputs": ["2,3,32,32"], "channels_last": True, "layout": "edge",
+                            "train": False, "graph": "patch_embed_channels_last_edge"}
+    f = out["figures"]
+    assert f["nodes"] == 8 and f["layout_copy_nodes"] == 2
+    assert f["replaced"] + f["kept"] + f["merged"] + f["removed_dead"] == f["layout_copy_nodes"]
+    assert set(out["timings"]) == {"trace", "layouts", "lower", "replay", "self-test"}
+    assert all(isinstance(v, float) and v >= 0 for v in out["timings"].values())
+    assert out["self_test"]["forced"] == "_reshape_alias_copy" and out["self_test"]["caught"]
+
+
+def test_check_json_of_a_mismatch_and_of_an_error_is_still_one_object(tmp_path, daemon):
+    p = cli("check", *PATCH, "--socket", daemon, "--json", "--policy", "legacy")
+    assert p.returncode == 1
+    out = json.loads(p.stdout)
+    assert out["equal"] is False and out["mismatch"]["node"] == "_reshape_alias_copy"
+    assert out["mismatch"]["message"].startswith("node _reshape_alias_copy differs at flat index")
+    p = cli("check", *PATCH, "--json", "--socket", str(tmp_path / "none.sock"))
+    assert p.returncode == 3
+    out = json.loads(p.stdout)
+    assert out["equal"] is None and out["error"]["exit_code"] == 3
+    assert set(out["timings"]) == {"trace", "layouts", "lower"}  # the phase that failed too
+
+
+def test_every_flag_of_every_command_has_help():
+    import argparse
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from viewlower import __main__ as m
+    for name, (_, setup, _) in m.COMMANDS.items():
+        parser = argparse.ArgumentParser()
+        setup(parser)
+        for action in parser._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest}"
 
 
 def test_check_with_the_legacy_policy_exits_1_naming_the_flatten(daemon):
@@ -93,3 +151,64 @@ def test_lower_of_a_missing_or_malformed_file_exits_2_naming_it(tmp_path, daemon
     bad.write_text("{")
     p = cli("lower", str(bad), "--socket", daemon)
     assert p.returncode == 2 and "bad.json: malformed JSON" in p.stderr
+
+
+def test_a_terminal_gets_a_live_bar_erased_before_each_phase_line_and_json_mode_gets_nothing():
+    import io
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from viewlower.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    buf = Tty()
+    prog = Progress(stream=buf)
+    assert prog.live
+    with prog.phase("replay", total=4) as ph:
+        ph.step(2)
+        assert re.fullmatch(r"viewlower: replay \[#{12}\.{12}\] 2/4 [0-9.]+ s", ph.line())
+        ph.step(2)
+    last = buf.getvalue().split("\r")[-1]
+    assert re.fullmatch(r"viewlower: replay [0-9]+\.[0-9]{2} s \(4 nodes\)\n", last)
+    assert set(prog.timings) == {"replay"}
+    quiet = Tty()
+    prog = Progress(enabled=False, stream=quiet)
+    with prog.phase("trace"):
+        pass
+    assert not prog.live and quiet.getvalue() == "" and set(prog.timings) == {"trace"}
+    plain = io.StringIO()  # not a terminal: the line, no bar, no carriage return
+    with Progress(stream=plain).phase("lower"):
+        pass
+    assert re.fullmatch(r"viewlower: lower [0-9]+\.[0-9]{2} s\n", plain.getvalue())
+
+
+def _explain_dot_supported(viewlowerctl):
+    g = os.path.join(ROOT, "examples", "graphs", "patch_tokens.json")
+    p = subprocess.run([viewlowerctl, "--local", "explain", g, "--format", "dot"],
+                       capture_output=True, timeout=60)
+    return p.returncode == 0
+
+
+def test_check_explain_svg_renders_the_decisions_with_dot(tmp_path, viewlowerctl):
+    import shutil
+    import xml.etree.ElementTree as ET
+    if shutil.which("dot") is None or not _explain_dot_supported(viewlowerctl):
+        import pytest
+        pytest.skip("needs Graphviz's dot and viewlowerctl explain --format dot")
+    svg = tmp_path / "d.svg"
+    p = cli("check", *PATCH, "--local", "--viewlowerctl", viewlowerctl, "--explain-svg", str(svg))
+    assert p.returncode == 0, p.stderr
+    root = ET.fromstring(svg.read_text())
+    assert root.tag.endswith("svg")
+    texts = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    assert "_reshape_alias_copy" in texts and "transpose_copy" in texts
+
+
+def test_plan_alignment_must_be_a_power_of_two_and_needs_plan(tmp_path):
+    g = tmp_path / "g.json"
+    g.write_text("{}")
+    p = cli("lower", str(g), "--local", "--plan", "--plan-alignment", "24")
+    assert p.returncode == 64 and "--plan-alignment 24: must be a power of two" in p.stderr
+    p = cli("lower", str(g), "--local", "--plan-alignment", "16")
+    assert p.returncode == 64 and "--plan-alignment needs --plan" in p.stderr

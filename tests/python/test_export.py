@@ -64,7 +64,62 @@ def test_parameters_and_buffers_are_placeholders_and_a_weight_transpose_is_t_cop
     kinds = [n["kind"] for n in e.graph["nodes"] if n["op"] == "placeholder"]
     assert kinds == ["parameter", "parameter", "user_input"]
     (t,) = nodes_of(e, "aten.t_copy.default")
-    assert t["args"] == ["arg0_1"] and t["val"]["strides"] == [1, 4]  # as traced
+    assert t["args"] == ["p_weight"] and t["val"]["strides"] == [1, 4]  # as traced
+
+
+class Named(nn.Module):
+    """Qualified names with dots, a Sequential index, a buffer, and two names that only differ
+    in a dot (`a.b_c` and `a_b.c` both give `a_b_c`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.body = nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
+        self.a = nn.Module()
+        self.a.b_c = nn.Parameter(torch.ones(3))
+        self.a_b = nn.Module()
+        self.a_b.c = nn.Parameter(torch.ones(3))
+
+    def forward(self, image, scale):
+        return self.body(self.fc(image)) * scale + self.a.b_c + self.a_b.c
+
+
+def test_placeholders_are_named_after_qualified_names_as_torch_export_does():
+    e = exported(Named(), (2, 4), (2, 3))
+    ph = [(n["name"], n["kind"]) for n in e.graph["nodes"] if n["op"] == "placeholder"]
+    assert ph == [("p_fc_weight", "parameter"), ("p_fc_bias", "parameter"),
+                  ("p_body_0_weight", "parameter"), ("p_body_0_bias", "parameter"),
+                  ("p_body_1_weight", "parameter"), ("p_body_1_bias", "parameter"),
+                  ("p_a_b_c", "parameter"), ("p_a_b_c_1", "parameter"),
+                  ("b_body_1_running_mean", "buffer"), ("b_body_1_running_var", "buffer"),
+                  ("b_body_1_num_batches_tracked", "buffer"),
+                  ("image", "user_input"), ("scale", "user_input")]
+    (t,) = [n for n in nodes_of(e, "aten.t_copy.default") if n["args"] == ["p_fc_weight"]]
+    assert set(e.values) >= {"p_fc_weight", "b_body_1_running_var", "image", "scale"}
+    assert torch.equal(e.values["p_fc_weight"], dict(Named().named_parameters())["fc.weight"])
+
+
+def test_a_placeholder_name_taken_by_another_node_gets_the_next_free_suffix():
+    names = ex.placeholder_names(
+        [{"name": "arg0_1", "op": "placeholder", "kind": "parameter"},
+         {"name": "arg1_1", "op": "placeholder", "kind": "user_input"},
+         {"name": "p_w", "op": "call_function"}, {"name": "p_w_1", "op": "call_function"},
+         {"name": "x", "op": "call_function"}], ["w"], [], ["x"])
+    assert names == {"arg0_1": "p_w_2", "arg1_1": "x_1"}
+
+
+def test_a_renamed_placeholder_is_renamed_in_every_reference():
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).train()
+    e = ex.export(m, ex.make_inputs([([2, 3, 8, 8], torch.float32)]), layout_mode="traced")
+    (bn,) = nodes_of(e, "aten.native_batch_norm.default")
+    assert bn["args"][:5] == ["convolution", "p_1_weight", "p_1_bias", "b_1_running_mean",
+                              "b_1_running_var"]
+    assert bn["mutates"] == ["b_1_running_mean", "b_1_running_var"]
+    (add,) = [n for n in nodes_of(e, "aten.add.Tensor") if n["args"][0] == "b_1_num_batches_tracked"]
+    (copy_,) = [n for n in nodes_of(e, "aten.copy_.default")
+                if n["args"][0] == "b_1_num_batches_tracked"]
+    assert copy_["args"][1] == add["name"]
 
 
 def test_edge_layout_declares_view_like_copies_contiguous():
@@ -124,7 +179,7 @@ def test_layout_conversions_use_dim_order_ops_or_memory_format_when_skipping():
 def test_a_positional_dtype_moves_to_kwargs_under_its_schema_name():
     e = exported(Lambda(lambda x: x.view(torch.int32) + 1), (2, 3))
     (v,) = nodes_of(e, "aten.view_copy.dtype")
-    assert v["args"] == ["arg0_1"] and v["kwargs"] == {"dtype": "int32"}
+    assert v["args"] == ["xs_0"] and v["kwargs"] == {"dtype": "int32"}
 
 
 def test_an_in_place_write_to_a_user_input_marks_it_mutated():
