@@ -287,7 +287,7 @@ static double ping_p99_under_load_us(const char *socket_path, int pings, long *l
   vl_client_close(c);
   *lowered = l[0].done + l[1].done + l[2].done;
   if (n == pings && started == 3 && l[0].failed + l[1].failed + l[2].failed == 0) {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    qsort(t, (size_t)n, sizeof *t, vl_bench_cmp_double);
     p99 = t[(size_t)((double)n * 0.99)];
     *p50 = t[n / 2];
   }
