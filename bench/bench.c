@@ -594,15 +594,17 @@ static cJSON *bench_lower(bool quick) {
 static const char usage[] =
     "usage: viewlower-bench [--quick] [--level L] [--copy-case NAME] [--no-copy] [--no-lower]\n"
     "                       [--split-copy] [--list-copy-cases] [--daemon SOCKET]\n"
+    "                       [--no-plan | --plan-only]\n"
     "  --level L        copy kernels of level L (portable, sse2, ssse3, avx2, avx512); default:\n"
     "                   the machine's own (VL_COPY_LEVEL in the environment names one too)\n"
     "  --copy-case NAME only this copy case (and no lowering figures)\n"
     "  --no-copy        no copy figures; --no-lower: no lowering figures\n"
     "  --split-copy     the 64 MiB one-thread / two-thread figure even with --no-copy\n"
-    "  --daemon SOCKET  also the \"daemon\" figures against the viewlowerd on SOCKET\n";
+    "  --daemon SOCKET  also the \"daemon\" figures against the viewlowerd on SOCKET\n"
+    "  --no-plan        no memory plan figures; --plan-only: only them (no copy, no lowering)\n";
 
 int main(int argc, char **argv) {
-  bool quick = false, lower = true, copy = true, split = false;
+  bool quick = false, lower = true, copy = true, split = false, plan = true;
   const char *only = NULL, *level_name = getenv("VL_COPY_LEVEL"), *daemon = NULL;
   vl_copy_level level = vl_copy_level_native();
   for (int i = 1; i < argc; i++) {
@@ -612,6 +614,10 @@ int main(int argc, char **argv) {
       lower = false;
     } else if (strcmp(argv[i], "--no-copy") == 0) {
       copy = false;
+    } else if (strcmp(argv[i], "--no-plan") == 0) {
+      plan = false;
+    } else if (strcmp(argv[i], "--plan-only") == 0) {
+      copy = lower = false;
     } else if (strcmp(argv[i], "--split-copy") == 0) {
       split = true;
     } else if (strcmp(argv[i], "--daemon") == 0 && i + 1 < argc) {
@@ -643,6 +649,7 @@ int main(int argc, char **argv) {
     cJSON_AddItemToObject(root, "split_copy", bench_split_copy(quick));
   if (lower) cJSON_AddItemToObject(root, "lower", bench_lower(quick));
   if (daemon != NULL) cJSON_AddItemToObject(root, "daemon", vl_bench_daemon(daemon, quick));
+  if (plan) cJSON_AddItemToObject(root, "plan", vl_bench_plan(quick));
   char *s = cJSON_Print(root);
   if (s == NULL) return 1;
   puts(s);

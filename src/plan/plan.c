@@ -20,6 +20,7 @@
 #include "viewlower/plan.h"
 
 #define VL__PLAN_PAIRS 16
+#define VL__PLAN_ALL_TRIES 65536
 #define VL__PLAN_PAIRS_EXTRA (UINT64_C(1) << 22)
 
 typedef struct {
@@ -276,10 +277,14 @@ vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error 
   st = p.offset && best && keys && breadth && breadth_of(&s, g->n_nodes, breadth) ? VL_OK
                                                                                 : VL_ERR_NOMEM;
   if (st == VL_OK && build_overlaps(&p, g->n_nodes)) {
-    /* Every order with both fits; the smallest arena wins (the first on ties). */
+    /* Every order with every fit; the smallest arena wins (the first on ties). A graph of more
+     * than VL__PLAN_ALL_TRIES storages tries greedy by size and by breadth in time order with
+     * best fit only, so planning stays a few passes over the storages. */
+    bool all = s.n <= VL__PLAN_ALL_TRIES;
     for (int order = 0; order < ORDER_COUNT && st == VL_OK; order++) {
+      if (!all && order != ORDER_SIZE && order != ORDER_BREADTH_TIME) continue;
       order_of(&s, order, breadth, keys);
-      for (int fit = 0; fit < FIT_COUNT && st == VL_OK; fit++) {
+      for (int fit = 0; fit < (all ? FIT_COUNT : 1) && st == VL_OK; fit++) {
         int64_t a = place_all(&p, keys, fit);
         if (a < 0) st = VL_ERR_NOMEM;
         if (a >= 0 && (arena < 0 || a < arena)) {
