@@ -1,12 +1,15 @@
 /* plan.c - the memory planner (SPEC §11).
  *
  * Storages and lifetimes come from the graph's storage classes (graph/storage.h). The planner
- * is greedy by size: storages in decreasing size (ties: earlier start, then earlier owner), each
- * placed in a gap among the already placed storages whose lifetimes overlap its own; two fits
- * are tried, best fit (the smallest gap that holds it) and first fit (the lowest), and the
- * smaller arena is kept. Greedy by size with best fit is the strongest of the classic offline
- * planners on inference graphs (TFLite's); first fit wins now and then on graphs with many
- * equal sizes. A chain (ping-pong) reaches the lower bound, as does every CNN tried.
+ * is greedy: storages in some order, each placed in a gap among the already placed storages
+ * whose lifetimes overlap its own. Several orders (size, breadth, area, lifetime, start) and
+ * fits (best, first, last) are tried and the smallest arena kept; greedy by size with best fit
+ * (TFLite's) is among them, so the plan is never larger than it. One more family places the
+ * long-lived storages first, each at 0 or as high as it fits below the lower bound: a residual
+ * stream whose consecutive tensors overlap (ConvNeXt's blocks) then alternates between the two
+ * ends and leaves the middle whole for the wide tensors of each block, which every size-first
+ * order misses (1.11x the bound there). A chain (ping-pong) reaches the lower bound, as does
+ * every graph of tests/data.
  *
  * The overlap lists come from one sweep over positions: each storage that starts overlaps
  * exactly the storages live at that moment. Their total is bounded (VL__PLAN_PAIRS per storage
@@ -28,6 +31,7 @@ typedef struct {
   uint32_t *start;  /* CSR of overlapping storages per storage */
   uint32_t *adj;
   int64_t *offset;  /* per storage, or -1 while unplaced */
+  int64_t cap;      /* the lower bound: where the long-lived storages' upper end is */
 } planner;
 
 typedef struct {
@@ -197,7 +201,41 @@ static bool build_overlaps(planner *p, uint32_t n_positions) {
  * when memory runs out. */
 enum { FIT_BEST, FIT_FIRST, FIT_LAST, FIT_COUNT };
 
-static int64_t place_all(planner *p, const order_key *keys, int fit) {
+static int64_t duration(const vl_storage *x) {
+  return (int64_t)x->end - (int64_t)x->start;
+}
+
+/* Long-lived first (lifetime at least min_life, longest first), then the rest by size. */
+static void order_long_first(const vl_storages *s, int64_t min_life, order_key *keys) {
+  for (uint32_t k = 0; k < s->n; k++) {
+    const vl_storage *x = &s->s[k];
+    int64_t life = duration(x);
+    keys[k] = (order_key){life >= min_life ? (INT64_C(1) << 40) + life : 0, x->size, x->start,
+                          x->owner, k};
+  }
+  qsort(keys, s->n, sizeof *keys, by_key);
+}
+
+/* Where a long-lived storage goes: at 0 when that is free, else as high as it fits below the
+ * lower bound. Storages that overlap in turn, such as the residual of one block and the next,
+ * so take the two ends of the arena and leave the middle whole for what lives between them.
+ * -1 when nothing fits below the bound. */
+static int64_t at_an_end(const range *placed, uint32_t m, int64_t size, int64_t cap) {
+  int64_t high = -1, lo = 0;
+  if (m == 0 || placed[0].lo >= size) return 0;
+  for (uint32_t j = 0; j <= m; j++) { /* each gap, the last one up to the cap */
+    int64_t hi = j < m ? placed[j].lo : cap;
+    if (hi > cap) hi = cap;
+    if (hi - lo >= size && hi - size > high) high = hi - size;
+    if (j < m && placed[j].hi > lo) lo = placed[j].hi;
+  }
+  return high;
+}
+
+/* Places every storage greedily in keys' order with the given fit, except that storages living
+ * at least ends_from positions go at_an_end; returns the arena size, or -1 when memory runs
+ * out. */
+static int64_t place_all(planner *p, const order_key *keys, int fit, int64_t ends_from) {
   const vl_storages *s = p->s;
   uint32_t max_deg = 0;
   for (uint32_t k = 0; k < s->n; k++) {
@@ -231,6 +269,10 @@ static int64_t place_all(planner *p, const order_key *keys, int fit) {
       if (placed[j].hi > cursor) cursor = placed[j].hi;
     }
     if (at < 0) at = cursor; /* above everything live beside it */
+    if (duration(&s->s[k]) >= ends_from) {
+      int64_t end = at_an_end(placed, m, size, p->cap);
+      if (end >= 0) at = end;
+    }
     p->offset[k] = at;
     if (at + size > arena) arena = at + size;
   }
@@ -269,7 +311,8 @@ vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error 
     return vl_error_set(err, st, "/plan_alignment", "a buffer's size overflows when rounded up");
   }
   if (st != VL_OK) return vl_error_set(err, st, "", "out of memory while planning");
-  planner p = {&s, NULL, NULL, malloc((s.n ? s.n : 1) * sizeof(int64_t))};
+  planner p = {&s, NULL, NULL, malloc((s.n ? s.n : 1) * sizeof(int64_t)),
+               vl__storages_lower_bound(&s, g->n_nodes)};
   int64_t *best = malloc((s.n ? s.n : 1) * sizeof *best);
   order_key *keys = malloc((s.n ? s.n : 1) * sizeof *keys);
   int64_t *breadth = malloc((s.n ? s.n : 1) * sizeof *breadth);
@@ -285,12 +328,22 @@ vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error 
       if (!all && order != ORDER_SIZE && order != ORDER_BREADTH_TIME) continue;
       order_of(&s, order, breadth, keys);
       for (int fit = 0; fit < (all ? FIT_COUNT : 1) && st == VL_OK; fit++) {
-        int64_t a = place_all(&p, keys, fit);
+        int64_t a = place_all(&p, keys, fit, INT64_MAX);
         if (a < 0) st = VL_ERR_NOMEM;
         if (a >= 0 && (arena < 0 || a < arena)) {
           arena = a;
           memcpy(best, p.offset, s.n * sizeof *best);
         }
+      }
+    }
+    /* Long-lived storages first, at the two ends, for lifetimes from 4 to 64 positions. */
+    for (int64_t life = 4; all && life <= 64 && st == VL_OK; life *= 2) {
+      order_long_first(&s, life, keys);
+      int64_t a = place_all(&p, keys, FIT_BEST, life);
+      if (a < 0) st = VL_ERR_NOMEM;
+      if (a >= 0 && (arena < 0 || a < arena)) {
+        arena = a;
+        memcpy(best, p.offset, s.n * sizeof *best);
       }
     }
   } else if (st == VL_OK) {
