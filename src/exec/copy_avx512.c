@@ -1,10 +1,15 @@
 /* copy_avx512.c - the AVX-512 level of the copy engine (built with -mavx512f -mavx512bw
- * -mavx512vl on x86-64): transposes of 4- and 8-byte elements in 512-bit registers. Each
- * register is loaded as four 128-bit quarters from rows i, i + K/4, i + K/2, i + 3K/4, so the
- * in-lane unpacks and shuffles do the whole transpose: 16x16 of 4 bytes (16 registers, 32
- * shuffles, 1 KiB) and 8x8 of 8 bytes (8 registers, 8 shuffles, 512 bytes). Ragged edges move
- * element by element. The other kernels of this level are the AVX2 ones (copy_avx2.c): the
- * byte and 16-bit shuffles are not faster at 512 bits here. */
+ * -mavx512vl on x86-64). Every kernel here writes whole 64-byte pieces of destination rows.
+ *
+ * Transposes: each register is four 128-bit quarters from four source rows (load4: masked
+ * windows, not inserts), so in-lane unpacks alone do the transpose and leave 64 bytes of one
+ * destination row per register: 16 x 64 bytes (16 registers, 64 byte unpacks, 1 KiB), 8 x 32
+ * of 2 bytes (8 registers, 24 unpacks, 512 bytes), 16 x 16 of 4 bytes (16 registers, 32
+ * shuffles) and 8 x 8 of 8 bytes (8 registers, 8 unpacks), walked by VL__TILE_BODY_RECT; the
+ * rows it leaves and thinner planes take the AVX2 blocks (copy_avx2.c).
+ * Images: deinterleave and interleave of 3 byte channels, 64 pixels (four of the SSSE3
+ * kernel's 48-byte groups, one per lane) per step. The other narrow kernels are the lower
+ * levels'. docs/kernels.md has the figures. */
 #include "exec/copy_kernels.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__)
@@ -27,35 +32,26 @@ static inline __m512i load4(const char *p, ptrdiff_t step) {
   return _mm512_or_si512(_mm512_ternarylogic_epi32(q0, q1, q2, 0xFE), q3);
 }
 
-/* 16 x 64 bytes: register j holds rows j, j + 16, j + 32, j + 48 (16 bytes each), so four
- * rounds of in-lane byte interleaves leave column x of all 64 rows in register x: one 64-byte
- * store per destination row. */
-static void block_u8(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
-  __m512i r[16], t[16];
-  for (int j = 0; j < 16; j++) r[j] = load4(s + j * sy, 16 * sy);
-  for (int round = 0; round < 4; round++) {
-    for (int i = 0; i < 8; i++) {
-      t[2 * i] = _mm512_unpacklo_epi8(r[i], r[i + 8]);
-      t[2 * i + 1] = _mm512_unpackhi_epi8(r[i], r[i + 8]);
-    }
-    for (int i = 0; i < 16; i++) r[i] = t[i];
+/* K x 4K elements of W bits (K = 128 / W): register j holds source rows j, j + K, j + 2K, j + 3K
+ * (16 bytes each), so log2(K) rounds of in-lane W-bit interleaves leave column x of all 4K rows
+ * in register x: one 64-byte store per destination row. block_u8: 16 x 64 bytes, block_u16:
+ * 8 x 32 of 2 bytes. */
+#define VL__ROWS_BLOCK(sfx, W, K, ROUNDS)                                                          \
+  static void block_##sfx(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {                    \
+    __m512i r[K], t[K];                                                                            \
+    for (int j = 0; j < (K); j++) r[j] = load4(s + j * sy, (K)*sy);                                \
+    for (int round = 0; round < (ROUNDS); round++) {                                               \
+      for (int i = 0; i < (K) / 2; i++) {                                                          \
+        t[2 * i] = _mm512_unpacklo_epi##W(r[i], r[i + (K) / 2]);                                   \
+        t[2 * i + 1] = _mm512_unpackhi_epi##W(r[i], r[i + (K) / 2]);                               \
+      }                                                                                            \
+      for (int i = 0; i < (K); i++) r[i] = t[i];                                                   \
+    }                                                                                              \
+    for (int x = 0; x < (K); x++) _mm512_storeu_si512((void *)(d + x * dx), r[x]);                 \
   }
-  for (int x = 0; x < 16; x++) _mm512_storeu_si512((void *)(d + x * dx), r[x]);
-}
 
-/* 8 x 32 of 2 bytes, as block_u8: register j holds rows j, j + 8, j + 16, j + 24. */
-static void block_u16(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
-  __m512i r[8], t[8];
-  for (int j = 0; j < 8; j++) r[j] = load4(s + j * sy, 8 * sy);
-  for (int round = 0; round < 3; round++) {
-    for (int i = 0; i < 4; i++) {
-      t[2 * i] = _mm512_unpacklo_epi16(r[i], r[i + 4]);
-      t[2 * i + 1] = _mm512_unpackhi_epi16(r[i], r[i + 4]);
-    }
-    for (int i = 0; i < 8; i++) r[i] = t[i];
-  }
-  for (int x = 0; x < 8; x++) _mm512_storeu_si512((void *)(d + x * dx), r[x]);
-}
+VL__ROWS_BLOCK(u8, 8, 16, 4)
+VL__ROWS_BLOCK(u16, 16, 8, 3)
 
 #define LOAD4PS(p, step) _mm512_castsi512_ps(load4(p, step))
 #define LOAD4PD(p, step) _mm512_castsi512_pd(load4(p, step))

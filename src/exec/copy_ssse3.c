@@ -2,10 +2,11 @@
  * and interleave of 3 channels and deinterleave of 4 channels of 1- and 2-byte elements (NHWC
  * <-> NCHW images) with pshufb. For 3 channels each group of 48 interleaved bytes is 3 loads,
  * 9 shuffles and ORs, 3 stores; the pixels after the last whole group are moved one by one.
- * Masks: exec/copy_shuffle.h. These kernels also serve the AVX2 and AVX-512 levels: the same
- * shuffles on 256-bit registers (two groups, one per lane) measured slower on cache-resident
- * images (0.39x against 0.47x memcpy deinterleaving 224^2 uint8, 0.48x against 0.65x
- * interleaving) and no faster at 1080p. */
+ * Masks: exec/copy_shuffle.h. These kernels also serve the AVX2 level: the same shuffles on
+ * 256-bit registers (two groups, one per lane) measured slower on cache-resident images (0.39x
+ * against 0.47x memcpy deinterleaving 224^2 uint8, 0.48x against 0.65x interleaving) and no
+ * faster at 1080p. The AVX-512 level has its own 3-channel byte kernels (copy_avx512.c) and
+ * calls these for the pixels before and after its 64-pixel steps. */
 #include "exec/copy_kernels.h"
 
 #if defined(__x86_64__) && defined(__SSSE3__)
