@@ -901,6 +901,8 @@ static void a_tied_weight_keeps_its_layout_and_names_its_blocker(void **state) {
                          OUT("[\"wt\",\"w\"]"));
   assert_int_equal(l.r.params_relaid, 0);
   assert_int_equal(kept_param(&l, "w")->rules, 1u << VL_PARAM_FEEDS_OUTPUT);
+  assert_int_equal(kept_param(&l, "w")->n_blockers, 0);
+  assert_string_equal(kept_param(&l, "w")->message, "w keeps its declared layout: feeds_output");
   done(&l);
   l = lower_fold(LINEAR(PARAM, CALL("s", "aten.as_strided_copy.default", "[\"w\",[4,6],[1,4],0]",
                                     VAL("[4,6]", "[0,1]"))

@@ -224,9 +224,10 @@ static vl_status add_kept(vl_params *st, vl_report *r, const vl_graph *g, uint32
                           uint32_t rules) {
   const vl_node *pn = &g->nodes[p];
   uint32_t blockers = 0, readers = 0;
+  /* The output lists it: a rule of the placeholder's own (feeds_output), not a blocker. */
   for (uint32_t k = 0; k < pn->n_users; k++) {
     vl_param_rule rule = user_rule(g, p, pn->users[k]);
-    blockers += rule != VL_PARAM_RULE_COUNT;
+    blockers += rule != VL_PARAM_RULE_COUNT && rule != VL_PARAM_FEEDS_OUTPUT;
     readers += rule == VL_PARAM_RULE_COUNT;
   }
   if (readers == 0) return VL_OK; /* no layout-only reader: nothing to gain */
@@ -253,6 +254,7 @@ static vl_status add_kept(vl_params *st, vl_report *r, const vl_graph *g, uint32
       sp->count++;
       continue;
     }
+    if (rule == VL_PARAM_FEEDS_OUTPUT) continue;
     vl_param_blocker *b = &e->blockers[e->n_blockers];
     b->node = strdup(g->nodes[u].name);
     if (b->node == NULL) return VL_ERR_NOMEM;
@@ -363,10 +365,8 @@ static vl_status kept_message(vl_param_kept *e) {
   if (e->n_blockers > 0) {
     const vl_param_blocker *b = &e->blockers[0];
     const char *why = b->rule == VL_PARAM_READS_BUFFER ? "reads its buffer"
-                      : b->rule == VL_PARAM_FEEDS_OUTPUT
-                          ? "lists it"
-                          : b->rule == VL_PARAM_NOT_INPUT ? "reads it other than as its input"
-                                                          : "reads it with an op that is not layout-only";
+                      : b->rule == VL_PARAM_NOT_INPUT  ? "reads it other than as its input"
+                                                       : "reads it with an op that is not layout-only";
     snprintf(text, sizeof text, "%s keeps its declared layout: %s %s%s%s%s", e->node, b->node,
              why, e->n_blockers > 1 ? " (and more readers)" : "", len ? "; also " : "", rules);
   } else {
