@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # The whole suite, as CI runs it (.ci/run): installs what is missing, builds with warnings as
-# errors and runs every ctest (the model zoo and the oracles included; the systemd test as a
-# stage of its own), builds again with
-# AddressSanitizer + UndefinedBehaviorSanitizer and runs every ctest there, runs each libFuzzer
-# harness for a short campaign, and the Bazel stage. Stops at the first stage that fails and
-# exits non-zero.
+# errors and runs every ctest (the model zoo and the oracles included; the systemd test is a
+# stage of its own), builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs
+# every ctest there, runs each libFuzzer harness for a short campaign, and the Bazel stage.
+# Stops at the first stage that fails and exits non-zero.
 #
 #   scripts/test.sh               every stage (what .ci/run runs)
 #   scripts/test.sh --fast        the fast lane: build, then the unit tests and the fuzz replays
