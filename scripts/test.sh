@@ -27,7 +27,10 @@ elif ((${#stages[@]} == 0)); then
 fi
 
 for s in "${stages[@]}"; do
-  [[ " ${all[*]} fast " == *" $s "* ]] || { echo "test.sh: unknown stage $s (--fast, fast or: ${all[*]})" >&2; exit 64; }
+  if [[ " ${all[*]} fast " != *" $s "* ]]; then
+    echo "test.sh: unknown stage $s (--fast, fast or: ${all[*]})" >&2
+    exit 64
+  fi
 done
 log=$(mktemp)
 times_file=$(mktemp)
@@ -58,7 +61,8 @@ run_stage() { # the commands of one stage; their output goes to the terminal and
 
 cpu_ms() { # sets cpu_ms_now: user + system time of this shell's waited-for children, in ms
   times >"$times_file" # here, not in a $(...) subshell: line 2 is "0m1.250s 0m0.310s" (children)
-  cpu_ms_now=$(awk 'NR == 2 {t = 0; for (i = 1; i <= 2; i++) {split($i, p, /[ms]/); t += p[1] * 60 + p[2]}
+  cpu_ms_now=$(awk 'NR == 2 {t = 0; for (i = 1; i <= 2; i++) {split($i, p, /[ms]/)
+                                                             t += p[1] * 60 + p[2]}
                             printf "%d", t * 1000}' "$times_file")
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
