@@ -1,40 +1,95 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds with warnings as errors, and runs the whole suite twice:
-# a normal build, then AddressSanitizer + UndefinedBehaviorSanitizer. Exits non-zero on any failure.
+# The whole suite, as CI runs it (.ci/run): installs what is missing, builds with warnings as
+# errors and runs every ctest (the model zoo and the oracles included; the systemd test is a
+# stage of its own), builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs
+# every ctest there, runs each libFuzzer harness for a short campaign, and the Bazel stage.
+# Stops at the first stage that fails and exits non-zero.
+#
+#   scripts/test.sh               every stage (what .ci/run runs)
+#   scripts/test.sh --fast        the fast lane: build, then the unit tests and the fuzz replays
+#   scripts/test.sh STAGE...      those stages only, in the order given: deps build tests
+#                                 systemd asan-build asan-tests fuzz bazel, or fast (the fast
+#                                 lane's tests, on an existing build)
+#   VL_FUZZ_SECONDS=30            seconds per fuzz harness (CONTRIBUTING.md, "Test lanes")
+#
+# After each stage one line: "stage NAME: ok|FAILED WALL s (cpu CPU s)", CPU being the user +
+# system time of the stage's processes (the Bazel server's own is not counted); at the end all
+# of them again, the total, and one line over every check: "summary: N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
 jobs=$(nproc)
+all=(deps build tests systemd asan-build asan-tests fuzz bazel)
+stages=("$@")
+if [[ ${1:-} == --fast ]]; then
+  stages=(build fast)
+elif ((${#stages[@]} == 0)); then
+  stages=("${all[@]}")
+fi
 
-echo "== build (warnings are errors)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVL_WERROR=ON >/dev/null
-cmake --build build -j "$jobs"
-echo "== tests"
+for s in "${stages[@]}"; do
+  if [[ " ${all[*]} fast " != *" $s "* ]]; then
+    echo "test.sh: unknown stage $s (--fast, fast or: ${all[*]})" >&2
+    exit 64
+  fi
+done
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-ctest --test-dir build --output-on-failure -j "$jobs" -LE systemd | tee -a "$log"
+times_file=$(mktemp)
+trap 'rm -f "$log" "$times_file"' EXIT
+sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 
-# Its own stage: the first run debootstraps the cached test root (about 3 min), later ones take
-# about a minute (docs/deployment.md); skipped with one line where systemd-nspawn cannot run.
-echo "== systemd (the .debs installed and booted under a real systemd with systemd-nspawn)"
-ctest --test-dir build --output-on-failure -V -L systemd | tee -a "$log"  # -V: its figures, or why it skipped
+run_stage() { # the commands of one stage; their output goes to the terminal and the log
+  case $1 in
+    deps) scripts/install-deps.sh ;;
+    build)
+      cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVL_WERROR=ON >/dev/null &&
+        cmake --build build -j "$jobs" ;;
+    fast) ctest --test-dir build --output-on-failure -j "$jobs" -L 'unit|fuzz' ;;
+    tests) ctest --test-dir build --output-on-failure -j "$jobs" -LE systemd ;;
+    # The .debs booted under a real systemd (systemd-nspawn): the first run debootstraps the
+    # cached test root (about 3 min), later ones take about a minute (docs/deployment.md);
+    # skipped with one line where nspawn cannot run. -V: its figures, or why it skipped.
+    systemd) ctest --test-dir build --output-on-failure -V -L systemd ;;
+    asan-build)
+      cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON \
+        >/dev/null && cmake --build build-asan -j "$jobs" ;;
+    asan-tests) env "${sanitizer_env[@]}" ctest --test-dir build-asan --output-on-failure -j "$jobs" ;;
+    fuzz) scripts/fuzz.sh "${VL_FUZZ_SECONDS:-30}" ;; # libFuzzer + ASan + UBSan; a crash fails
+    bazel) scripts/bazel-test.sh ;; # Bazel rules + worker, examples/bazel offline
+  esac
+}
 
-echo "== python front end (pytest: client, exporter, the model zoo through a real viewlowerd)"
-VIEWLOWERD=build/daemon/viewlowerd VIEWLOWERCTL=build/client/viewlowerctl PYTHONDONTWRITEBYTECODE=1 \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python | tee -a "$log"
+cpu_ms() { # sets cpu_ms_now: user + system time of this shell's waited-for children, in ms
+  times >"$times_file" # here, not in a $(...) subshell: line 2 is "0m1.250s 0m0.310s" (children)
+  cpu_ms_now=$(awk 'NR == 2 {t = 0; for (i = 1; i <= 2; i++) {split($i, p, /[ms]/)
+                                                             t += p[1] * 60 + p[2]}
+                            printf "%d", t * 1000}' "$times_file")
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-echo "== build (ASan + UBSan)"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON >/dev/null
-cmake --build build-asan -j "$jobs"
-echo "== tests under ASan + UBSan"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" | tee -a "$log"
+lines=()
+t_start=$(now_ms)
+failed_stage=
+for s in "${stages[@]}"; do
+  echo "== $s"
+  cpu_ms
+  t0=$(now_ms) c0=$cpu_ms_now rc=0
+  run_stage "$s" > >(tee -a "$log") 2>&1 || rc=$?
+  wait # the tee of this stage
+  cpu_ms
+  wall=$((($(now_ms) - t0 + 500) / 1000)) cpu=$(((cpu_ms_now - c0 + 500) / 1000))
+  lines+=("stage $s: $( ((rc == 0)) && echo ok || echo FAILED) $wall s (cpu $cpu s)")
+  echo "${lines[-1]}"
+  if ((rc != 0)); then
+    failed_stage=$s
+    break
+  fi
+done
 
-echo "== fuzz (libFuzzer + ASan + UBSan, ${VL_FUZZ_SECONDS:-60} s per harness; a crash fails the run)"
-scripts/fuzz.sh "${VL_FUZZ_SECONDS:-60}" | tee -a "$log"
-scripts/bazel-test.sh | tee -a "$log"  # Bazel rules + worker, examples/bazel offline
-
-# One closing line over all three stages: ctest runs (normal, sanitizers) and fuzz harnesses.
+echo "== stages"
+printf '%s\n' "${lines[@]}"
+echo "total: $((($(now_ms) - t_start + 500) / 1000)) s"
+# One closing line over the stages' checks: ctest runs, fuzz harnesses and Bazel checks.
 passed=0
 failed=0
 while read -r nfail total; do
@@ -42,10 +97,6 @@ while read -r nfail total; do
   failed=$((failed + nfail))
 done < <(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$log")
 passed=$((passed + $(grep -o '"ok":true' "$log" | wc -l || true)))
-# pytest's closing line: "N passed, M failed, K xfailed in T s" (any of them may be absent).
-pyline=$(grep -E '^[0-9]+ [a-z]+.* in [0-9.]+s' "$log" | tail -1 || true)
-pycount() { grep -oE "[0-9]+ $1" <<<"$pyline" | grep -oE '^[0-9]+' || echo 0; }
-passed=$((passed + $(pycount passed)))
-failed=$((failed + $(pycount failed) + $(pycount "errors?")))
 failed=$((failed + $(grep -o '"ok":false' "$log" | wc -l || true)))
 echo "summary: $passed passed, $failed failed"
+[[ -z $failed_stage ]]
