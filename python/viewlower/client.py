@@ -328,10 +328,28 @@ class Client:
             self._sock.sendall(b"".join([header, text, *payload.parts]))
         except _socket.timeout:
             raise CallTimeout(f"{self.path}: sending {method} timed out")
+        except (BrokenPipeError, ConnectionResetError) as e:
+            # The daemon may have answered before closing (a frame over half its memory
+            # budget: -32005; shutting down: -32007): that answer is the reason, not EPIPE.
+            raise self._answer_before_close(rid) or \
+                TransportError(f"{self.path}: sending {method}: {e.strerror or e}")
         except OSError as e:
             raise TransportError(f"{self.path}: sending {method}: {e.strerror or e}")
         self._pending[rid] = self._kind(params)
         return rid
+
+    def _answer_before_close(self, rid: int) -> Optional[Exception]:
+        """The error response already sent for request rid (or with id null), if any."""
+        try:
+            msg, _ = self._read_frame(time.monotonic() + 0.2)
+        except (ViewlowerError, OSError):
+            return None
+        if "error" in msg and msg.get("id") in (None, rid) and type(msg.get("id")) is not bool:
+            try:
+                return self._error(msg["error"])
+            except TransportError as e:
+                return e
+        return None
 
     def _read_exact(self, n: int, deadline: Optional[float]) -> bytes:
         while len(self._buf) < n:

@@ -274,6 +274,35 @@ static void a_frame_waiting_past_the_idle_timeout_is_answered_and_closed(void **
   stop(d);
 }
 
+/* A frame over half the budget is answered -32005 (id null) and the connection closed while the
+ * client is still writing it: the real client (vl_client_call) reads that answer after its write
+ * fails and reports it, not the bare EPIPE (docs/protocol.md tells client authors to do so). */
+static void a_frame_over_half_the_budget_reports_why_to_the_real_client(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-memory", "64M", NULL};
+  daemon_proc *d = start(args);
+  enum { BYTES = 40 << 20 };
+  uint8_t *data = calloc(1, BYTES);
+  assert_non_null(data);
+  char text[256];
+  snprintf(text, sizeof text,
+           "{\"input\":{\"dtype\":\"uint8\",\"shape\":[%d],\"blob\":{\"offset\":0,"
+           "\"nbytes\":%d}},\"size\":[%d],\"encoding\":\"blob\"}",
+           BYTES, BYTES, BYTES);
+  cJSON *params = json(text), *res = NULL;
+  vl_client *c = client_open(d);
+  vl_buf out = {0};
+  vl_error err;
+  vl_status s = vl_client_view_copy(c, params, data, BYTES, &res, &out, &err);
+  if (s != VL_ERR_OVERLOADED) fail_msg("got %s: %s", vl_status_kind(s), err.message);
+  assert_non_null(strstr(err.message, "does not fit the memory budget"));
+  vl_client_close(c);
+  cJSON_Delete(params);
+  free(data);
+  ping_ok(d->sock);
+  stop(d);
+}
+
 /* ---- 3. the parse of a request is within the budget ---------------------------------------- */
 
 /* A request of about bytes whose params hold a long array of zeros (shape "zeros"), strings
@@ -346,6 +375,9 @@ static void *send_big(void *arg) {
  * tree would pass the budget, -32001 (the graph is invalid) when the tree fitted. */
 static void send_many(const daemon_proc *d, int n, size_t bytes, const char *shape, int code) {
   sender s[4];
+  if (under_sanitizers() && code == -32005) {
+    bytes /= 4; /* parsing under ASan is ~10x slower; the tree still passes the budget */
+  }
   pthread_t t[4];
   assert_true(n <= 4);
   for (int i = 0; i < n; i++) {
@@ -635,6 +667,7 @@ int main(void) {
       cmocka_unit_test(waiting_frames_are_admitted_as_memory_frees),
       cmocka_unit_test(waiting_connections_close_when_their_peer_hangs_up),
       cmocka_unit_test(a_frame_waiting_past_the_idle_timeout_is_answered_and_closed),
+      cmocka_unit_test(a_frame_over_half_the_budget_reports_why_to_the_real_client),
       cmocka_unit_test(request_parse_stays_within_64m),
       cmocka_unit_test(request_parse_stays_within_256m),
       cmocka_unit_test(numbers_json_forbids_are_parse_errors),

@@ -376,3 +376,32 @@ def test_auto_returns_numpy_for_numpy_input_and_torch_for_torch_input(daemon):
     assert isinstance(y, np.ndarray) and y.tolist() == [0, 1, 2, 3, 4, 5]
     assert isinstance(z, torch.Tensor) and z.tolist() == [0, 1, 2, 3, 4, 5]
     assert isinstance(out, np.ndarray)
+
+
+def test_an_answer_sent_before_the_daemon_closes_is_reported_not_epipe():
+    """The daemon refuses a frame over half its budget after its header, answers -32005 with id
+    null and closes while the client is still writing: the client raises that answer."""
+    import json as _json
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, "refusing.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+
+    def serve():
+        conn, _ = srv.accept()
+        conn.recv(16)
+        conn.sendall(frame(_json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32005, "message": "overloaded: a frame of 33554600 bytes does not fit the "
+            "memory budget", "data": {"kind": "overloaded"}}})))
+        conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        with Client(path, timeout=10) as c:
+            with pytest.raises(viewlower.RemoteError) as e:
+                c.view_copy(np.zeros(32 << 20, dtype=np.uint8), [32 << 20])
+        assert e.value.code == -32005 and "memory budget" in str(e.value)
+    finally:
+        srv.close()
+        os.unlink(path)
+        os.rmdir(d)
