@@ -63,6 +63,32 @@ def attrs_of(text):
     return out
 
 
+def shape(doc, got, where):
+    """'' when got has doc's members (all of them, unless doc has "…": "…") with values of the
+    same JSON type, recursively; numbers are not compared."""
+    if isinstance(doc, dict):
+        if not isinstance(got, dict):
+            return f"{where}: documented an object, got {json.dumps(got)[:80]}"
+        for k, v in doc.items():
+            if k == ANY:
+                continue
+            if k not in got:
+                return f"{where}/{k}: documented, missing in the response"
+            m = shape(v, got[k], f"{where}/{k}")
+            if m:
+                return m
+        more = sorted(set(got) - set(doc))
+        if more and doc.get(ANY) != ANY:
+            return f"{where}: the response has undocumented members {more}"
+        return ""
+    numeric = (int, float)
+    if isinstance(doc, numeric) and not isinstance(doc, bool):
+        ok = isinstance(got, numeric) and not isinstance(got, bool)
+    else:
+        ok = type(doc) is type(got)
+    return "" if ok else f"{where}: documented a {type(doc).__name__}, got {json.dumps(got)}"
+
+
 def match(doc, got, where):
     """'' when got matches doc, else where it differs."""
     if doc == ANY:
@@ -315,6 +341,23 @@ def check_doc(daemons, path, failures, seen_errors):
                     diff = match(doc, got, "")
                     if diff:
                         failures.append(f"{where}: {diff}")
+                elif role == "stats":
+                    n_examples += 1
+                    diff = shape(json.loads(body), rpc(daemons, "stats", {})["result"], "")
+                    if diff:
+                        failures.append(f"{where}: {diff}")
+                elif role == "client" and lang == "python":
+                    n_examples += 1
+                    m2 = re.search(r'^print\(call\("([^"]+)".*#\s*(.*)$', body, re.M)
+                    if m2 is None:
+                        failures.append(f"{where}: no print(call(PATH, ...))  # OUTPUT line")
+                        continue
+                    code = body.replace(m2.group(1), daemons.socket_for(""))
+                    p = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                       text=True, timeout=60)
+                    if p.returncode != 0 or p.stdout.strip() != m2.group(2).strip():
+                        failures.append(f"{where}: the client prints {p.stdout.strip()!r} "
+                                        f"{p.stderr[-200:]}, documented {m2.group(2)!r}")
                 elif role == "spec":
                     n_examples += 1
                     spec = json.loads(body)
