@@ -943,6 +943,8 @@ static void dot_node(FILE *out, const gnode *g, size_t index) {
       fprintf(out, "\\n%lld B", (long long)g->nbytes);
     }
   }
+  const cJSON *mem = cJSON_GetObjectItemCaseSensitive(g->low, "mem_offset");
+  if (cJSON_IsNumber(mem)) fprintf(out, "\\narena @%.0f", mem->valuedouble);
   fputs("\"", out);
   if (placeholder) fputs(", shape=ellipse", out);
   if (output) fputs(", shape=invhouse", out);
@@ -968,7 +970,9 @@ static bool print_dot(FILE *out, const model *m, const totals *t, const plan_fig
             "%.0f bytes saved", t->view_copy_nodes, t->replaced, t->kept, t->removed_dead,
             t->bytes_saved);
   }
-  if (t->params_relaid > 0) fprintf(out, "\\n%.0f parameters relaid", t->params_relaid);
+  if (t->params_relaid > 0) {
+    fprintf(out, "\\n%.0f parameter%s relaid", t->params_relaid, t->params_relaid == 1 ? "" : "s");
+  }
   if (pl->present) {
     fprintf(out, "\\nmemory plan: arena %.0f bytes (lower bound %.0f, one buffer each %.0f)",
             pl->arena, pl->lower_bound, pl->naive);

@@ -151,6 +151,14 @@ static i64_result json_int64(const cJSON *v, int64_t *out) {
   if (!number_value(v, &d)) return I64_NOT_INTEGER;
   if (!isfinite(d) || floor(d) != d) return I64_FRACTIONAL;
   if (fabs(d) > (double)SAFE_INT_MAX) return I64_INEXACT;
+  /* A number read from text keeps its token (valuestring): 9007199254740993 reads as the
+   * double 2^53, so the bound is checked on the digits, or the value would change silently. */
+  const char *tok = cJSON_IsNumber(v) ? v->valuestring : NULL;
+  int64_t exact = 0;
+  if (tok != NULL && strpbrk(tok, ".eE") == NULL &&
+      (!parse_decimal_int64(tok, &exact) || exact > SAFE_INT_MAX || exact < -SAFE_INT_MAX)) {
+    return I64_INEXACT;
+  }
   *out = (int64_t)d;
   return I64_OK;
 }

@@ -63,6 +63,32 @@ def attrs_of(text):
     return out
 
 
+def shape(doc, got, where):
+    """'' when got has doc's members (all of them, unless doc has "…": "…") with values of the
+    same JSON type, recursively; numbers are not compared."""
+    if isinstance(doc, dict):
+        if not isinstance(got, dict):
+            return f"{where}: documented an object, got {json.dumps(got)[:80]}"
+        for k, v in doc.items():
+            if k == ANY:
+                continue
+            if k not in got:
+                return f"{where}/{k}: documented, missing in the response"
+            m = shape(v, got[k], f"{where}/{k}")
+            if m:
+                return m
+        more = sorted(set(got) - set(doc))
+        if more and doc.get(ANY) != ANY:
+            return f"{where}: the response has undocumented members {more}"
+        return ""
+    numeric = (int, float)
+    if isinstance(doc, numeric) and not isinstance(doc, bool):
+        ok = isinstance(got, numeric) and not isinstance(got, bool)
+    else:
+        ok = type(doc) is type(got)
+    return "" if ok else f"{where}: documented a {type(doc).__name__}, got {json.dumps(got)}"
+
+
 def match(doc, got, where):
     """'' when got matches doc, else where it differs."""
     if doc == ANY:
@@ -133,7 +159,7 @@ class Daemons:
                 p.kill()
 
 
-def send_as_nobody(path, body, payload, magic):
+def send_as_nobody(path, body, payload, magic, close_wait):
     """exchange() from a child running as uid/gid 65534; its answer comes back over a pipe."""
     rfd, wfd = os.pipe()
     pid = os.fork()
@@ -143,7 +169,7 @@ def send_as_nobody(path, body, payload, magic):
             os.setgroups([])
             os.setgid(65534)
             os.setuid(65534)
-            r = vlwire.exchange(path, body, payload, magic)
+            r = vlwire.exchange(path, body, payload, magic, close_wait=close_wait)
             os.write(wfd, json.dumps([r[0], r[1].hex(), r[2]]).encode())
         finally:
             os._exit(0)
@@ -160,14 +186,14 @@ def send_as_nobody(path, body, payload, magic):
     return resp, bytes.fromhex(hexpay), closed
 
 
-def send_declared(path, jlen, plen):
+def send_declared(path, jlen, plen, close_wait):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(60)
     s.connect(path)
     s.sendall(b"VLW1" + jlen.to_bytes(4, "big") + plen.to_bytes(8, "big"))
     head = vlwire._read_exact(s, 16)
     resp = json.loads(vlwire._read_exact(s, int.from_bytes(head[4:8], "big")))
-    s.settimeout(2)
+    s.settimeout(close_wait)
     try:
         closed = s.recv(1) == b""
     except socket.timeout:
@@ -176,9 +202,10 @@ def send_declared(path, jlen, plen):
     return resp, b"", closed
 
 
-def run_request(daemons, a, text):
+def run_request(daemons, a, text, closes=False):
     path = daemons.socket_for(a.get("flags", ""))
     body = text.rstrip("\n").encode()
+    wait = 30 if closes else 0.5
     payload = bytes.fromhex(a["payload"]) if "payload" in a else b""
     if "zeros" in a:
         payload = bytes(int(a["zeros"]))
@@ -188,6 +215,7 @@ def run_request(daemons, a, text):
         # a connection admitted (its ping answered) and kept open; until the daemon has seen
         # an earlier connection close, it may be the one refused, so retry
         held = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        held.settimeout(60)
         held.connect(path)
         held.sendall(vlwire.frame(b'{"jsonrpc":"2.0","id":0,"method":"ping"}'))
         head = vlwire._read_exact(held, 16)
@@ -199,10 +227,10 @@ def run_request(daemons, a, text):
     try:
         if "declare" in a:
             j, p = (int(x) for x in a["declare"].split(","))
-            return send_declared(path, j, p)
+            return send_declared(path, j, p, wait)
         if a.get("as") == "nobody":
-            return send_as_nobody(path, body, payload, magic)
-        return vlwire.exchange(path, body, payload, magic)
+            return send_as_nobody(path, body, payload, magic, wait)
+        return vlwire.exchange(path, body, payload, magic, close_wait=wait)
     finally:
         if held is not None:
             held.close()
@@ -270,7 +298,8 @@ def check_doc(daemons, path, failures, seen_errors):
                         continue
                     n_examples += 1
                     doc = json.loads(body)
-                    got, got_payload, closed = run_request(daemons, ra, rbody)
+                    got, got_payload, closed = run_request(daemons, ra, rbody,
+                                                           bool(a.get("closes")))
                     if got is None:
                         failures.append(f"{rwhere}: no response (connection closed)")
                         continue
@@ -315,6 +344,23 @@ def check_doc(daemons, path, failures, seen_errors):
                     diff = match(doc, got, "")
                     if diff:
                         failures.append(f"{where}: {diff}")
+                elif role == "stats":
+                    n_examples += 1
+                    diff = shape(json.loads(body), rpc(daemons, "stats", {})["result"], "")
+                    if diff:
+                        failures.append(f"{where}: {diff}")
+                elif role == "client" and lang == "python":
+                    n_examples += 1
+                    m2 = re.search(r'^print\(call\("([^"]+)".*#\s*(.*)$', body, re.M)
+                    if m2 is None:
+                        failures.append(f"{where}: no print(call(PATH, ...))  # OUTPUT line")
+                        continue
+                    code = body.replace(m2.group(1), daemons.socket_for(""))
+                    p = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                       text=True, timeout=60)
+                    if p.returncode != 0 or p.stdout.strip() != m2.group(2).strip():
+                        failures.append(f"{where}: the client prints {p.stdout.strip()!r} "
+                                        f"{p.stderr[-200:]}, documented {m2.group(2)!r}")
                 elif role == "spec":
                     n_examples += 1
                     spec = json.loads(body)

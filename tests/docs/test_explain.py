@@ -4,9 +4,9 @@ text|json|dot` and `--only`, through a real viewlowerd and with --local (which m
 
 The dot output of the examples is rendered by Graphviz's `dot` (it must parse, and the SVG must
 hold every node); the JSON is checked value by value against the decisions of those graphs.
-The relaid-parameter and memory-plan parts of the report (SPEC sections 3b and 11) are checked
-with a report given by a stand-in server on a socket, since a daemon that emits them may not be
-in this tree yet; once it is, the real-daemon case covers them too."""
+The relaid-parameter and memory-plan parts of the report are checked with the real library
+(both modes), and a stand-in server on a socket gives reports with a field missing or
+mistyped, which explain must name by its pointer."""
 import json
 import os
 import socket
@@ -228,6 +228,23 @@ def test_relaid_real(sock, tmp):
           'fillcolor="#bbdefb"];' in out, f"p_w in dot:\n{out}")
     check('  n4 [label="p_e\\nkeeps its layout", shape=ellipse];' in out, f"p_e in dot:\n{out}")
     render(out, "relaid")
+    # with the memory plan (format.md section 9): its figures after the totals, mem_offset on
+    # the planned nodes (x, y, e_t, z, u: the user input and every computed buffer)
+    rc, out, err = both(sock, "explain", path, "--plan")
+    check(rc == 0 and out == REAL_TEXT + "memory plan: arena 96 bytes for 5 buffers (lower bound "
+          "96 bytes, one buffer each\n  160 bytes), offsets aligned to 16\n", f"plan text:\n{out}")
+    rc, out, _ = both(sock, "explain", path, "--plan", "--format", "json")
+    doc = json.loads(out)
+    offsets = {n["name"]: n["mem_offset"] for n in doc["nodes"] if "mem_offset" in n}
+    check(offsets == {"x": 0, "y": 32, "e_t": 0, "z": 64, "u": 0}, f"mem_offsets {offsets}")
+    check(doc["report"]["plan"] == {"arena_bytes": 96, "lower_bound_bytes": 96,
+                                    "naive_bytes": 160, "planned": 5, "alignment": 16},
+          f"plan {doc['report'].get('plan')}")
+    rc, out, _ = both(sock, "explain", path, "--plan", "--format", "dot")
+    check('  n3 [label="y\\nmm\\narena @32"];' in out and
+          "memory plan: arena 96 bytes (lower bound 96, one buffer each 160)" in out,
+          f"plan in dot:\n{out}")
+    render(out, "plan")
     rc, out, _ = both(sock, "explain", path, "--no-param-layouts", "--format", "json")
     n = nodes_by_name(json.loads(out))
     check(n["w_t"]["decision"] == "kept" and "decision" not in n["p_w"],

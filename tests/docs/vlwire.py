@@ -22,9 +22,12 @@ def _read_exact(s, n):
     return bytes(buf)
 
 
-def exchange(path, body: bytes, payload: bytes = b"", magic: bytes = b"VLW1", timeout=60):
+def exchange(path, body: bytes, payload: bytes = b"", magic: bytes = b"VLW1", timeout=60,
+             close_wait=0.5):
     """Sends one frame; returns (response JSON or None, response payload, closed after it).
-    Keeps reading while it writes, so an early error answer is not lost to EPIPE."""
+    Keeps reading while it writes, so an early error answer is not lost to EPIPE. Whether the
+    daemon closed the connection is judged by waiting close_wait seconds for EOF (long when a
+    close is expected, so a loaded machine cannot make it look open)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     s.connect(path)
@@ -42,7 +45,7 @@ def exchange(path, body: bytes, payload: bytes = b"", magic: bytes = b"VLW1", ti
     resp = json.loads(_read_exact(s, jlen))
     out = _read_exact(s, plen) if plen else b""
     # closed after the response? a closed socket reads EOF at once; an open one times out
-    s.settimeout(0.5)
+    s.settimeout(close_wait)
     try:
         closed = s.recv(1) == b""
     except socket.timeout:
