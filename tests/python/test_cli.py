@@ -212,3 +212,34 @@ def test_plan_alignment_must_be_a_power_of_two_and_needs_plan(tmp_path):
     assert p.returncode == 64 and "--plan-alignment 24: must be a power of two" in p.stderr
     p = cli("lower", str(g), "--local", "--plan-alignment", "16")
     assert p.returncode == 64 and "--plan-alignment needs --plan" in p.stderr
+
+
+def test_check_plan_replays_in_the_arena_and_prints_the_three_figures(daemon):
+    p = cli("check", "viewlower.models:gpt_attention", "--input", "2,8,64", "--socket", daemon,
+            "--plan")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    m = re.fullmatch(r"plan: arena ([0-9]+) bytes, lower bound ([0-9]+), naive ([0-9]+) "
+                     r"\(([0-9]+) storages, alignment 16\)", lines[1])
+    assert m, lines
+    arena, lb, naive, _ = map(int, m.groups())
+    assert lb <= arena <= naive
+    assert lines[2] == "equal: every node and output bit for bit, inside one arena of the plan"
+    assert "viewlower: replay in the arena" in p.stderr
+
+
+def test_lower_plan_alignment_reaches_the_lowering(tmp_path, daemon):
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    from viewlower import plan
+    g = tmp_path / "g.json"
+    assert cli("export", "viewlower.models:gpt_attention", "--input", "2,8,64",
+               "-o", str(g)).returncode == 0
+    p = cli("lower", str(g), "--socket", daemon, "--plan", "--plan-alignment", "64")
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    lowered = res["graph"]
+    assert lowered["plan"]["alignment"] == 64 and res["report"]["plan"]["alignment"] == 64
+    assert plan.check_plan(lowered) is None
+    assert all(n["mem_offset"] % 64 == 0 for n in lowered["nodes"] if "mem_offset" in n)
+    mine = plan.figures(lowered)
+    assert {k: res["report"]["plan"][k] for k in mine} == mine

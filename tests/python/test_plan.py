@@ -34,6 +34,22 @@ def first_fit(graph, align=16):
     return g
 
 
+def best_fit_by_size(graph, align=16):
+    """The arena of the known baseline (issue 20): storages by decreasing size, each in the
+    smallest gap between the placed storages whose lifetimes meet its own that fits it, else
+    above them all."""
+    placed = []
+    for s in sorted(plan.storages(graph, align), key=lambda s: (-s.size, s.start, s.index)):
+        live = sorted((o, o + t.size) for o, t in placed if t.start <= s.end and s.start <= t.end)
+        gaps, off = [], 0
+        for lo, hi in live:
+            if lo - off >= s.size:
+                gaps.append((lo - off, off))
+            off = max(off, hi)
+        placed.append((min(gaps)[1] if gaps else off, s))
+    return max((o + s.size for o, s in placed), default=0)
+
+
 def exported(model, shape, cl=False, layout="edge"):
     torch.manual_seed(0)
     return ex.export(model.eval(), ex.make_inputs([(shape, torch.float32)], channels_last=cl),
