@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "base/json_util.h"
+
 #include "base/json_num.h"
 #include "viewlower/tensor_json.h"
 
@@ -1000,6 +1002,34 @@ static void integer_tokens_are_exact_in_the_int64_range_only(void **state) {
   assert_string_equal(text, "-9223372036854775808");
 }
 
+/* Integer members (ids, seeds, shapes) are whole numbers within 2^53: 9007199254740993 reads as
+ * the double 2^53, so the parsed tree's token text decides. */
+static void a_whole_number_past_2_53_is_refused_by_its_digits(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    bool ok;
+    int64_t value;
+  } rows[] = {{"9007199254740992", true, INT64_C(9007199254740992)},
+              {"-9007199254740992", true, -INT64_C(9007199254740992)},
+              {"9007199254740993", false, 0},
+              {"-9007199254740993", false, 0},
+              {"9007199254740991", true, INT64_C(9007199254740991)},
+              {"9007199254740992.0", true, INT64_C(9007199254740992)},
+              {"9007199254740994", false, 0}};
+  for (size_t k = 0; k < sizeof rows / sizeof *rows; k++) {
+    cJSON *doc = NULL;
+    size_t at = 0;
+    assert_int_equal(vl__json_parse_one(rows[k].text, strlen(rows[k].text), false, &doc, &at),
+                     VL__JSON_OK);
+    int64_t v = 0;
+    bool ok = vl__json_int(doc, -INT64_C(9007199254740992), INT64_C(9007199254740992), &v);
+    if (ok != rows[k].ok) fail_msg("%s: %s", rows[k].text, ok ? "accepted" : "refused");
+    if (ok) assert_int_equal(v, rows[k].value);
+    cJSON_Delete(doc);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(encoding_names_are_values_base64_and_blob),
@@ -1050,6 +1080,7 @@ int main(void) {
       cmocka_unit_test(tensor_map_rejects_duplicate_names_at_the_repeat),
       cmocka_unit_test(tensor_map_total_bytes_are_limited_before_allocating),
       cmocka_unit_test(buffer_grows_and_keeps_its_bytes),
+      cmocka_unit_test(a_whole_number_past_2_53_is_refused_by_its_digits),
       cmocka_unit_test(empty_buffer_extends_by_zero_bytes_to_a_valid_pointer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,7 @@
 
 #include "base/json_num.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,15 @@ bool vl__json_int(const cJSON *item, int64_t min, int64_t max, int64_t *out) {
   if (!cJSON_IsNumber(item)) return false;
   double v = item->valuedouble;
   if (!isfinite(v) || floor(v) != v || fabs(v) > VL__JSON_INT_MAX) return false;
+  /* An integer token past 2^53 reads as a double within it (9007199254740993 as 2^53): the
+   * parsed tree keeps the token's text, so its digits decide. */
+  const char *text = item->valuestring;
+  if (fabs(v) == VL__JSON_INT_MAX && text != NULL && strpbrk(text, ".eE") == NULL) {
+    char *end;
+    errno = 0;
+    long long exact = strtoll(text, &end, 10);
+    if (errno != 0 || *end != '\0' || llabs(exact) != (INT64_C(1) << 53)) return false;
+  }
   if (v < (double)min || v > (double)max) return false;
   *out = (int64_t)v;
   return true;
