@@ -67,13 +67,13 @@ def _lower_args(p: argparse.ArgumentParser) -> None:
                    help="safe (default), or legacy: the upstream rule that ignores layouts and "
                         "writes (only to show why it is wrong)")
     p.add_argument("--no-fold", action="store_true",
-                   help="only view_copy is lowered (SPEC §3 without the layout algebra)")
+                   help="only view_copy is lowered (no layout algebra)")
     p.add_argument("--keep-view-copy", action="store_true",
                    help="change nothing; every layout-only copy reported kept (disabled)")
     p.add_argument("--no-param-layouts", action="store_true",
-                   help="keep every parameter in its exported layout (SPEC §3b off)")
+                   help="keep every parameter in its exported layout (no stored parameter layouts)")
     p.add_argument("--plan", action="store_true",
-                   help="plan one arena for every run-time buffer (SPEC §11)")
+                   help="plan one arena for every run-time buffer (docs/format.md §9); check replays in it")
     p.add_argument("--plan-alignment", type=int, metavar="N",
                    help="alignment of every planned offset in bytes, a power of two "
                         "(default 16; with --plan)")

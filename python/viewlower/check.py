@@ -266,8 +266,8 @@ def run_check(exported: Exported, lowerer: Any, opts: Dict[str, Any],
     bad_plan = check_plan(lowered) if arena else None
     mismatch = None
     if bad_plan is not None:
-        mismatch = {"node": "plan", "index": -1, "expected": "a plan keeping SPEC §11's invariant",
-                    "actual": bad_plan}
+        mismatch = {"node": "plan", "index": -1, "actual": bad_plan,
+                    "expected": "a plan keeping the memory plan's invariant"}
     elif changed is None:
         # A changed literal makes the lowered graph another program: it is the finding.
         with progress.phase("replay in the arena" if arena else "replay",

@@ -248,7 +248,7 @@ def parse_weights(data: bytes, what: str = "weights") -> Dict[str, Any]:
             raise WeightsError(f"{what}: {where}/node: {node} is given twice")
         seen.add(node)
         if dtype not in layout.DTYPE_SIZES:
-            raise WeightsError(f"{what}: {where}/dtype: {dtype!r} is not a dtype of SPEC §1")
+            raise WeightsError(f"{what}: {where}/dtype: {dtype!r} is not a dtype of the graph format")
         if len(shape) > 16 or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
                                   for s in shape):
             raise WeightsError(f"{what}: {where}/shape: sizes must be integers >= 0, rank <= 16")
