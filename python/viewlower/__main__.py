@@ -73,7 +73,8 @@ def _lower_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-param-layouts", action="store_true",
                    help="keep every parameter in its exported layout (no stored parameter layouts)")
     p.add_argument("--plan", action="store_true",
-                   help="plan one arena for every run-time buffer (docs/format.md §9); check replays in it")
+                   help="plan one arena for every run-time buffer (docs/format.md §9); "
+                        "check then replays inside it")
     p.add_argument("--plan-alignment", type=int, metavar="N",
                    help="alignment of every planned offset in bytes, a power of two "
                         "(default 16; with --plan)")
