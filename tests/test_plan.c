@@ -351,6 +351,46 @@ static void the_traced_graphs_plan_at_their_lower_bound(void **state) {
   }
 }
 
+/* Past the bound on overlapping pairs (1600 inputs all live from position 0: 1.28M pairs) the
+ * plan is one buffer each: larger than it could be, but valid, and found in linear time. */
+static void too_many_live_at_once_gets_one_buffer_each(void **state) {
+  (void)state;
+  enum { N = 1600 };
+  size_t cap = (size_t)N * 260 + 4096, len = 0;
+  char *json = malloc(cap);
+  assert_non_null(json);
+  len += (size_t)snprintf(json + len, cap - len, HEAD);
+  for (int i = 0; i < N; i++) {
+    len += (size_t)snprintf(json + len, cap - len,
+                            "%s{\"name\":\"x%d\",\"op\":\"placeholder\"," VAL("[2,4]") "}",
+                            i ? "," : "", i);
+  }
+  len += (size_t)snprintf(json + len, cap - len,
+                          ",{\"name\":\"s1\",\"op\":\"call_function\",\"target\":"
+                          "\"aten.add.Tensor\",\"args\":[\"x0\",\"x1\"]," VAL("[2,4]") "}");
+  for (int i = 2; i < N; i++) {
+    len += (size_t)snprintf(json + len, cap - len,
+                            ",{\"name\":\"s%d\",\"op\":\"call_function\",\"target\":"
+                            "\"aten.add.Tensor\",\"args\":[\"s%d\",\"x%d\"]," VAL("[2,4]") "}",
+                            i, i - 1, i);
+  }
+  snprintf(json + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"s%d\"]}]}",
+           N - 1);
+  vl_report r;
+  vl_graph *g = planned(json, &r);
+  assert_int_equal(r.plan.planned, 2 * N - 1);
+  assert_int_equal(r.plan.naive_bytes, (2 * N - 1) * 32);
+  assert_int_equal(r.plan.arena_bytes, r.plan.naive_bytes);
+  assert_true(r.plan.lower_bound_bytes < r.plan.arena_bytes);
+  char *text = vl_graph_print(g);
+  vl_graph *again = parse(text); /* still a valid plan */
+  vl_graph_free(again);
+  free(text);
+  free(json);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_chain_ping_pongs_between_two_buffers_at_the_lower_bound),
@@ -360,6 +400,7 @@ int main(void) {
       cmocka_unit_test(planning_is_idempotent_and_a_changed_graph_drops_its_plan),
       cmocka_unit_test(a_long_chain_plans_at_the_lower_bound),
       cmocka_unit_test(the_traced_graphs_plan_at_their_lower_bound),
+      cmocka_unit_test(too_many_live_at_once_gets_one_buffer_each),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,9 +22,9 @@
 #include "graph/storage.h"
 #include "viewlower/plan.h"
 
-#define VL__PLAN_PAIRS 16
+#define VL__PLAN_PAIRS 8
 #define VL__PLAN_ALL_TRIES 65536
-#define VL__PLAN_PAIRS_EXTRA (UINT64_C(1) << 22)
+#define VL__PLAN_PAIRS_EXTRA (UINT64_C(1) << 20)
 
 typedef struct {
   const vl_storages *s;
