@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/storage.h"
 #include "bench_daemon.h"
+#include "graph/storage.h"
 #include "timing.h"
-#include <time.h>
 #include "viewlower/lower.h"
 #include "viewlower/plan.h"
+#include <time.h>
 
 #define ALIGNMENT 16
 
@@ -137,9 +137,9 @@ static cJSON *plan_figures(const vl_graph *g, int repeats) {
   cJSON_AddNumberToObject(o, "lower_bound_bytes", (double)pr.lower_bound_bytes);
   cJSON_AddNumberToObject(o, "arena_bytes", (double)pr.arena_bytes);
   cJSON_AddNumberToObject(o, "executorch_greedy_bytes", (double)et);
-  cJSON_AddNumberToObject(o, "arena_ratio",
-                          pr.lower_bound_bytes ? (double)pr.arena_bytes / (double)pr.lower_bound_bytes
-                                               : 1.0);
+  cJSON_AddNumberToObject(
+      o, "arena_ratio",
+      pr.lower_bound_bytes ? (double)pr.arena_bytes / (double)pr.lower_bound_bytes : 1.0);
   cJSON_AddNumberToObject(o, "planned", pr.planned);
   cJSON_AddNumberToObject(o, "plan_ms", median(t, repeats) * 1e3);
   return o;
@@ -251,7 +251,8 @@ cJSON *vl_bench_plan(bool quick) {
   add_dir(graphs, VL_SOURCE_DIR "/tests/data", repeats);
   add_dir(graphs, VL_SOURCE_DIR "/examples/graphs", repeats);
   cJSON *chains = cJSON_AddArrayToObject(o, "chains");
-  static const int sizes[] = {10000, 100000, 999998}; /* with the placeholder and the output: 1M nodes, the limit */
+  static const int sizes[] = {
+      10000, 100000, 999998}; /* with the placeholder and the output: 1M nodes, the limit */
   for (int k = 0; k < (quick ? 2 : 3); k++) {
     cJSON *c = chain_entry(sizes[k]);
     if (c != NULL) cJSON_AddItemToArray(chains, c);

@@ -20,13 +20,14 @@
 #define VAL(shape) "\"val\":{\"dtype\":\"float32\",\"shape\":" shape ",\"dim_order\":[0,1]}"
 #define PH(name, extra) "{\"name\":\"" name "\",\"op\":\"placeholder\"" extra "," VAL("[2,4]") "}"
 #define CALL(name, target, args)                                                                   \
-  ",{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":" args     \
+  ",{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":" args      \
   "," VAL("[2,4]") "}"
 #define RELU(name, x) CALL(name, "aten.relu.default", "[\"" x "\"]")
 #define OUT(args) ",{\"name\":\"out\",\"op\":\"output\",\"args\":" args "}]}"
 
 /* x -> a -> b -> c -> d, 32 bytes each: two buffers suffice. */
-#define CHAIN HEAD PH("x", "") RELU("a", "x") RELU("b", "a") RELU("c", "b") RELU("d", "c") OUT("[\"d\"]")
+#define CHAIN                                                                                      \
+  HEAD PH("x", "") RELU("a", "x") RELU("b", "a") RELU("c", "b") RELU("d", "c") OUT("[\"d\"]")
 
 static vl_graph *parse(const char *json) {
   vl_graph *g = NULL;
@@ -93,15 +94,15 @@ static void a_chain_ping_pongs_between_two_buffers_at_the_lower_bound(void **sta
 static void views_and_in_place_results_share_their_owner(void **state) {
   (void)state;
   vl_report r;
-  vl_graph *g = planned(HEAD PH("w", ",\"kind\":\"parameter\"") "," PH("x", "")
-                            CALL("a", "aten.add.Tensor", "[\"x\",\"w\"]")
-                                ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":"
+  vl_graph *g = planned(
+      HEAD PH("w", ",\"kind\":\"parameter\"") "," PH("x", "")
+          CALL("a", "aten.add.Tensor",
+               "[\"x\",\"w\"]") ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":"
                                 "\"memory.view\",\"args\":[\"a\",[2,4]],\"alias_of\":\"a\","
-                                "" VAL("[2,4]") "}"
-                                CALL("b", "aten.relu_.default", "[\"v\"]")
+                                "" VAL("[2,4]") "}" CALL("b", "aten.relu_.default", "[\"v\"]")
                                     RELU("c", "x") CALL("d", "aten.add.Tensor", "[\"b\",\"c\"]")
                                         OUT("[\"d\"]"),
-                        &r);
+      &r);
   assert_false(node(g, "w")->has_mem_offset);
   assert_false(node(g, "v")->has_mem_offset);
   assert_false(node(g, "b")->has_mem_offset);
@@ -129,11 +130,13 @@ static void views_and_in_place_results_share_their_owner(void **state) {
 
 #define PLANNED(x, a, b, extra_b)                                                                  \
   "{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":64,\"alignment\":16},"  \
-  "\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\"," VAL("[2,4]") x "},"                         \
-  "{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[\"x\"],"  \
-  VAL("[2,4]") a "},"                                                                              \
-  "{\"name\":\"b\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[\"a\"],"  \
-  VAL("[2,4]") b "}" extra_b ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"b\"]}]}"
+  "\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\"," VAL("[2,4]") x                              \
+      "},"                                                                                         \
+      "{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[\"x\"]" \
+      "," VAL("[2,4]") a "},"                                                                      \
+                         "{\"name\":\"b\",\"op\":\"call_function\",\"target\":\"aten.relu."        \
+                         "default\",\"args\":[\"a\"]," VAL("[2,4]") b                              \
+      "}" extra_b ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"b\"]}]}"
 
 static void validation_refuses_an_unsafe_plan_naming_the_node(void **state) {
   (void)state;
@@ -150,12 +153,13 @@ static void validation_refuses_an_unsafe_plan_naming_the_node(void **state) {
                  "/nodes/1/mem_offset", "[48, 48 + 32) is outside the arena of 64 bytes");
   expect_refused(PLANNED(",\"mem_offset\":0", ",\"mem_offset\":32", "", ""), "/nodes/2/mem_offset",
                  "missing: b owns a planned storage");
-  expect_refused(PLANNED(",\"mem_offset\":0", ",\"mem_offset\":32", ",\"mem_offset\":0",
-                         ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"memory.view\","
-                         "\"args\":[\"b\",[2,4]],\"alias_of\":\"b\"," VAL("[2,4]") ",\"mem_offset\":0}"),
-                 "/nodes/3/mem_offset",
-                 "v is not a planned storage owner (a view, an in-place result, constant data or "
-                 "an empty tensor)");
+  expect_refused(
+      PLANNED(",\"mem_offset\":0", ",\"mem_offset\":32", ",\"mem_offset\":0",
+              ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"memory.view\","
+              "\"args\":[\"b\",[2,4]],\"alias_of\":\"b\"," VAL("[2,4]") ",\"mem_offset\":0}"),
+      "/nodes/3/mem_offset",
+      "v is not a planned storage owner (a view, an in-place result, constant data or "
+      "an empty tensor)");
   expect_refused(HEAD PH("x", ",\"mem_offset\":0") RELU("a", "x") OUT("[\"a\"]"),
                  "/nodes/0/mem_offset", "the graph has no plan");
   expect_refused("{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":64,"
@@ -179,7 +183,8 @@ static void validation_refuses_an_unsafe_plan_naming_the_node(void **state) {
 static vl_tensor_map *run(const vl_graph *g, const vl_tensor_map *in) {
   vl_tensor_map *out = NULL;
   vl_error err;
-  if (vl_interp_run(g, in, NULL, &out, &err) != VL_OK) fail_msg("run: %s: %s", err.path, err.message);
+  if (vl_interp_run(g, in, NULL, &out, &err) != VL_OK)
+    fail_msg("run: %s: %s", err.path, err.message);
   return out;
 }
 
@@ -248,13 +253,20 @@ static void planning_is_idempotent_and_a_changed_graph_drops_its_plan(void **sta
   /* A planned graph with a view_copy the lowering replaces: the old plan goes. */
   const char *json =
       "{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":96,\"alignment\":"
-      "16},\"nodes\":[" PH("x", ",\"mem_offset\":0")
-      ",{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[\"x\"],"
-      "" VAL("[2,4]") ",\"mem_offset\":32},{\"name\":\"f\",\"op\":\"call_function\",\"target\":"
-      "\"aten.view_copy.default\",\"args\":[\"a\",[8]],\"val\":{\"dtype\":\"float32\",\"shape\":[8],"
-      "\"dim_order\":[0]},\"mem_offset\":64},{\"name\":\"y\",\"op\":\"call_function\",\"target\":"
-      "\"aten.relu.default\",\"args\":[\"f\"],\"val\":{\"dtype\":\"float32\",\"shape\":[8],"
-      "\"dim_order\":[0]},\"mem_offset\":0}" OUT("[\"y\"]");
+      "16},\"nodes\":[" PH(
+          "x",
+          ",\"mem_offset\":0") ",{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu."
+                               "default\",\"args\":[\"x\"],"
+                               "" VAL("[2,4]") ",\"mem_offset\":32},{\"name\":\"f\",\"op\":\"call_"
+                                               "function\",\"target\":"
+                                               "\"aten.view_copy.default\",\"args\":[\"a\",[8]],"
+                                               "\"val\":{\"dtype\":\"float32\",\"shape\":[8],"
+                                               "\"dim_order\":[0]},\"mem_offset\":64},{\"name\":"
+                                               "\"y\",\"op\":\"call_function\",\"target\":"
+                                               "\"aten.relu.default\",\"args\":[\"f\"],\"val\":{"
+                                               "\"dtype\":\"float32\",\"shape\":[8],"
+                                               "\"dim_order\":[0]},\"mem_offset\":0}" OUT(
+                                                   "[\"y\"]");
   h = parse(json);
   assert_int_equal(vl_lower(h, NULL, &r2, &err), VL_OK);
   assert_int_equal(r2.replaced, 1);

@@ -101,7 +101,8 @@ typedef struct {
 } rank_set;
 
 static void set_update(rank_set *t, uint32_t rank, int delta) {
-  for (uint32_t v = rank + t->size; v >= 1; v /= 2) t->count[v] = (uint32_t)((int)t->count[v] + delta);
+  for (uint32_t v = rank + t->size; v >= 1; v /= 2)
+    t->count[v] = (uint32_t)((int)t->count[v] + delta);
 }
 
 /* The largest rank below r in the set, or UINT32_MAX. */
@@ -161,8 +162,10 @@ static vl_status check_offsets(const vl_graph *g, const vl_storages *s, vl_error
     bool owner = s->of_node[i] != VL_NO_NODE && s->s[s->of_node[i]].owner == i;
     if (!g->has_plan && n->has_mem_offset) return at_node(err, i, "the graph has no plan");
     if (!owner && n->has_mem_offset) {
-      return at_node(err, i, "%.64s is not a planned storage owner (a view, an in-place result, "
-                             "constant data or an empty tensor)", n->name);
+      return at_node(err, i,
+                     "%.64s is not a planned storage owner (a view, an in-place result, "
+                     "constant data or an empty tensor)",
+                     n->name);
     }
     if (owner && !n->has_mem_offset) {
       return at_node(err, i, "missing: %.64s owns a planned storage", n->name);
@@ -227,8 +230,7 @@ static vl_status check_overlaps(const vl_graph *g, const vl_storages *s, vl_erro
           if (olo < hi && lo < ohi) {
             uint32_t later = o->owner > s->s[k].owner ? o->owner : s->s[k].owner;
             uint32_t other = later == o->owner ? s->s[k].owner : o->owner;
-            st = at_node(err, later, "overlaps %.64s while both are live",
-                         g->nodes[other].name);
+            st = at_node(err, later, "overlaps %.64s while both are live", g->nodes[other].name);
           }
         }
         set_update(&t, r, 1);

@@ -182,7 +182,8 @@ static int64_t score(scorer *s, uint32_t p, const uint8_t *order, bool *replaced
   return total;
 }
 
-/* ---- bookkeeping ------------------------------------------------------------------------------ */
+/* ---- bookkeeping ------------------------------------------------------------------------------
+ */
 
 static vl_status push_user(vl_params *st, uint32_t u) {
   if (st->n_users == st->cap_users) {
@@ -365,10 +366,11 @@ static vl_status kept_message(vl_param_kept *e) {
   if (e->n_blockers > 0) {
     const vl_param_blocker *b = &e->blockers[0];
     const char *why = b->rule == VL_PARAM_READS_BUFFER ? "reads its buffer"
-                      : b->rule == VL_PARAM_NOT_INPUT  ? "reads it other than as its input"
-                                                       : "reads it with an op that is not layout-only";
-    snprintf(text, sizeof text, "%s keeps its declared layout: %s %s%s%s%s", e->node, b->node,
-             why, e->n_blockers > 1 ? " (and more readers)" : "", len ? "; also " : "", rules);
+                      : b->rule == VL_PARAM_NOT_INPUT
+                          ? "reads it other than as its input"
+                          : "reads it with an op that is not layout-only";
+    snprintf(text, sizeof text, "%s keeps its declared layout: %s %s%s%s%s", e->node, b->node, why,
+             e->n_blockers > 1 ? " (and more readers)" : "", len ? "; also " : "", rules);
   } else {
     snprintf(text, sizeof text, "%s keeps its declared layout: %s", e->node, rules);
   }

@@ -10,8 +10,8 @@ uint32_t vl__storage_of(const vl_storage_view *v, uint32_t node) {
   return v->storage[vl__alias_class(v->alias, node)];
 }
 
-uint32_t vl__storage_reasons(const vl_storage_view *v, const vl_graph *g, uint32_t n,
-                             uint32_t base, uint32_t p, lower_facts *f) {
+uint32_t vl__storage_reasons(const vl_storage_view *v, const vl_graph *g, uint32_t n, uint32_t base,
+                             uint32_t p, lower_facts *f) {
   uint32_t reasons = 0, nc = vl__alias_class(v->alias, n), bs = vl__storage_of(v, base);
   f->base = base;
   f->owner = bs;

@@ -28,10 +28,10 @@
 
 typedef struct {
   const vl_storages *s;
-  uint32_t *start;  /* CSR of overlapping storages per storage */
+  uint32_t *start; /* CSR of overlapping storages per storage */
   uint32_t *adj;
-  int64_t *offset;  /* per storage, or -1 while unplaced */
-  int64_t cap;      /* the lower bound: where the long-lived storages' upper end is */
+  int64_t *offset; /* per storage, or -1 while unplaced */
+  int64_t cap;     /* the lower bound: where the long-lived storages' upper end is */
 } planner;
 
 typedef struct {
@@ -106,9 +106,8 @@ static void order_of(const vl_storages *s, int order, const int64_t *breadth, or
     if (order == ORDER_BREADTH || order == ORDER_BREADTH_TIME) primary = breadth[k];
     if (order == ORDER_BREADTH_TIME) second = -(int64_t)x->start;
     if (order == ORDER_AREA) {
-      primary = __builtin_mul_overflow(x->size, (int64_t)(x->end - x->start + 1), &area)
-                    ? INT64_MAX
-                    : area;
+      primary = __builtin_mul_overflow(x->size, (int64_t)(x->end - x->start + 1), &area) ? INT64_MAX
+                                                                                         : area;
     }
     if (order == ORDER_DURATION) primary = x->end - x->start;
     if (order == ORDER_START) primary = -(int64_t)x->start;
@@ -317,8 +316,8 @@ vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error 
   order_key *keys = malloc((s.n ? s.n : 1) * sizeof *keys);
   int64_t *breadth = malloc((s.n ? s.n : 1) * sizeof *breadth);
   int64_t arena = -1;
-  st = p.offset && best && keys && breadth && breadth_of(&s, g->n_nodes, breadth) ? VL_OK
-                                                                                : VL_ERR_NOMEM;
+  bool ready = p.offset && best && keys && breadth && p.cap >= 0;
+  st = ready && breadth_of(&s, g->n_nodes, breadth) ? VL_OK : VL_ERR_NOMEM;
   if (st == VL_OK && build_overlaps(&p, g->n_nodes)) {
     /* Every order with every fit; the smallest arena wins (the first on ties). A graph of more
      * than VL__PLAN_ALL_TRIES storages tries greedy by size and by breadth in time order with
