@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "bench_daemon.h"
+#include "chain.h"
 #include "timing.h"
 #include "viewlower/client.h"
 #include "viewlower/graph.h"
@@ -234,31 +235,11 @@ static void *loader_main(void *arg) {
   return NULL;
 }
 
-/* A chain of n nodes: a placeholder, n - 2 transposes of a [64, 64] float32, the output. */
-static char *chain_graph(int n) {
-  size_t cap = (size_t)n * 200 + 512, len = 0;
-  char *t = malloc(cap);
-  if (t == NULL) return NULL;
-  len += (size_t)snprintf(t + len, cap - len,
-                          "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[{\"name\":"
-                          "\"n0\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
-                          "\"shape\":[64,64]}}");
-  for (int i = 1; i < n - 1; i++) {
-    len += (size_t)snprintf(t + len, cap - len,
-                            ",{\"name\":\"n%d\",\"op\":\"call_function\",\"target\":"
-                            "\"aten.permute_copy.default\",\"args\":[\"n%d\",[1,0]],\"val\":"
-                            "{\"dtype\":\"float32\",\"shape\":[64,64]}}",
-                            i, i - 1);
-  }
-  snprintf(t + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%d\"]}]}",
-           n - 2);
-  return t;
-}
-
 /* p99 of ping round trips in microseconds under the load above; -1 when it cannot run. */
 static double ping_p99_under_load_us(const char *socket_path, int pings, long *lowered,
                                      double *p50) {
-  char *big = chain_graph(2000);
+  /* 2,000 nodes: a placeholder, 1,998 transposes of a [64, 64] float32, the output */
+  char *big = vl_bench_chain(1998, "aten.permute_copy.default", ",[1,0]", "[64,64]");
   volatile bool stop = false;
   loader l[3] = {{socket_path, small_graph, &stop, 0, 0},
                  {socket_path, small_graph, &stop, 0, 0},

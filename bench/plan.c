@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bench_daemon.h"
+#include "chain.h"
 #include "graph/storage.h"
 #include "timing.h"
 #include "viewlower/lower.h"
@@ -202,21 +203,8 @@ static void add_dir(cJSON *list, const char *dir, int repeats) {
 
 /* A chain x -> relu -> relu ... of n nodes, planned after lowering: time per node. */
 static cJSON *chain_entry(int n) {
-  size_t cap = (size_t)n * 140 + 4096, len = 0;
-  char *json = malloc(cap);
+  char *json = vl_bench_chain(n, "aten.relu.default", "", "[64]");
   if (json == NULL) return NULL;
-  len += (size_t)snprintf(json + len, cap - len,
-                          "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[{\"name\":"
-                          "\"n0\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
-                          "\"shape\":[64]}}");
-  for (int i = 1; i <= n; i++) {
-    len += (size_t)snprintf(json + len, cap - len,
-                            ",{\"name\":\"n%d\",\"op\":\"call_function\",\"target\":"
-                            "\"aten.relu.default\",\"args\":[\"n%d\"],\"val\":{\"dtype\":"
-                            "\"float32\",\"shape\":[64]}}",
-                            i, i - 1);
-  }
-  snprintf(json + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%d\"]}]}", n);
   vl_graph *g = NULL;
   vl_error err;
   vl_plan_report pr;
