@@ -27,8 +27,11 @@ static inline char *vl_bench_chain(int calls, const char *target, const char *mo
                             "\"args\":[\"n%d\"%s],\"val\":{\"dtype\":\"float32\",\"shape\":%s}}",
                             i, target, i - 1, more_args, shape);
   }
-  snprintf(t + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%d\"]}]}",
-           calls);
+  if (len >= cap) { /* cannot happen with the size above; never write past the buffer */
+    free(t);
+    return NULL;
+  }
+  snprintf(t + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%d\"]}]}", calls);
   return t;
 }
 
