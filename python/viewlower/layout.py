@@ -5,7 +5,7 @@ A spec is the JSON object of SPEC §1: {"dtype", "shape", "dim_order" | "strides
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 #: Element sizes of the dtypes SPEC §1 names (ExecuTorch scalar types).
 DTYPE_SIZES: Dict[str, int] = {
@@ -84,3 +84,12 @@ def is_physically_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bo
     if numel(shape) <= 1:
         return True
     return _fits(shape, strides, list(range(len(shape))), False)
+
+
+def arg_refs(v: Any, out: List[str]) -> None:
+    """Appends the node names an `args` value refers to (every string, nested lists too)."""
+    if isinstance(v, str):
+        out.append(v)
+    elif isinstance(v, list):
+        for x in v:
+            arg_refs(x, out)

@@ -10,7 +10,7 @@ purpose to show that overlapping live buffers give wrong values.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 from . import layout
 
@@ -34,14 +34,6 @@ class Storage:
 def _writes_arg0(target: str) -> bool:
     parts = target.split(".")
     return len(parts) >= 2 and parts[1].endswith("_")
-
-
-def _refs(v: Any, out: List[str]) -> None:
-    if isinstance(v, str):
-        out.append(v)
-    elif isinstance(v, list):
-        for x in v:
-            _refs(x, out)
 
 
 def owners(graph: dict) -> Dict[str, Optional[str]]:
@@ -103,7 +95,7 @@ def storages(graph: dict, alignment: Optional[int] = None) -> List[Storage]:
         found[n["name"]] = s
     for i, n in enumerate(nodes):
         names: List[str] = []
-        _refs(n.get("args", []), names)
+        layout.arg_refs(n.get("args", []), names)
         out = n.get("kwargs", {}).get("out")
         if isinstance(out, str):
             names.append(out)

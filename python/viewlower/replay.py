@@ -144,20 +144,12 @@ def declared_layout(node: dict, i: int, value: torch.Tensor) -> Sequence[int]:
     return layout.spec_strides(spec)
 
 
-def _refs(v: Any, out: List[str]) -> None:
-    if isinstance(v, str):
-        out.append(v)
-    elif isinstance(v, list):
-        for x in v:
-            _refs(x, out)
-
-
 def last_uses(graph: dict) -> Dict[int, List[str]]:
     """Node index → names read for the last time there (their tensors may be dropped after)."""
     last: Dict[str, int] = {}
     for i, n in enumerate(graph["nodes"]):
         names: List[str] = []
-        _refs(n.get("args", []), names)
+        layout.arg_refs(n.get("args", []), names)
         out = n.get("kwargs", {}).get("out")
         if isinstance(out, str):
             names.append(out)

@@ -46,4 +46,10 @@ size_t vl__num_format_shortest(double v, int max_digits, vl__reads_back_fn reads
  * bits, always with a '.' or an exponent ("2.0", never "2"). Returns the length. */
 size_t vl__num_format_double(double v, char *out);
 
+/* The text primitives both JSON readers (the streaming one and the tree one) share: the value
+ * of four hex digits at s[at..at+4) of s[0..len), -1 when they are not; and code point cp as
+ * UTF-8 in out (1 to 4 bytes, returned). */
+long vl__json_hex4(const char *s, size_t len, size_t at);
+size_t vl__utf8_encode(uint32_t cp, char *out);
+
 #endif

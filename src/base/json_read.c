@@ -85,48 +85,6 @@ static bool arena_put(vl__jr *r, const char *s, size_t n) {
   return true;
 }
 
-static int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/* Four hex digits at p; -1 when they are not. */
-static long hex4(const vl__jr *r, size_t p) {
-  if (p + 4 > r->len) return -1;
-  long v = 0;
-  for (size_t k = 0; k < 4; k++) {
-    int h = hex_value(r->text[p + k]);
-    if (h < 0) return -1;
-    v = v * 16 + h;
-  }
-  return v;
-}
-
-static size_t utf8_encode(uint32_t cp, char *out) {
-  if (cp < 0x80) {
-    out[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = (char)(0xC0 | (cp >> 6));
-    out[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = (char)(0xE0 | (cp >> 12));
-    out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = (char)(0xF0 | (cp >> 18));
-  out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
 /* The escape at r->pos (a backslash) decoded into the arena; r->pos moves past it. */
 static bool unescape(vl__jr *r) {
   size_t at = r->pos;
@@ -139,21 +97,21 @@ static bool unescape(vl__jr *r) {
     return arena_put(r, &to[k - from], 1);
   }
   if (c != 'u') return problem(r, VL__JSON_MALFORMED, at + 1);
-  long cp = hex4(r, at + 2);
+  long cp = vl__json_hex4(r->text, r->len, at + 2);
   size_t end = at + 6;
   if (cp < 0) return problem(r, VL__JSON_MALFORMED, at + 2);
   if (cp == 0) return problem(r, VL__JSON_NUL_ESCAPE, at);
   if (cp >= 0xDC00 && cp <= 0xDFFF) return problem(r, VL__JSON_MALFORMED, at);
   if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half next */
     long lo = end + 1 < r->len && r->text[end] == '\\' && r->text[end + 1] == 'u'
-                  ? hex4(r, end + 2)
+                  ? vl__json_hex4(r->text, r->len, end + 2)
                   : -1;
     if (lo < 0xDC00 || lo > 0xDFFF) return problem(r, VL__JSON_MALFORMED, at);
     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
     end += 6;
   }
   r->pos = end;
-  return arena_put(r, out, utf8_encode((uint32_t)cp, out));
+  return arena_put(r, out, vl__utf8_encode((uint32_t)cp, out));
 }
 
 /* Bytes that end a plain run inside a string: the quote, a backslash, control bytes. */

@@ -182,44 +182,6 @@ static bool tp_ws(tree_parser *p) {
   return true;
 }
 
-static int tp_hex4(const tree_parser *p, size_t at) {
-  if (at + 4 > p->n) return -1;
-  int v = 0;
-  for (size_t k = 0; k < 4; k++) {
-    char c = p->t[at + k];
-    int h = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (h < 0) return -1;
-    v = v * 16 + h;
-  }
-  return v;
-}
-
-static size_t tp_utf8(uint32_t cp, char *out) {
-  if (cp < 0x80) {
-    out[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = (char)(0xC0 | (cp >> 6));
-    out[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = (char)(0xE0 | (cp >> 12));
-    out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = (char)(0xF0 | (cp >> 18));
-  out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
-}
-
 /* The string whose opening quote is at p->pos, decoded into a new block (NUL-terminated). A
  * decoded string is never longer than its text, so one block of the text's length is enough. */
 static char *tp_string(tree_parser *p) {
@@ -257,7 +219,7 @@ static char *tp_string(tree_parser *p) {
       i += 2;
       continue;
     }
-    int cp = c == 'u' ? tp_hex4(p, i + 2) : -1;
+    int cp = c == 'u' ? (int)vl__json_hex4(p->t, p->n, i + 2) : -1;
     if (cp < 0) {
       cJSON_free(out);
       return tp_fail(p, VL__JSON_MALFORMED, i), NULL;
@@ -273,8 +235,9 @@ static char *tp_string(tree_parser *p) {
       return tp_fail(p, VL__JSON_MALFORMED, i), NULL; /* a lone low surrogate */
     }
     if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half next */
-      int lo = next + 1 < end && p->t[next] == '\\' && p->t[next + 1] == 'u' ? tp_hex4(p, next + 2)
-                                                                             : -1;
+      int lo = next + 1 < end && p->t[next] == '\\' && p->t[next + 1] == 'u'
+                   ? (int)vl__json_hex4(p->t, p->n, next + 2)
+                   : -1;
       if (lo < 0xDC00 || lo > 0xDFFF) {
         cJSON_free(out);
         return tp_fail(p, VL__JSON_MALFORMED, i), NULL;
@@ -282,7 +245,7 @@ static char *tp_string(tree_parser *p) {
       code = 0x10000u + (((uint32_t)cp - 0xD800u) << 10) + ((uint32_t)lo - 0xDC00u);
       next += 6;
     }
-    o += tp_utf8(code, out + o); /* 1-4 bytes for 6 or 12 of text */
+    o += vl__utf8_encode(code, out + o); /* 1-4 bytes for 6 or 12 of text */
     i = next;
   }
   out[o] = '\0';

@@ -10,14 +10,18 @@
 #include "lower/lower_internal.h"
 #include "viewlower/layout.h"
 
-static const char *const reason_names[] = {
+/* The names of the reason codes (SPEC §3) and of the parameter rules (§3b), from their tables. */
 #define ROW(e, name) name,
-    VL_REASON_MAP(ROW)
+static const char *const reason_names[] = {VL_REASON_MAP(ROW)};
+static const char *const param_rule_names[] = {VL_PARAM_RULE_MAP(ROW)};
 #undef ROW
-};
 
 const char *vl_reason_name(vl_reason r) {
   return (unsigned)r < VL_REASON_COUNT ? reason_names[r] : "?";
+}
+
+const char *vl_param_rule_name(vl_param_rule r) {
+  return (unsigned)r < VL_PARAM_RULE_COUNT ? param_rule_names[r] : "?";
 }
 
 /* A bounded string builder: appends are truncated, never overflow. */

@@ -34,16 +34,6 @@ struct vl_params {
   span *kept;   /* per r->params_kept entry: its layout-only readers */
 };
 
-static const char *const rule_names[] = {
-#define VL__PARAM_RULE_NAME(e, name) name,
-    VL_PARAM_RULE_MAP(VL__PARAM_RULE_NAME)
-#undef VL__PARAM_RULE_NAME
-};
-
-const char *vl_param_rule_name(vl_param_rule r) {
-  return (unsigned)r < VL_PARAM_RULE_COUNT ? rule_names[r] : "unknown";
-}
-
 typedef struct {
   uint32_t target;
   uint32_t count;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -284,6 +285,40 @@ int daemon_finish(daemon_proc *d) {
   }
   daemon_cleanup(d);
   return rc;
+}
+
+daemon_proc *daemon_new(const char *const *args) {
+  daemon_proc *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  daemon_prepare(d);
+  daemon_start(d, args);
+  return d;
+}
+
+void daemon_delete(daemon_proc *d) {
+  int rc = daemon_finish(d);
+  free(d);
+  assert_int_equal(rc, 0);
+}
+
+size_t raw_send_until_stalled(int fd, const void *p, size_t n) {
+  const uint8_t *b = p;
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = send(fd, b + off, n - off, MSG_NOSIGNAL);
+    if (w > 0) {
+      off += (size_t)w;
+      continue;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+    if (w < 0 && errno != EAGAIN) break;
+    if (poll(&pfd, 1, 500) == 0) break;
+  }
+  return off;
+}
+
+void raw_set_nonblocking(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
 int harness_result(int failed_tests) {

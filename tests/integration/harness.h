@@ -45,6 +45,10 @@ void daemon_cleanup(daemon_proc *d);
 /* daemon_stop, the log printed when the exit status is not 0, then daemon_cleanup; returns
  * the exit status (the end of every fixture). */
 int daemon_finish(daemon_proc *d);
+/* A started daemon in a block of its own (prepare + start); daemon_delete finishes it, frees it
+ * and asserts it exited 0. */
+daemon_proc *daemon_new(const char *const *args);
+void daemon_delete(daemon_proc *d);
 /* main's exit status: 1 when cmocka counted failed tests or any daemon_finish saw a non-zero
  * exit status. cmocka does not count a failed group teardown, and group fixtures end their
  * daemon there, so every main returns harness_result(cmocka_run_group_tests(...)). */
@@ -66,6 +70,10 @@ void ping_ok(const char *path);
 /* Raw socket speaking frames (receive timeout HARNESS_WAIT_MS). */
 int raw_connect(const char *path);
 void raw_send(int fd, const void *p, size_t n);
+/* Sends up to n bytes on the non-blocking fd until the peer stops reading for half a second;
+ * returns how many went. */
+size_t raw_send_until_stalled(int fd, const void *p, size_t n);
+void raw_set_nonblocking(int fd);
 void raw_send_frame(int fd, const char *json, const void *payload, size_t payload_len);
 /* Receives one frame; returns the parsed JSON (caller deletes) and appends the payload. */
 cJSON *raw_recv_frame(int fd, vl_buf *payload);

@@ -33,20 +33,6 @@
 #define MIB ((size_t)1 << 20)
 enum { OVERHEAD_MIB = 16 /* the target: peak RSS <= budget + 16 MiB */ };
 
-static daemon_proc *start(const char *const *args) {
-  daemon_proc *d = calloc(1, sizeof *d);
-  assert_non_null(d);
-  daemon_prepare(d);
-  daemon_start(d, args);
-  return d;
-}
-
-static void stop(daemon_proc *d) {
-  int rc = daemon_finish(d);
-  free(d);
-  assert_int_equal(rc, 0);
-}
-
 static bool under_sanitizers(void) {
 #if defined(__SANITIZE_ADDRESS__)
   return true; /* ASan's quarantine and shadow memory are outside any budget */
@@ -96,26 +82,6 @@ static void wait_stat(const daemon_proc *d, const char *dotted, double want) {
   fail_msg("stats %s is %g, want %g", dotted, got, want);
 }
 
-/* Sends up to n bytes on the non-blocking fd until the peer stops reading for half a second. */
-static size_t send_until_stalled(int fd, const uint8_t *p, size_t n) {
-  size_t off = 0;
-  while (off < n) {
-    ssize_t w = send(fd, p + off, n - off, MSG_NOSIGNAL);
-    if (w > 0) {
-      off += (size_t)w;
-      continue;
-    }
-    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-    if (w < 0 && errno != EAGAIN) break;
-    if (poll(&pfd, 1, 500) == 0) break;
-  }
-  return off;
-}
-
-static void set_nonblocking(int fd) {
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
 /* ---- 1. waiting frames are admitted as memory frees ----------------------------------------- */
 
 enum { COPY_BYTES = 12 << 20, N_COPIERS = 8 };
@@ -162,7 +128,7 @@ static void *copy_once(void *arg) {
 static void waiting_frames_are_admitted_as_memory_frees(void **state) {
   (void)state;
   static const char *const args[] = {"--max-memory", "64M", "--workers", "2", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   uint8_t *data = malloc(COPY_BYTES);
   assert_non_null(data);
   for (size_t i = 0; i < COPY_BYTES; i++) data[i] = (uint8_t)(i * 7 + (i >> 13));
@@ -191,7 +157,7 @@ static void waiting_frames_are_admitted_as_memory_frees(void **state) {
   assert_int_equal((int)json_number(st, "connections.waiting_for_memory"), 0);
   cJSON_Delete(st);
   assert_peak_within(d, 64, "eight 12 MiB view_copy at once");
-  stop(d);
+  daemon_delete(d);
 }
 
 /* ---- 2. a waiting connection closes on hang-up and at the idle timeout ---------------------- */
@@ -199,11 +165,11 @@ static void waiting_frames_are_admitted_as_memory_frees(void **state) {
 /* Opens a connection that announces a frame of total bytes and sends sent of them. */
 static int announce(const daemon_proc *d, size_t total, const uint8_t *junk, size_t sent) {
   int fd = raw_connect(d->sock);
-  set_nonblocking(fd);
+  raw_set_nonblocking(fd);
   uint8_t h[VL_FRAME_HEADER_SIZE];
   vl_frame_header_encode(h, 64, total - 64);
   assert_int_equal(send(fd, h, sizeof h, MSG_NOSIGNAL), (ssize_t)sizeof h);
-  send_until_stalled(fd, junk, sent);
+  raw_send_until_stalled(fd, junk, sent);
   return fd;
 }
 
@@ -215,7 +181,7 @@ static void waiting_connections_close_when_their_peer_hangs_up(void **state) {
   (void)state;
   static const char *const args[] = {"--max-memory", "64M", "--workers", "2",
                                      "--max-connections-per-uid", "5", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   uint8_t *junk = calloc(1, 4 * MIB);
   assert_non_null(junk);
   int held[2], waiting[2];
@@ -238,7 +204,7 @@ static void waiting_connections_close_when_their_peer_hangs_up(void **state) {
   for (int i = 0; i < 2; i++) close(held[i]);
   free(junk);
   wait_stat(d, "connections.current", 1);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* A frame that waited a whole idle period for memory is answered -32005 (id null) and its
@@ -247,7 +213,7 @@ static void a_frame_waiting_past_the_idle_timeout_is_answered_and_closed(void **
   (void)state;
   static const char *const args[] = {"--max-memory", "64M", "--workers", "2",
                                      "--idle-timeout-ms", "2000", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   uint8_t *junk = calloc(1, 30 * MIB);
   assert_non_null(junk);
   /* two admitted frames, kept short of their end; a byte now and then keeps them from idling */
@@ -271,7 +237,7 @@ static void a_frame_waiting_past_the_idle_timeout_is_answered_and_closed(void **
   close(held);
   close(held2);
   free(junk);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* A frame over half the budget is answered -32005 (id null) and the connection closed while the
@@ -280,7 +246,7 @@ static void a_frame_waiting_past_the_idle_timeout_is_answered_and_closed(void **
 static void a_frame_over_half_the_budget_reports_why_to_the_real_client(void **state) {
   (void)state;
   static const char *const args[] = {"--max-memory", "64M", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   enum { BYTES = 40 << 20 };
   uint8_t *data = calloc(1, BYTES);
   assert_non_null(data);
@@ -300,7 +266,7 @@ static void a_frame_over_half_the_budget_reports_why_to_the_real_client(void **s
   cJSON_Delete(params);
   free(data);
   ping_ok(d->sock);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* ---- 3. the parse of a request is within the budget ---------------------------------------- */
@@ -399,7 +365,7 @@ static void send_many(const daemon_proc *d, int n, size_t bytes, const char *sha
 static void request_parse_stays_within_64m(void **state) {
   (void)state;
   static const char *const args[] = {"--max-memory", "64M", "--workers", "2", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   send_many(d, 1, 16 * MIB, "zeros", -32005);
   send_many(d, 1, 30 * MIB, "zeros", -32005);
   send_many(d, 3, 16 * MIB, "zeros", -32005);
@@ -407,20 +373,20 @@ static void request_parse_stays_within_64m(void **state) {
   send_many(d, 2, 12 * MIB, "nested", -32005);
   assert_peak_within(d, 64, "requests of 12-30 MiB at --max-memory 64M");
   ping_ok(d->sock);
-  stop(d);
+  daemon_delete(d);
 }
 
 static void request_parse_stays_within_256m(void **state) {
   (void)state;
   static const char *const args[] = {"--max-memory", "256M", "--workers", "2", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   send_many(d, 1, 100 * MIB, "zeros", -32005);
   send_many(d, 3, 40 * MIB, "zeros", -32005);
   send_many(d, 4, 24 * MIB, "nested", -32005);
   send_many(d, 2, 1 * MIB, "strings", -32001); /* fits: its tree is built, the graph is invalid */
   assert_peak_within(d, 256, "requests of 1-100 MiB at --max-memory 256M");
   ping_ok(d->sock);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* ---- 4. numbers JSON forbids are refused ---------------------------------------------------- */
@@ -450,7 +416,7 @@ static void expect_parse_error(int fd, const char *json, const char *at, const c
  * one); "id":2. got -32603 "out of memory". Each is now -32700 naming the byte and the rule. */
 static void numbers_json_forbids_are_parse_errors(void **state) {
   (void)state;
-  daemon_proc *d = start(NULL);
+  daemon_proc *d = daemon_new(NULL);
   int fd = raw_connect(d->sock);
   expect_parse_error(fd,
                      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"view_copy\",\"params\":{\"input\":"
@@ -492,7 +458,7 @@ static void numbers_json_forbids_are_parse_errors(void **state) {
                             "\"values\":[0,9007199254740991]}}}");
   free(text);
   close(fd);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* ---- 7. at SIGTERM a frame whose header arrived is read to its end and answered -------------- */
@@ -609,7 +575,7 @@ static char *slurp(const char *path) {
  * other results are written, and no temporary file is left behind. */
 static void batch_lower_refuses_links_in_the_output_directory(void **state) {
   (void)state;
-  daemon_proc *d = start(NULL);
+  daemon_proc *d = daemon_new(NULL);
   char dir[96], out[128], victim[128], link1[160], link2[160], ghost[128], errp[128];
   snprintf(dir, sizeof dir, "%s/work", d->dir);
   snprintf(out, sizeof out, "%s/out", dir);
@@ -659,7 +625,7 @@ static void batch_lower_refuses_links_in_the_output_directory(void **state) {
   unlink(errp);
   rmdir(out);
   rmdir(dir);
-  stop(d);
+  daemon_delete(d);
 }
 
 int main(void) {

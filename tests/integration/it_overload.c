@@ -20,20 +20,6 @@
 /* 1024 x 1024 float32: 4 MiB tensors, so one verify keeps a worker busy for a while. */
 enum { ROWS = 1024, COLS = 1024, CONNS = 8, PER_CONN = 16, PIPELINED = 32 };
 
-static daemon_proc *start(const char *const *args) {
-  daemon_proc *d = calloc(1, sizeof *d);
-  assert_non_null(d);
-  daemon_prepare(d);
-  daemon_start(d, args);
-  return d;
-}
-
-static void stop(daemon_proc *d) {
-  int rc = daemon_finish(d);
-  free(d);
-  assert_int_equal(rc, 0);
-}
-
 static cJSON *verify_params(void) {
   cJSON *p = json("{\"seed\":1}");
   cJSON_AddItemToObject(p, "graph", heavy_graph(ROWS, COLS));
@@ -102,7 +88,7 @@ static void clients_that_left_free_their_slots_and_their_queued_work_is_cancelle
   (void)state;
   static const char *const args[] = {"--max-connections", "8", "--max-connections-per-uid", "8",
                                      "--workers", "2", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   cJSON *params = verify_params();
   vl_error err;
   for (int i = 0; i < CONNS; i++) {
@@ -125,7 +111,7 @@ static void clients_that_left_free_their_slots_and_their_queued_work_is_cancelle
   }
   assert_true(cancelled > 0);
   assert_true(cancelled <= CONNS * PER_CONN);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* Receives n responses on c, checking each id in 1..n comes back exactly once. */
@@ -152,7 +138,7 @@ static void recv_all(vl_client *c, int n, int *ok, int *overloaded, bool *last_o
 static void past_max_queued_heavy_requests_get_overloaded_at_once(void **state) {
   (void)state;
   static const char *const args[] = {"--max-queued", "4", "--workers", "1", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   cJSON *params = verify_params();
   vl_client *c = client_open(d);
   vl_error err;
@@ -185,7 +171,7 @@ static void past_max_queued_heavy_requests_get_overloaded_at_once(void **state) 
   cJSON_Delete(result);
   cJSON_Delete(params);
   vl_client_close(c);
-  stop(d);
+  daemon_delete(d);
 }
 
 static char *request_text(uint64_t id, const char *method, const cJSON *params) {
@@ -203,7 +189,7 @@ static char *request_text(uint64_t id, const char *method, const cJSON *params) 
 static void a_half_closed_client_still_gets_every_response(void **state) {
   (void)state;
   static const char *const args[] = {"--workers", "1", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   enum { N = 8 }; /* with one worker, answering them all outlasts several hang-up probes */
   cJSON *params = verify_params();
   int fd = raw_connect(d->sock);
@@ -226,12 +212,12 @@ static void a_half_closed_client_still_gets_every_response(void **state) {
   raw_expect_closed(fd);
   close(fd);
   assert_int_equal((int)stat_of(d, "requests.cancelled"), 0);
-  stop(d);
+  daemon_delete(d);
 }
 
 static void a_nul_escape_is_a_parse_error_and_the_connection_stays_usable(void **state) {
   (void)state;
-  daemon_proc *d = start(NULL);
+  daemon_proc *d = daemon_new(NULL);
   int fd = raw_connect(d->sock);
   raw_send_frame(fd,
                  "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"lower\",\"params\":{\"graph\":"
@@ -253,7 +239,7 @@ static void a_nul_escape_is_a_parse_error_and_the_connection_stays_usable(void *
   assert_non_null(cJSON_GetObjectItemCaseSensitive(r, "result"));
   cJSON_Delete(r);
   close(fd);
-  stop(d);
+  daemon_delete(d);
 }
 
 int main(void) {

@@ -34,20 +34,6 @@
 
 #define T40 "1099511627776" /* 2^40 */
 
-static daemon_proc *start(const char *const *args) {
-  daemon_proc *d = calloc(1, sizeof *d);
-  assert_non_null(d);
-  daemon_prepare(d);
-  daemon_start(d, args);
-  return d;
-}
-
-static void stop(daemon_proc *d) {
-  int rc = daemon_finish(d);
-  free(d);
-  assert_int_equal(rc, 0);
-}
-
 /* Calls method with params (JSON text) and compares the printed result with want. */
 static void expect_result(vl_client *c, const char *method, const char *params, const char *want) {
   cJSON *p = json(params), *res = NULL;
@@ -65,7 +51,7 @@ static void expect_result(vl_client *c, const char *method, const char *params, 
  * the daemon aborted); [2^40, 2^40, 0] was refused as "overflowing 63 bits" though empty. */
 static void empty_tensor_with_huge_sizes_is_served(void **state) {
   (void)state;
-  daemon_proc *d = start(NULL);
+  daemon_proc *d = daemon_new(NULL);
   vl_client *c = client_open(d);
   expect_result(c, "view_copy",
                 "{\"input\":{\"dtype\":\"float32\",\"shape\":[0," T40 "," T40 "],\"values\":[]},"
@@ -92,7 +78,7 @@ static void empty_tensor_with_huge_sizes_is_served(void **state) {
                 "{\"outputs\":[{\"dtype\":\"float32\",\"shape\":[" T40 "," T40 ",0],"
                 "\"dim_order\":[0,1,2],\"values\":[]}]}");
   vl_client_close(c);
-  stop(d);
+  daemon_delete(d);
 }
 
 
@@ -128,7 +114,7 @@ static void *cont_later(void *arg) {
 static void connect_waits_out_a_full_backlog(void **state) {
   (void)state;
   enum { MAX_FILL = 8192 };
-  daemon_proc *d = start(NULL);
+  daemon_proc *d = daemon_new(NULL);
   assert_int_equal(kill(d->pid, SIGSTOP), 0);
   int *fill = calloc(MAX_FILL, sizeof *fill);
   assert_non_null(fill);
@@ -150,7 +136,7 @@ static void connect_waits_out_a_full_backlog(void **state) {
   vl_client_close(c);
   for (size_t i = 0; i < n; i++) close(fill[i]);
   free(fill);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* Point 5: requests sent while the daemon is stopped for longer than --idle-timeout-ms are
@@ -159,7 +145,7 @@ static void requests_sent_during_a_pause_are_answered(void **state) {
   (void)state;
   enum { N = 20 };
   static const char *const args[] = {"--idle-timeout-ms", "300", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   vl_client *c[N];
   vl_error err;
   for (int i = 0; i < N; i++) {
@@ -182,14 +168,14 @@ static void requests_sent_during_a_pause_are_answered(void **state) {
     vl_client_close(c[i]);
   }
   assert_int_equal(answered, N);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* Point 6: SIGHUP, SIGUSR1 and SIGUSR2 with a request in flight: it is answered, the daemon
  * keeps serving and later stops cleanly. */
 static void reload_and_user_signals_are_ignored(void **state) {
   (void)state;
-  daemon_proc *d = start(NULL);
+  daemon_proc *d = daemon_new(NULL);
   vl_client *c = client_open(d);
   vl_error err;
   cJSON *p = json("{\"seed\":1}");
@@ -210,14 +196,14 @@ static void reload_and_user_signals_are_ignored(void **state) {
   ping_ok(d->sock);
   assert_true(daemon_log_contains(d, "SIGHUP: ignored"));
   assert_true(daemon_log_contains(d, "SIGUSR2: ignored"));
-  stop(d);
+  daemon_delete(d);
 }
 
 /* Point 7: the first daemon's socket file is removed and a second daemon binds the path; the
  * first one's shutdown must leave the second's socket alone. */
 static void shutdown_removes_only_its_own_socket(void **state) {
   (void)state;
-  daemon_proc *a = start(NULL);
+  daemon_proc *a = daemon_new(NULL);
   assert_int_equal(unlink(a->sock), 0);
   daemon_proc *b = calloc(1, sizeof *b);
   assert_non_null(b);
@@ -312,7 +298,7 @@ static void fd_limit_is_raised_for_max_connections(void **state) {
   cJSON *stats = stats_of(d);
   assert_int_equal((long)json_number(stats, "connections.open_files_limit"), soft);
   cJSON_Delete(stats);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* Point 9: past what the file descriptor limit allows, connections are dropped, counted and
@@ -350,7 +336,7 @@ static void connections_past_the_fd_limit_are_counted(void **state) {
   assert_true((int)json_number(stats, "connections.refused.fd_limit") >= dropped);
   cJSON_Delete(stats);
   assert_int_equal(daemon_log_count(d, "file descriptor limit of"), 1);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* Point 9: 200 refused peers: counted one by one, warned about once. */
@@ -358,7 +344,7 @@ static void refused_peers_do_not_flood_the_log(void **state) {
   (void)state;
   enum { N = 200 };
   static const char *const args[] = {"--max-connections", "1", "--log-level", "info", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   vl_error err;
   vl_client *holder = NULL;
   /* The start-up probe of the harness may hold the one slot a moment longer. */
@@ -389,7 +375,7 @@ static void refused_peers_do_not_flood_the_log(void **state) {
   /* One warning, or two when the probes above straddled the rate limit's window. */
   int lines = daemon_log_count(d, "too many connections") - before;
   assert_true(lines >= 0 && lines + (before > 0) <= 2);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* Point 10: a socket path in a directory that does not exist is reported as that. */
@@ -437,7 +423,7 @@ static void expect_refused(int fd, const char *json, const char *id, const char 
  * usable after each. */
 static void envelope_duplicates_and_bad_utf8_are_refused(void **state) {
   (void)state;
-  daemon_proc *d = start(NULL);
+  daemon_proc *d = daemon_new(NULL);
   int fd = raw_connect(d->sock);
   expect_refused(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}", "null",
                  "request member \\\"id\\\" given twice");
@@ -458,7 +444,7 @@ static void envelope_duplicates_and_bad_utf8_are_refused(void **state) {
   assert_string_equal(ok, "{\"jsonrpc\":\"2.0\",\"id\":\"\xc3\xa9t\xc3\xa9\",\"result\":{\"pong\":true}}");
   free(ok);
   close(fd);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* ---- point 2: one memory budget ------------------------------------------------------------ */
@@ -504,7 +490,7 @@ static void expect_overloaded(vl_client *c, uint64_t id, const char *method, cJS
 
 static daemon_proc *start_budgeted(void) {
   static const char *const args[] = {"--max-memory", "64M", "--workers", "2", NULL};
-  return start(args);
+  return daemon_new(args);
 }
 
 /* An execute of a 2 MiB input asking for values output with the output listed twice: its cJSON
@@ -560,7 +546,7 @@ static void execute_with_values_output_stays_within_the_budget(void **state) {
   assert_true(json_number(stats, "memory.in_use_bytes") > 0);
   cJSON_Delete(stats);
   vl_client_close(c);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* A 600-byte verify whose graph asks for 64 MiB tensors: its work would pass the budget, so it
@@ -592,23 +578,7 @@ static void small_verify_with_huge_tensors_is_overloaded(void **state) {
   vl_client_close(a);
   vl_client_close(b);
   assert_peak_within_budget(d, "verify of 64 MiB tensors");
-  stop(d);
-}
-
-/* Sends up to n bytes on the non-blocking fd, until the peer stops reading for half a second. */
-static size_t send_until_stalled(int fd, const uint8_t *p, size_t n) {
-  size_t off = 0;
-  while (off < n) {
-    ssize_t w = send(fd, p + off, n - off, MSG_NOSIGNAL);
-    if (w > 0) {
-      off += (size_t)w;
-      continue;
-    }
-    struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-    if (w < 0 && errno != EAGAIN) break;
-    if (poll(&pfd, 1, 500) == 0) break;
-  }
-  return off;
+  daemon_delete(d);
 }
 
 /* Five clients that announce 24 MiB frames, send 20 MiB of each and stall: the frames that do not
@@ -628,7 +598,7 @@ static void stalled_large_frames_wait_for_memory(void **state) {
     uint8_t h[VL_FRAME_HEADER_SIZE];
     vl_frame_header_encode(h, 64, ANNOUNCED - 64);
     assert_int_equal(send(fds[i], h, sizeof h, MSG_NOSIGNAL), (ssize_t)sizeof h);
-    send_until_stalled(fds[i], junk, SENT);
+    raw_send_until_stalled(fds[i], junk, SENT);
   }
   free(junk);
   ping_ok(d->sock);
@@ -642,7 +612,7 @@ static void stalled_large_frames_wait_for_memory(void **state) {
   close(big);
   for (int i = 0; i < N; i++) close(fds[i]);
   ping_ok(d->sock);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* A client that pipelines pings and never reads the answers: their true cost (not their frame
@@ -651,7 +621,7 @@ static void unread_responses_stay_within_the_budget(void **state) {
   (void)state;
   static const char *const args[] = {"--max-memory", "64M", "--max-write-queue-bytes", "1099511627776",
                                      "--max-inflight", "65536", NULL};
-  daemon_proc *d = start(args);
+  daemon_proc *d = daemon_new(args);
   int fd = raw_connect(d->sock);
   int fl = fcntl(fd, F_GETFL);
   fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -685,7 +655,7 @@ static void unread_responses_stay_within_the_budget(void **state) {
   assert_peak_within_budget(d, "unread ping responses");
   close(fd);
   ping_ok(d->sock);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* ---- point 3: fair shares per user --------------------------------------------------------- */
@@ -765,7 +735,7 @@ static void one_user_cannot_take_every_connection(void **state) {
   assert_true(json_number(stats, "connections.refused.max_connections_per_uid") >= 3);
   cJSON_Delete(stats);
   for (int i = 0; i < 3; i++) vl_client_close(mine[i]);
-  stop(d);
+  daemon_delete(d);
 }
 
 /* In a child running as nobody: connect and ping, write a byte to ready, wait for a byte on
@@ -845,7 +815,7 @@ static void one_user_cannot_take_every_queue_slot(void **state) {
   assert_int_equal((int)json_number(stats, "requests.overloaded.max_queued_per_uid"), refused);
   cJSON_Delete(stats);
   vl_client_close(c);
-  stop(d);
+  daemon_delete(d);
 }
 
 int main(void) {
