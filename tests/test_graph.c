@@ -11,26 +11,14 @@
 
 #include <cmocka.h>
 
+#include "test_files.h"
+
 #include "viewlower/graph.h"
 #include "viewlower/lower.h"
 
 #define HEAD "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
 #define X "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}"
 #define OUT(a) "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"" a "\"]}"
-
-static char *read_text(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  *len = (size_t)n;
-  return buf;
-}
 
 /* Parses text expecting failure with the given status, pointer and message fragment. */
 static void expect_error(const char *json, vl_status code, const char *path, const char *msg) {
@@ -55,7 +43,7 @@ static vl_graph *parse_ok(const char *json) {
 static void the_patch_embed_example_parses_with_resolved_references(void **state) {
   (void)state;
   size_t len;
-  char *text = read_text(VL_EXAMPLES_DIR "/graphs/patch_embed.json", &len);
+  char *text = vl_test_read_file(VL_EXAMPLES_DIR "/graphs/patch_embed.json", &len);
   vl_graph *g = NULL;
   vl_error err;
   assert_int_equal(vl_graph_parse(text, len, NULL, &g, &err), VL_OK);
@@ -85,7 +73,7 @@ static void printing_then_parsing_gives_the_same_graph(void **state) {
     char path[512];
     size_t len;
     snprintf(path, sizeof path, "%s/graphs/%s.json", VL_EXAMPLES_DIR, files[i]);
-    char *text = read_text(path, &len);
+    char *text = vl_test_read_file(path, &len);
     vl_graph *g = parse_ok(text);
     char *once = vl_graph_print(g);
     vl_graph *g2 = parse_ok(once);
@@ -333,7 +321,7 @@ static void real_traced_graphs_with_several_outputs_lower_and_print_back(void **
     char path[512];
     size_t len;
     snprintf(path, sizeof path, "%s/%s.json", VL_TESTDATA_DIR, files[i]);
-    char *text = read_text(path, &len);
+    char *text = vl_test_read_file(path, &len);
     vl_graph *g = parse_ok(text);
     uint32_t multi = 0, items = 0;
     for (uint32_t k = 0; k < g->n_nodes; k++) {
@@ -454,7 +442,7 @@ static void unrepresentable_literals_are_errors_naming_their_place(void **state)
 static void lowering_changes_no_literal(void **state) {
   (void)state;
   size_t len;
-  char *text = read_text(VL_TESTDATA_DIR "/fidelity.json", &len);
+  char *text = vl_test_read_file(VL_TESTDATA_DIR "/fidelity.json", &len);
   vl_graph *g = parse_ok(text);
   char *before = vl_graph_print(g);
   vl_lower_options o;

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "test_files.h"
+
 #include "viewlower/interp.h"
 #include "viewlower/lower.h"
 #include "viewlower/plan.h"
@@ -309,21 +311,6 @@ static void a_long_chain_plans_at_the_lower_bound(void **state) {
   vl_graph_free(g);
 }
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  assert_non_null(b);
-  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  b[n] = '\0';
-  *len = (size_t)n;
-  return b;
-}
-
 /* The traced graphs of tests/data, lowered with parameter layouts and planned: each arena is
  * its lower bound (ConvNeXt-T's residual stream needs the long-lived storages at the two ends:
  * greedy by size alone gives 983040), and the planned graph validates and plans to itself. */
@@ -342,7 +329,7 @@ static void the_traced_graphs_plan_at_their_lower_bound(void **state) {
     char path[1024];
     size_t len;
     snprintf(path, sizeof path, "%s/%s", VL_TESTDATA_DIR, graphs[k].file);
-    char *json = slurp(path, &len);
+    char *json = vl_test_read_file(path, &len);
     vl_report r, r2;
     vl_graph *g = planned(json, &r);
     if (r.plan.arena_bytes != graphs[k].arena || r.plan.lower_bound_bytes != graphs[k].arena)

@@ -593,8 +593,7 @@ static void stalled_large_frames_wait_for_memory(void **state) {
   assert_non_null(junk);
   for (int i = 0; i < N; i++) {
     fds[i] = raw_connect(d->sock);
-    int fl = fcntl(fds[i], F_GETFL);
-    fcntl(fds[i], F_SETFL, fl | O_NONBLOCK);
+    raw_set_nonblocking(fds[i]);
     uint8_t h[VL_FRAME_HEADER_SIZE];
     vl_frame_header_encode(h, 64, ANNOUNCED - 64);
     assert_int_equal(send(fds[i], h, sizeof h, MSG_NOSIGNAL), (ssize_t)sizeof h);
@@ -623,8 +622,7 @@ static void unread_responses_stay_within_the_budget(void **state) {
                                      "--max-inflight", "65536", NULL};
   daemon_proc *d = daemon_new(args);
   int fd = raw_connect(d->sock);
-  int fl = fcntl(fd, F_GETFL);
-  fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+  raw_set_nonblocking(fd);
   const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
   uint8_t frame[128];
   size_t flen = VL_FRAME_HEADER_SIZE + strlen(ping);
