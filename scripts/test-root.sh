@@ -55,6 +55,7 @@ fi
 tmp=$(mktemp -d "$cache/.build.XXXXXX")
 cleanup() { umount -R "$tmp/proc" 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP # so that the cleanup runs when the build is stopped too
 log=$tmp.log
 start=$SECONDS
 echo "test-root.sh: building $root from $mirror ($suite, $arch): ${PACKAGES[*]}" >&2

@@ -34,9 +34,37 @@ for s in "${stages[@]}"; do
 done
 log=$(mktemp)
 times_file=$(mktemp)
-trap 'rm -f "$log" "$times_file"' EXIT
+root_log=$(mktemp)
+root_pid= root_started=
+stop_test_root() { # an unfinished background build of the test root is stopped (and cleans up)
+  if [[ -n $root_pid ]] && kill -0 "$root_pid" 2>/dev/null; then
+    kill -TERM -- "-$root_pid" 2>/dev/null || true
+    wait "$root_pid" 2>/dev/null || true
+  fi
+}
+trap 'stop_test_root; rm -f "$log" "$times_file" "$root_log"' EXIT
 sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
                UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+
+# The systemd stage's cached Debian root (scripts/test-root.sh) is built in the background from
+# the first stage after deps on, when it is missing: that build mostly waits on the mirror (2 to
+# 5 minutes on a fresh machine), so it overlaps the build and the tests instead of adding to
+# the run. Its own process group, so that stop_test_root can stop all of it.
+start_test_root() {
+  root_started=1
+  [[ " ${stages[*]} " == *" systemd "* && $(id -u) == 0 ]] || return 0
+  command -v debootstrap >/dev/null && command -v setsid >/dev/null || return 0
+  setsid scripts/test-root.sh >/dev/null 2>"$root_log" &
+  root_pid=$! root_started=1
+}
+wait_test_root() { # in the systemd stage: the background build's end and what it said
+  [[ -n $root_pid ]] || return 0
+  local rc=0
+  wait "$root_pid" || rc=$?
+  root_pid=
+  sed 's/^/test root: /' "$root_log"
+  ((rc == 0)) || echo "test root: the background build failed ($rc); the test tries again"
+}
 
 run_stage() { # the commands of one stage; their output goes to the terminal and the log
   case $1 in
@@ -49,7 +77,7 @@ run_stage() { # the commands of one stage; their output goes to the terminal and
     # The .debs booted under a real systemd (systemd-nspawn): the first run debootstraps the
     # cached test root (about 3 min), later ones take about a minute (docs/deployment.md);
     # skipped with one line where nspawn cannot run. -V: its figures, or why it skipped.
-    systemd) ctest --test-dir build --output-on-failure -V -L systemd ;;
+    systemd) wait_test_root && ctest --test-dir build --output-on-failure -V -L systemd ;;
     asan-build)
       cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON \
         >/dev/null && cmake --build build-asan -j "$jobs" ;;
@@ -71,6 +99,7 @@ lines=()
 t_start=$(now_ms)
 failed_stage=
 for s in "${stages[@]}"; do
+  [[ $s == deps || -n $root_started ]] || start_test_root
   echo "== $s"
   cpu_ms
   t0=$(now_ms) c0=$cpu_ms_now rc=0

@@ -33,10 +33,13 @@ void daemon_start(daemon_proc *d, const char *const *args);
  * entries (NAME=VALUE, NULL-terminated), the fd listen_fd (if >= 0) moved to fd 3 and
  * LISTEN_PID set to the child's pid. Does not wait for anything. */
 pid_t daemon_spawn(daemon_proc *d, const char *const *args, const char *const *env, int listen_fd);
+/* HARNESS_WAIT_MS, or 24 times that when the daemon runs under valgrind (VL_IT_VALGRIND set):
+ * the bound of the waits below and of client_open's requests. */
+int daemon_wait_ms(void);
 /* Waits until path accepts connections; fails the test (with the log) if d's process exits
- * or HARNESS_WAIT_MS passes first. */
+ * or daemon_wait_ms() passes first. */
 void daemon_wait_listening(const daemon_proc *d, const char *path);
-/* Sends SIGTERM and returns the exit status (a SIGKILL after HARNESS_WAIT_MS fails the test). */
+/* Sends SIGTERM and returns the exit status (a SIGKILL after daemon_wait_ms() fails the test). */
 int daemon_stop(daemon_proc *d);
 /* Waits for the process to exit by itself; returns its exit status, or -1 on timeout. */
 int daemon_wait(pid_t pid, int timeout_ms);
