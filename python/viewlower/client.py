@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import select
 import socket as _socket
 import struct
 import sys
@@ -253,7 +254,9 @@ class Client:
     and for a request without tensors torch when the torch module is loaded, else numpy. Any
     other value is refused (ValueError). Every method raises RemoteError (code, message, kind, path) when the
     service answers an error, TransportError when the daemon cannot be reached or breaks the
-    protocol, and CallTimeout when the deadline passes. Use it as a context manager or call close().
+    protocol, and CallTimeout when the deadline passes. A connection the daemon closed while idle
+    (its --idle-timeout-ms) is opened again by the next call, when no response is awaited on it.
+    Use it as a context manager or call close().
     """
 
     def __init__(self, socket: Optional[str] = None, timeout: Optional[float] = 120.0,
@@ -324,6 +327,12 @@ class Client:
         text = ('{"jsonrpc":"2.0","id":%d,"method":%s,"params":%s}'
                 % (rid, json.dumps(method), dumps(lifted))).encode()
         header = HEADER.pack(MAGIC, len(text), payload.size)
+        if not self._pending and self._peer_closed():
+            # The daemon closes a connection silent for --idle-timeout-ms (60 s) with nothing
+            # in flight: with nothing awaited here either, this one is opened again, so a
+            # client kept between far-apart calls keeps working. Nothing is lost or repeated:
+            # no request of this connection was left unanswered.
+            self._reopen()
         try:
             self._sock.sendall(b"".join([header, text, *payload.parts]))
         except _socket.timeout:
@@ -337,6 +346,24 @@ class Client:
             raise TransportError(f"{self.path}: sending {method}: {e.strerror or e}")
         self._pending[rid] = self._kind(params)
         return rid
+
+    def _peer_closed(self) -> bool:
+        """True when the daemon has closed this connection and sent nothing more (end of file
+        is all there is to read)."""
+        try:
+            p = select.poll()
+            p.register(self._sock, select.POLLIN)
+            return bool(p.poll(0)) and \
+                self._sock.recv(1, _socket.MSG_PEEK | _socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False
+        except OSError:  # reset by the peer, or this socket already closed: closed either way
+            return True
+
+    def _reopen(self) -> None:
+        self._sock.close()
+        self._buf = bytearray()
+        self._sock = self._connect(self.path, self.timeout)
 
     def _answer_before_close(self, rid: int) -> Optional[Exception]:
         """The error response already sent for request rid (or with id null), if any."""

@@ -1,6 +1,7 @@
 """Fixtures of the Python front end's tests: a real viewlowerd on a temporary socket (from the
 CMake build, or $VIEWLOWERD), viewlowerctl for --local ($VIEWLOWERCTL), and a session cache of
 built models and exported graphs, so that each model is built and traced once per layout."""
+import contextlib
 import os
 import shutil
 import signal
@@ -76,13 +77,14 @@ def viewlowerctl():
     return _binary("VIEWLOWERCTL", "client/viewlowerctl")
 
 
-@pytest.fixture(scope="session")
-def daemon():
-    """The socket path of a viewlowerd started for this session (stopped with SIGTERM)."""
+@contextlib.contextmanager
+def _viewlowerd(*args: str):
+    """A viewlowerd started with args on a temporary socket, whose path this yields once it
+    answers a ping; stopped with SIGTERM afterwards, and its exit status must be 0."""
     exe = _binary("VIEWLOWERD", "daemon/viewlowerd")
     d = tempfile.mkdtemp(prefix="vl-py-")
     sock = os.path.join(d, "vl.sock")
-    proc = subprocess.Popen([exe, "--socket", sock, "--workers", "2", "--log-level", "warn"],
+    proc = subprocess.Popen([exe, "--socket", sock, "--log-level", "warn", *args],
                             stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
@@ -105,6 +107,19 @@ def daemon():
             rc = proc.wait()
         shutil.rmtree(d, ignore_errors=True)
         assert rc == 0, f"viewlowerd exited with {rc}"
+
+
+@pytest.fixture(scope="session")
+def daemon():
+    """The socket path of a viewlowerd started for this session."""
+    with _viewlowerd("--workers", "2") as sock:
+        yield sock
+
+
+@pytest.fixture
+def start_daemon():
+    """_viewlowerd, for a test that needs a daemon with options of its own."""
+    return _viewlowerd
 
 
 @pytest.fixture(scope="session")

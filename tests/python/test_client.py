@@ -4,6 +4,7 @@ import os
 import socket
 import tempfile
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -152,6 +153,19 @@ def test_a_daemon_that_never_answers_times_out():
         srv.close()
         os.unlink(path)
         os.rmdir(d)
+
+
+def test_a_connection_the_daemon_closed_while_idle_is_opened_again(start_daemon):
+    with start_daemon("--idle-timeout-ms", "50") as sock, Client(sock, timeout=30) as c:
+        assert c.ping() == {"pong": True}
+        first = c._sock
+        deadline = time.monotonic() + 60  # the daemon closes it 50 to 100 ms after the ping
+        while not c._peer_closed():
+            assert time.monotonic() < deadline, "the daemon did not close the idle connection"
+            time.sleep(0.01)
+        assert c.ping() == {"pong": True}
+        assert c._sock is not first and first.fileno() == -1
+        assert c.stats()["connections"]["total"] >= 2
 
 
 def test_no_daemon_at_the_path_is_a_transport_error():
