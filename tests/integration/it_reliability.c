@@ -522,7 +522,10 @@ static void execute_with_values_output_stays_within_the_budget(void **state) {
     cJSON_Delete(p);
     uint64_t got = 0;
     vl_status s = vl_client_recv(c, &got, &res, NULL, &err);
-    assert_int_equal(got, id);
+    if (got != id) {
+      fail_msg("execute: the answer has id %llu: %s: %s %s", (unsigned long long)got,
+               vl_status_kind(s), err.path, err.message);
+    }
     if (s == VL_OK) {
       /* served within the budget: the values are exact */
       const cJSON *outs = cJSON_GetObjectItem(res, "outputs");
