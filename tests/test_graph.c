@@ -56,7 +56,7 @@ static void the_patch_embed_example_parses_with_resolved_references(void **state
   assert_int_equal(flat->args[0].u.ref, 1);
   assert_int_equal(flat->args[1].kind, VL_ARG_LIST);
   assert_int_equal(flat->args[1].u.list.items[2].u.i, -1);
-  assert_int_equal(g->nodes[1].val.dim_order[3], 1);
+  assert_int_equal(g->nodes[1].val->dim_order[3], 1);
   /* users: x_cl is used by flat, flat by tokens, tokens by out */
   assert_int_equal(g->nodes[1].n_users, 1);
   assert_int_equal(g->nodes[1].users[0], 2);
@@ -658,8 +658,8 @@ static void unvalidated_parsing_reads_what_validation_refuses(void **state) {
   vl_error err;
   assert_int_equal(vl_graph_parse_unvalidated(text, strlen(text), NULL, &g, &err), VL_OK);
   assert_int_equal(g->n_nodes, 3);
-  assert_int_equal(g->nodes[1].val.shape[0], 3);
-  assert_int_equal(g->nodes[1].val.shape[1], 3);
+  assert_int_equal(g->nodes[1].val->shape[0], 3);
+  assert_int_equal(g->nodes[1].val->shape[1], 3);
   char *printed = vl_graph_print(g);
   assert_non_null(printed);
   assert_non_null(strstr(printed, "\"name\":\"v\""));

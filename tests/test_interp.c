@@ -275,7 +275,7 @@ static void run_dtype_op(const char *dtype, const char *target, const char *seco
   vl_tensor_map *in = NULL;
   vl_error err;
   assert_int_equal(vl__tensor_map_new(&in, &err), VL_OK);
-  assert_int_equal(vl__tensor_map_add(in, "x", &g->nodes[0].val, NULL, &err), VL_OK);
+  assert_int_equal(vl__tensor_map_add(in, "x", g->nodes[0].val, NULL, &err), VL_OK);
   memcpy(in->tensors[0]->data, x, nbytes);
   vl_tensor_map *out = run_ok(g, in);
   memcpy(got, out->tensors[0]->data, nbytes);

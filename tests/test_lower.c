@@ -533,7 +533,7 @@ static int64_t layout_bytes(const char *json) {
   int64_t total = 0, nbytes;
   assert_int_equal(vl_graph_parse(json, strlen(json), NULL, &g, &err), VL_OK);
   for (uint32_t i = 0; i < g->n_nodes; i++)
-    if (vl__fold_kind(g, i, NULL) != VL_FOLD_NONE && vl_spec_nbytes(&g->nodes[i].val, &nbytes))
+    if (vl__fold_kind(g, i, NULL) != VL_FOLD_NONE && vl_spec_nbytes(g->nodes[i].val, &nbytes))
       total += nbytes;
   vl_graph_free(g);
   return total;
@@ -822,8 +822,8 @@ static void a_linear_weight_is_stored_transposed_and_its_t_copy_aliases_it(void 
   (void)state;
   lowered l = lower_fold(LINEAR(PARAM, ""));
   const vl_node *w = node(&l, "w");
-  assert_int_equal(w->val.dim_order[0], 1);
-  assert_int_equal(w->val.dim_order[1], 0);
+  assert_int_equal(w->val->dim_order[0], 1);
+  assert_int_equal(w->val->dim_order[1], 0);
   expect_fold(&l, "wt", "replaced", "w", 0, 0);
   assert_int_equal(l.r.bytes_copied, 0);
   assert_int_equal(l.r.bytes_saved, 96);
@@ -856,7 +856,7 @@ static void a_linear_weight_is_stored_transposed_and_its_t_copy_aliases_it(void 
     l = lower_fold(json);
     assert_int_equal(l.r.params_relaid, 0);
     assert_int_equal(l.r.n_params_kept, 0);
-    assert_int_equal(node(&l, "w")->val.dim_order[0], 0);
+    assert_int_equal(node(&l, "w")->val->dim_order[0], 0);
     expect_fold(&l, "wt", "kept", "w", 0,
                 R(REORDERS) | (strstr(never[k], "mutated") ? R(BASE_MUTABLE_INPUT) : 0));
     done(&l);
@@ -877,7 +877,7 @@ static void a_tied_weight_keeps_its_layout_and_names_its_blocker(void **state) {
   lowered l = lower_fold(LINEAR(PARAM, CALL("e", "aten.embedding.default", "[\"w\",\"x\"]",
                                             VAL("[2,4,4]", "[0,1,2]"))));
   assert_int_equal(l.r.params_relaid, 0);
-  assert_int_equal(node(&l, "w")->val.dim_order[0], 0);
+  assert_int_equal(node(&l, "w")->val->dim_order[0], 0);
   expect_fold(&l, "wt", "kept", "w", 0, R(REORDERS));
   const vl_param_kept *k = kept_param(&l, "w");
   assert_int_equal(k->rules, 0);

@@ -1,7 +1,10 @@
 /* graph.h - the in-memory graph (SPEC §2) and its JSON form.
  *
  * Nodes are in execution order; every reference is a node index smaller than the referrer's.
- * The graph owns everything reachable from it; free it with vl_graph_free.
+ * The graph owns everything reachable from it; free it with vl_graph_free. Strings, argument
+ * arrays and specs live in the graph's own store (one arena per graph, SPEC §2 model notes in
+ * docs/architecture.md): never free or realloc them. Equal targets, keys and specs are shared
+ * (interned), so they are read-only; a node's val points at an interned spec.
  *
  * Nodes with several tensor outputs (SPEC §2): such a node has n_vals > 0 and vals[0..n_vals)
  * (and has_val false). Only operator.getitem nodes reference it, always as args[0], with
@@ -49,7 +52,7 @@ typedef struct vl_arg {
     bool b;
     int64_t i;
     double f;
-    char *s;
+    const char *s; /* in the graph's store */
     uint32_t ref;
     struct {
       struct vl_arg *items;
@@ -59,7 +62,7 @@ typedef struct vl_arg {
 } vl_arg;
 
 typedef struct vl_kwarg {
-  char *key;
+  const char *key; /* interned in the graph's store */
   vl_arg value; /* kwargs.out is a VL_ARG_REF; other strings are VL_ARG_STRING */
 } vl_kwarg;
 
@@ -70,35 +73,39 @@ typedef struct vl_kwarg {
 #define VL_PLAN_MAX_BYTES (INT64_C(1) << 53)
 
 typedef struct vl_node {
-  char *name;
-  vl_node_op op;
-  char *target;       /* call_function only, else NULL */
-  vl_input_kind kind; /* placeholder only */
-  bool mutated;       /* placeholder marked "mutated" */
-  bool has_val;      /* val is set: placeholders, single-output calls, getitems */
-  vl_spec val;
-  vl_spec *vals;     /* multi-output call ("vals"): n_vals >= 1 output specs, else NULL */
-  uint32_t n_vals;
+  const char *name;   /* in the graph's store */
+  const char *target; /* call_function only, else NULL; interned (equal targets share one) */
+  /* The node's spec, interned and read-only (nodes with equal specs share one): set when
+   * has_val (placeholders, single-output calls, getitems), else an all-zero spec. */
+  const vl_spec *val;
+  const vl_spec *vals; /* multi-output call ("vals"): n_vals >= 1 output specs, else NULL */
   vl_arg *args;
-  uint32_t n_args;
   vl_kwarg *kwargs;
-  uint32_t n_kwargs;
   uint32_t *mutates; /* node indices listed in "mutates" */
+  /* Derived: nodes that reference this one (args at any depth, kwargs.out, mutates, output),
+   * each user once, in graph order (a slice of one pool per graph). */
+  uint32_t *users;
+  int64_t offset; /* memory.view: element offset into args[0]'s buffer (SPEC §3a), else 0 */
+  /* The memory plan (SPEC §11): a planned storage owner's byte offset in the arena. */
+  int64_t mem_offset;
+  uint32_t n_vals;
+  uint32_t n_args;
+  uint32_t n_kwargs;
   uint32_t n_mutates;
+  uint32_t n_users;
   uint32_t out;      /* node named by kwargs.out, or VL_NO_NODE */
   uint32_t alias_of; /* memory.view: the storage owner, or VL_NO_NODE */
-  int64_t offset;    /* memory.view: element offset into args[0]'s buffer (SPEC §3a), else 0 */
-  /* Derived: nodes that reference this one (args at any depth, kwargs.out, mutates, output),
-   * each user once, in graph order. */
-  uint32_t *users;
-  uint32_t n_users;
-  /* The memory plan (SPEC §11): a planned storage owner's byte offset in the arena. */
+  vl_node_op op;
+  vl_input_kind kind; /* placeholder only */
+  bool mutated;       /* placeholder marked "mutated" */
+  bool has_val;       /* val is set: placeholders, single-output calls, getitems */
   bool has_mem_offset;
-  int64_t mem_offset;
 } vl_node;
 
+struct vl__store; /* private: the arena, the interned strings and specs, the users pool */
+
 typedef struct vl_graph {
-  char *name; /* may be NULL */
+  const char *name; /* may be NULL; in the store */
   bool skip_dim_order;
   vl_node *nodes;
   uint32_t n_nodes;
@@ -108,6 +115,7 @@ typedef struct vl_graph {
   bool has_plan;
   int64_t plan_arena_bytes;
   int64_t plan_alignment;
+  struct vl__store *store;
 } vl_graph;
 
 /* Parses and validates graph JSON. Error paths are JSON pointers into the document. */

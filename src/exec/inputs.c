@@ -188,7 +188,7 @@ static vl_status add_input(vl_tensor_map *m, const vl_graph *g, uint32_t i, uint
                            vl_error *err) {
   const vl_node *n = &g->nodes[i];
   long k = vl_tensor_map_find(given, n->name);
-  const vl_spec *spec = k >= 0 ? &given->tensors[k]->spec : &n->val;
+  const vl_spec *spec = k >= 0 ? &given->tensors[k]->spec : n->val;
   vl_status st = vl__tensor_map_add(m, n->name, spec, lim, err);
   if (st != VL_OK) return st;
   vl_tensor *t = m->tensors[m->count - 1];

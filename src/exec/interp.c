@@ -269,7 +269,7 @@ static vl_status node_dest(run *r, uint32_t i, bool inplace, tview *dst, bool *f
     return VL_OK;
   }
   *fresh = true;
-  return slot_alloc(r, i, i, &n->val, dst);
+  return slot_alloc(r, i, i, n->val, dst);
 }
 
 /* ---- ops ----------------------------------------------------------------------------------- */
@@ -489,14 +489,14 @@ static vl_status op_memory_view(run *r, uint32_t i) {
   vl_desc d;
   vl_status st = arg_tensor(r, n, 0, &base);
   if (st != VL_OK) return st;
-  vl_desc_of_spec(&n->val, n->offset, &d);
-  if (n->val.dtype != base.spec.dtype || !desc_bytes(&d, n->val.dtype, &need) ||
+  vl_desc_of_spec(n->val, n->offset, &d);
+  if (n->val->dtype != base.spec.dtype || !desc_bytes(&d, n->val->dtype, &need) ||
       need > base.avail) {
     return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val",
                         "memory.view of %s at offset %lld cannot alias the %lld bytes of its base",
-                        vl_dtype_name(n->val.dtype), (long long)n->offset, (long long)base.avail);
+                        vl_dtype_name(n->val->dtype), (long long)n->offset, (long long)base.avail);
   }
-  r->slots[i] = (slot){.store = base.store, .spec = n->val,
+  r->slots[i] = (slot){.store = base.store, .spec = *n->val,
                        .offset = r->slots[n->args[0].u.ref].offset + n->offset};
   return VL_OK;
 }
@@ -677,16 +677,16 @@ static vl_status exec_placeholder(run *r, uint32_t i, const vl_tensor_map *input
     return vl_error_set(r->err, VL_ERR_INVALID_PARAMS, "", "no value for placeholder %s", n->name);
   }
   const vl_tensor *t = inputs->tensors[k];
-  if (t->spec.dtype != n->val.dtype) {
+  if (t->spec.dtype != n->val->dtype) {
     return vl_error_set(r->err, VL_ERR_INVALID_TENSOR, "/dtype", "is %s, placeholder %s is %s",
-                        vl_dtype_name(t->spec.dtype), n->name, vl_dtype_name(n->val.dtype));
+                        vl_dtype_name(t->spec.dtype), n->name, vl_dtype_name(n->val->dtype));
   }
-  if (!same_shape(&t->spec, &n->val)) {
+  if (!same_shape(&t->spec, n->val)) {
     return vl_error_set(r->err, VL_ERR_INVALID_TENSOR, "/shape", "is %s, placeholder %s is %s",
                         vl__shape_text(sa, sizeof sa, t->spec.rank, t->spec.shape), n->name,
-                        vl__shape_text(sb, sizeof sb, n->val.rank, n->val.shape));
+                        vl__shape_text(sb, sizeof sb, n->val->rank, n->val->shape));
   }
-  vl_status st = slot_alloc(r, i, i, &n->val, &dst);
+  vl_status st = slot_alloc(r, i, i, n->val, &dst);
   return st != VL_OK ? st : vl_copy_logical(&dst.spec, dst.data, &t->spec, t->data, r->err);
 }
 
@@ -699,11 +699,11 @@ static vl_status collect_outputs(run *r, vl_tensor_map *m) {
     if (st != VL_OK) return st;
     const vl_node *src = &r->g->nodes[o->args[k].u.ref];
     int64_t nbytes = 0;
-    vl_spec_nbytes(&src->val, &nbytes);
+    vl_spec_nbytes(src->val, &nbytes);
     st = budget_take(r, nbytes);
-    if (st == VL_OK) st = vl__tensor_map_add(m, src->name, &src->val, r->lim, r->err);
+    if (st == VL_OK) st = vl__tensor_map_add(m, src->name, src->val, r->lim, r->err);
     if (st == VL_OK) {
-      st = vl_copy_logical(&src->val, m->tensors[m->count - 1]->data, &v.spec, v.data, r->err);
+      st = vl_copy_logical(src->val, m->tensors[m->count - 1]->data, &v.spec, v.data, r->err);
     }
     if (st != VL_OK) return st;
   }

@@ -4,60 +4,47 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "graph/store.h"
 
-void vl__arg_free(vl_arg *a) {
-  if (a->kind == VL_ARG_LIST) {
-    for (uint32_t i = 0; i < a->u.list.count; i++) vl__arg_free(&a->u.list.items[i]);
-    free(a->u.list.items);
-  } else if (a->kind == VL_ARG_STRING) {
-    free(a->u.s);
-  }
-  a->kind = VL_ARG_NULL;
-}
-
-vl_status vl__arg_clone(const vl_arg *src, vl_arg *dst) {
+/* src into dst, lists and strings copied into s (references kept as they are). */
+vl_status vl__arg_copy(vl__store *s, const vl_arg *src, vl_arg *dst) {
   *dst = *src;
   if (src->kind == VL_ARG_STRING) {
-    dst->u.s = strdup(src->u.s);
+    dst->u.s = vl__store_intern(s, src->u.s, strlen(src->u.s));
     return dst->u.s ? VL_OK : VL_ERR_NOMEM;
   }
   if (src->kind != VL_ARG_LIST || src->u.list.count == 0) return VL_OK;
-  dst->u.list.items = calloc(src->u.list.count, sizeof(vl_arg));
-  if (dst->u.list.items == NULL) {
-    dst->kind = VL_ARG_NULL;
-    return VL_ERR_NOMEM;
-  }
+  dst->u.list.items = vl__store_alloc(s, src->u.list.count * sizeof(vl_arg));
+  if (dst->u.list.items == NULL) return VL_ERR_NOMEM;
   for (uint32_t i = 0; i < src->u.list.count; i++) {
-    if (vl__arg_clone(&src->u.list.items[i], &dst->u.list.items[i]) != VL_OK) {
-      dst->u.list.count = i;
-      vl__arg_free(dst);
+    if (vl__arg_copy(s, &src->u.list.items[i], &dst->u.list.items[i]) != VL_OK) {
       return VL_ERR_NOMEM;
     }
   }
   return VL_OK;
 }
 
-void vl__node_clear(vl_node *n) {
-  free(n->name);
-  free(n->target);
-  for (uint32_t i = 0; i < n->n_args; i++) vl__arg_free(&n->args[i]);
-  free(n->args);
-  for (uint32_t i = 0; i < n->n_kwargs; i++) {
-    free(n->kwargs[i].key);
-    vl__arg_free(&n->kwargs[i].value);
+vl_graph *vl__graph_new(void) {
+  vl_graph *g = calloc(1, sizeof *g);
+  if (g == NULL) return NULL;
+  if ((g->store = vl__store_new()) == NULL) {
+    free(g);
+    return NULL;
   }
-  free(n->kwargs);
-  free(n->mutates);
-  free(n->vals);
-  free(n->users);
-  memset(n, 0, sizeof *n);
+  g->output = VL_NO_NODE;
+  return g;
+}
+
+void vl__graph_fit(vl_graph *g) {
+  if (g->n_nodes == 0) return;
+  vl_node *fit = realloc(g->nodes, g->n_nodes * sizeof *fit);
+  if (fit != NULL) g->nodes = fit;
 }
 
 void vl_graph_free(vl_graph *g) {
   if (g == NULL) return;
-  for (uint32_t i = 0; i < g->n_nodes; i++) vl__node_clear(&g->nodes[i]);
   free(g->nodes);
-  free(g->name);
+  vl__store_free(g->store);
   free(g);
 }
 
@@ -92,8 +79,9 @@ void vl__node_remap_refs(vl_node *n, const uint32_t *map) {
 }
 
 /* Users are built in two sweeps (count into cnt[], then fill); last[] makes each user count
- * once. The sweeps walk references directly (no callback), and a node keeps its users buffer
- * when the new list fits in it, so re-indexing after a pass allocates little. */
+ * once. The sweeps walk references directly (no callback); every node's list is a slice of one
+ * pool per graph, kept while the new lists fit in it, so re-indexing after a pass allocates
+ * little. */
 typedef struct {
   vl_graph *g;
   uint32_t *last, *cnt;
@@ -136,26 +124,22 @@ static void users_sweep(users_ctx *c) {
 }
 
 vl_status vl_graph_index_users(vl_graph *g) {
-  size_t n = g->n_nodes ? g->n_nodes : 1;
+  size_t n = g->n_nodes ? g->n_nodes : 1, total = 0;
   users_ctx c = {g, malloc(n * sizeof(uint32_t)), calloc(n, sizeof(uint32_t)), 0, false};
   vl_status st = c.last != NULL && c.cnt != NULL ? VL_OK : VL_ERR_NOMEM;
   if (st == VL_OK) users_sweep(&c);
-  for (uint32_t i = 0; st == VL_OK && i < g->n_nodes; i++) {
+  for (uint32_t i = 0; st == VL_OK && i < g->n_nodes; i++) total += c.cnt[i];
+  uint32_t *pool = st == VL_OK ? vl__store_users(g->store, total) : NULL;
+  if (pool == NULL) st = VL_ERR_NOMEM;
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
     vl_node *nd = &g->nodes[i];
-    if (c.cnt[i] > nd->n_users || (c.cnt[i] == 0 && nd->users != NULL)) {
-      free(nd->users); /* a buffer holds as many users as it was filled with */
-      nd->users = NULL;
-      if (c.cnt[i] > 0 && (nd->users = malloc(c.cnt[i] * sizeof *nd->users)) == NULL) {
-        st = VL_ERR_NOMEM;
-      }
-    }
+    nd->users = st == VL_OK && c.cnt[i] > 0 ? pool : NULL;
+    if (st == VL_OK) pool += c.cnt[i];
     nd->n_users = 0;
   }
   if (st == VL_OK) {
     c.fill = true;
     users_sweep(&c);
-  } else {
-    for (uint32_t i = 0; i < g->n_nodes; i++) g->nodes[i].n_users = 0;
   }
   free(c.last);
   free(c.cnt);
@@ -226,62 +210,69 @@ void vl__node_for_each_write(const vl_node *n, vl__ref_fn fn, void *ctx) {
   for (uint32_t i = 0; i < n->n_mutates; i++) fn(ctx, n->mutates[i]);
 }
 
-static vl_status node_clone(const vl_node *s, vl_node *d) {
+static vl_status node_clone(vl__store *st, const vl_node *s, vl_node *d) {
   *d = *s;
-  d->name = d->target = NULL;
   d->args = NULL;
   d->kwargs = NULL;
   d->mutates = d->users = NULL;
-  d->vals = NULL;
-  d->n_args = d->n_kwargs = d->n_mutates = d->n_users = d->n_vals = 0;
-  if ((d->name = strdup(s->name)) == NULL) return VL_ERR_NOMEM;
-  if (s->target && (d->target = strdup(s->target)) == NULL) return VL_ERR_NOMEM;
-  if (s->n_args && (d->args = calloc(s->n_args, sizeof *d->args)) == NULL) return VL_ERR_NOMEM;
-  for (; d->n_args < s->n_args; d->n_args++) {
-    if (vl__arg_clone(&s->args[d->n_args], &d->args[d->n_args]) != VL_OK) return VL_ERR_NOMEM;
-  }
-  if (s->n_kwargs && (d->kwargs = calloc(s->n_kwargs, sizeof *d->kwargs)) == NULL) {
+  d->n_users = 0;
+  if ((d->name = vl__store_str(st, s->name, strlen(s->name))) == NULL) return VL_ERR_NOMEM;
+  if (s->target && (d->target = vl__store_intern(st, s->target, strlen(s->target))) == NULL) {
     return VL_ERR_NOMEM;
   }
-  for (; d->n_kwargs < s->n_kwargs; d->n_kwargs++) {
-    vl_kwarg *k = &d->kwargs[d->n_kwargs];
-    if ((k->key = strdup(s->kwargs[d->n_kwargs].key)) == NULL ||
-        vl__arg_clone(&s->kwargs[d->n_kwargs].value, &k->value) != VL_OK) {
-      free(k->key);
+  if ((d->val = vl__store_spec(st, s->val)) == NULL) return VL_ERR_NOMEM;
+  if (s->n_args && (d->args = vl__store_alloc(st, s->n_args * sizeof *d->args)) == NULL) {
+    return VL_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < s->n_args; i++) {
+    if (vl__arg_copy(st, &s->args[i], &d->args[i]) != VL_OK) return VL_ERR_NOMEM;
+  }
+  if (s->n_kwargs && (d->kwargs = vl__store_alloc(st, s->n_kwargs * sizeof *d->kwargs)) == NULL) {
+    return VL_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < s->n_kwargs; i++) {
+    const vl_kwarg *k = &s->kwargs[i];
+    if ((d->kwargs[i].key = vl__store_intern(st, k->key, strlen(k->key))) == NULL ||
+        vl__arg_copy(st, &k->value, &d->kwargs[i].value) != VL_OK) {
       return VL_ERR_NOMEM;
     }
   }
   if (s->n_mutates) {
-    if ((d->mutates = malloc(s->n_mutates * sizeof *d->mutates)) == NULL) return VL_ERR_NOMEM;
+    if ((d->mutates = vl__store_alloc(st, s->n_mutates * sizeof *d->mutates)) == NULL) {
+      return VL_ERR_NOMEM;
+    }
     memcpy(d->mutates, s->mutates, s->n_mutates * sizeof *d->mutates);
-    d->n_mutates = s->n_mutates;
   }
   if (s->n_vals) {
-    if ((d->vals = malloc(s->n_vals * sizeof *d->vals)) == NULL) return VL_ERR_NOMEM;
-    memcpy(d->vals, s->vals, s->n_vals * sizeof *d->vals);
-    d->n_vals = s->n_vals;
+    vl_spec *vals = vl__store_alloc(st, s->n_vals * sizeof *vals);
+    if (vals == NULL) return VL_ERR_NOMEM;
+    memcpy(vals, s->vals, s->n_vals * sizeof *vals);
+    d->vals = vals;
   }
   return VL_OK;
 }
 
 vl_status vl_graph_clone(const vl_graph *g, vl_graph **out, vl_error *err) {
-  vl_graph *c = calloc(1, sizeof *c);
+  vl_graph *c = vl__graph_new();
   if (c == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  vl__store *store = c->store;
   *c = *g;
+  c->store = store;
   c->name = NULL;
   c->nodes = NULL;
   c->n_nodes = 0;
   vl_status st = VL_OK;
-  if (g->name && (c->name = strdup(g->name)) == NULL) st = VL_ERR_NOMEM;
+  if (g->name && (c->name = vl__store_str(store, g->name, strlen(g->name))) == NULL) {
+    st = VL_ERR_NOMEM;
+  }
   if (st == VL_OK && (c->nodes = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *c->nodes)) == NULL) {
     st = VL_ERR_NOMEM;
   }
   for (; st == VL_OK && c->n_nodes < g->n_nodes; c->n_nodes++) {
-    st = node_clone(&g->nodes[c->n_nodes], &c->nodes[c->n_nodes]);
+    st = node_clone(store, &g->nodes[c->n_nodes], &c->nodes[c->n_nodes]);
   }
   if (st == VL_OK) st = vl_graph_index_users(c);
   if (st != VL_OK) {
-    if (c->n_nodes < g->n_nodes && c->nodes) c->n_nodes++; /* free the partial node too */
     vl_graph_free(c);
     return vl_error_set(err, st, "", "out of memory cloning the graph");
   }

@@ -47,7 +47,7 @@ static vl_status check_alias_range(const vl_node *n, const vl_node *base, int64_
   vl_desc d;
   int64_t last;
   bool empty;
-  vl_desc_of_spec(&n->val, n->offset, &d);
+  vl_desc_of_spec(n->val, n->offset, &d);
   if (!vl_desc_extent(&d, &last, &empty) || (!empty && last >= base_numel) ||
       (empty && n->offset > base_numel)) {
     snprintf(msg, sizeof msg,
@@ -82,14 +82,14 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
     }
     sizes[k] = size->u.list.items[k].u.i;
   }
-  if (base->val.dtype != n->val.dtype) {
-    snprintf(msg, sizeof msg, "dtype %s differs from the base's %s", vl_dtype_name(n->val.dtype),
-             vl_dtype_name(base->val.dtype));
+  if (base->val->dtype != n->val->dtype) {
+    snprintf(msg, sizeof msg, "dtype %s differs from the base's %s", vl_dtype_name(n->val->dtype),
+             vl_dtype_name(base->val->dtype));
     return node_error(err, i, "/val/dtype", msg);
   }
   int64_t base_numel = 0, numel = 0, shape[VL_MAX_RANK];
-  vl_spec_numel(&base->val, &base_numel);
-  vl_spec_numel(&n->val, &numel);
+  vl_spec_numel(base->val, &base_numel);
+  vl_spec_numel(n->val, &numel);
   bool alias = vl__is_memory_view(n);
   if (alias) {
     vl_status st = check_alias_range(n, base, base_numel, err, i);
@@ -104,8 +104,8 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
       VL_OK) {
     return node_error(err, i, "/args/1", e.message);
   }
-  bool same = size->u.list.count == n->val.rank;
-  for (uint32_t k = 0; same && k < n->val.rank; k++) same = shape[k] == n->val.shape[k];
+  bool same = size->u.list.count == n->val->rank;
+  for (uint32_t k = 0; same && k < n->val->rank; k++) same = shape[k] == n->val->shape[k];
   if (!same) return node_error(err, i, "/val/shape", "disagrees with the size argument");
   return VL_OK;
 }

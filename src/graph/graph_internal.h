@@ -2,6 +2,7 @@
 #ifndef VIEWLOWER_GRAPH_INTERNAL_H
 #define VIEWLOWER_GRAPH_INTERNAL_H
 
+#include "graph/store.h"
 #include "viewlower/graph.h"
 
 /* Calls fn(ctx, ref) for every node reference of n: args at any depth, kwargs.out, mutates
@@ -12,9 +13,12 @@ void vl__node_for_each_ref(const vl_node *n, vl__ref_fn fn, void *ctx);
 void vl__node_for_each_write(const vl_node *n, vl__ref_fn fn, void *ctx);
 /* Rewrites every reference of n through map (old index -> new index). */
 void vl__node_remap_refs(vl_node *n, const uint32_t *map);
-void vl__arg_free(vl_arg *a);
-vl_status vl__arg_clone(const vl_arg *src, vl_arg *dst);
-void vl__node_clear(vl_node *n);
+/* src into dst, its lists and strings copied into store s (references kept). */
+vl_status vl__arg_copy(vl__store *s, const vl_arg *src, vl_arg *dst);
+/* An empty graph with its store (output VL_NO_NODE); NULL when out of memory. */
+vl_graph *vl__graph_new(void);
+/* Gives the node array's room past n_nodes back (after parsing, after removing nodes). */
+void vl__graph_fit(vl_graph *g);
 
 /* Target tests. */
 #define VL__GETITEM "operator.getitem"

@@ -241,13 +241,13 @@ static bool is(const parser *p, uint32_t e, vl__jt_type t) {
   return e != NO_ENTRY && vl__jt_kind(&p->r, e) == t;
 }
 
-/* A string entry as a malloc'd C string, UTF-8 checked. */
-static vl_status dup_text(parser *p, uint32_t e, const char *sub, char **out) {
-  if (!vl__utf8_valid(vl__jt_bytes(&p->r, e), p->r.tape[e].len)) {
-    return FAIL(p, sub, "is not valid UTF-8");
-  }
-  if ((*out = vl__jt_dup(&p->r, e)) == NULL) return VL_ERR_NOMEM;
-  return VL_OK;
+/* A string entry as a C string in the graph's store (interned when intern), UTF-8 checked. */
+static vl_status dup_text(parser *p, uint32_t e, const char *sub, bool intern, const char **out) {
+  const char *b = vl__jt_bytes(&p->r, e);
+  size_t n = p->r.tape[e].len;
+  if (!vl__utf8_valid(b, n)) return FAIL(p, sub, "is not valid UTF-8");
+  *out = intern ? vl__store_intern(p->g->store, b, n) : vl__store_str(p->g->store, b, n);
+  return *out != NULL ? VL_OK : VL_ERR_NOMEM;
 }
 
 /* ---- tensor specs: found on the tape, read by vl__spec_read (spec_json.c) ---- */
@@ -417,13 +417,13 @@ static vl_status parse_arg(parser *p, uint32_t e, bool strings_are_refs, char *s
       return resolve(p, e, sub, &out->u.ref);
     }
     out->kind = VL_ARG_STRING;
-    return dup_text(p, e, sub, &out->u.s);
+    return dup_text(p, e, sub, true, &out->u.s);
   case VL__JT_ARRAY: break;
   }
   uint32_t n = r->tape[e].len;
   out->kind = VL_ARG_LIST;
   if (n == 0) return VL_OK;
-  out->u.list.items = calloc(n, sizeof(vl_arg));
+  out->u.list.items = vl__store_calloc(p->g->store, n, sizeof(vl_arg));
   if (out->u.list.items == NULL) return VL_ERR_NOMEM;
   size_t sublen = strlen(sub);
   for (uint32_t c = e + 1; out->u.list.count < n; c = r->tape[c].next) {
@@ -441,7 +441,9 @@ static vl_status parse_args(parser *p, vl_node *n, uint32_t args) {
   if (!is(p, args, VL__JT_ARRAY)) return FAIL(p, "/args", "must be an array");
   uint32_t count = p->r.tape[args].len;
   if (count == 0) return VL_OK;
-  if ((n->args = calloc(count, sizeof *n->args)) == NULL) return VL_ERR_NOMEM;
+  if ((n->args = vl__store_calloc(p->g->store, count, sizeof *n->args)) == NULL) {
+    return VL_ERR_NOMEM;
+  }
   char sub[VL_ERROR_PATH_MAX] = "/args";
   for (uint32_t c = args + 1; n->n_args < count; c = p->r.tape[c].next) {
     sub_index(sub, 5, n->n_args);
@@ -463,7 +465,9 @@ static vl_status parse_kwargs(parser *p, vl_node *n, uint32_t kw) {
   if (count > VL__MAX_KWARGS) {
     return fail(p, VL_ERR_TOO_LARGE, "/kwargs", "more than %d keyword arguments", VL__MAX_KWARGS);
   }
-  if ((n->kwargs = calloc(count, sizeof *n->kwargs)) == NULL) return VL_ERR_NOMEM;
+  if ((n->kwargs = vl__store_calloc(p->g->store, count, sizeof *n->kwargs)) == NULL) {
+    return VL_ERR_NOMEM;
+  }
   char sub[VL_ERROR_PATH_MAX], key[200];
   for (uint32_t k = kw + 1; n->n_kwargs < count; k = r->tape[k + 1].next) {
     text_of(r, k, key, sizeof key);
@@ -477,7 +481,9 @@ static vl_status parse_kwargs(parser *p, vl_node *n, uint32_t kw) {
       return FAIL(p, sub, "key is not valid UTF-8");
     }
     vl_kwarg *kv = &n->kwargs[n->n_kwargs++];
-    if ((kv->key = vl__jt_dup(r, k)) == NULL) return VL_ERR_NOMEM;
+    if ((kv->key = vl__store_intern(p->g->store, vl__jt_bytes(r, k), r->tape[k].len)) == NULL) {
+      return VL_ERR_NOMEM;
+    }
     if (strcmp(kv->key, "out") == 0) {
       if (!is(p, k + 1, VL__JT_STRING)) return FAIL(p, sub, "must name the destination node");
       kv->value.kind = VL_ARG_REF;
@@ -511,7 +517,9 @@ static vl_status parse_mutates(parser *p, vl_node *n, uint32_t m) {
   if (count > VL__MAX_KWARGS) {
     return fail(p, VL_ERR_TOO_LARGE, "/mutates", "more than %d mutated arguments", VL__MAX_KWARGS);
   }
-  if ((n->mutates = malloc(count * sizeof *n->mutates)) == NULL) return VL_ERR_NOMEM;
+  if ((n->mutates = vl__store_alloc(p->g->store, count * sizeof *n->mutates)) == NULL) {
+    return VL_ERR_NOMEM;
+  }
   char sub[VL_ERROR_PATH_MAX] = "/mutates", name[80];
   for (uint32_t c = m + 1; n->n_mutates < count; c = r->tape[c].next) {
     sub_index(sub, 8, n->n_mutates);
@@ -535,9 +543,12 @@ static vl_status parse_val(parser *p, vl_node *n, uint32_t val) {
     return FAIL(p, "/val", "is required on placeholder and call_function nodes (or vals, on a "
                            "call with several outputs)");
   }
-  vl_status st = node_spec(p, val, "/val", &n->val);
-  n->has_val = st == VL_OK;
-  return st;
+  vl_spec spec;
+  vl_status st = node_spec(p, val, "/val", &spec);
+  if (st != VL_OK) return st;
+  if ((n->val = vl__store_spec(p->g->store, &spec)) == NULL) return VL_ERR_NOMEM;
+  n->has_val = true;
+  return VL_OK;
 }
 
 /* "vals" of a node with several outputs: a non-empty array of specs. */
@@ -548,11 +559,13 @@ static vl_status parse_vals(parser *p, vl_node *n, uint32_t vals) {
   if (count > VL__MAX_KWARGS) {
     return fail(p, VL_ERR_TOO_LARGE, "/vals", "more than %d outputs", VL__MAX_KWARGS);
   }
-  if ((n->vals = calloc(count, sizeof *n->vals)) == NULL) return VL_ERR_NOMEM;
+  vl_spec *specs = vl__store_calloc(p->g->store, count, sizeof *specs);
+  if (specs == NULL) return VL_ERR_NOMEM;
+  n->vals = specs;
   char sub[VL_ERROR_PATH_MAX] = "/vals";
   for (uint32_t c = vals + 1; n->n_vals < count; c = p->r.tape[c].next) {
     sub_index(sub, 5, n->n_vals);
-    vl_status st = node_spec(p, c, sub, &n->vals[n->n_vals]);
+    vl_status st = node_spec(p, c, sub, &specs[n->n_vals]);
     if (st != VL_OK) return st;
     n->n_vals++;
   }
@@ -578,7 +591,7 @@ static vl_status check_getitem(parser *p, const vl_node *n) {
   }
   if (n->n_kwargs > 0) return FAIL(p, "/kwargs", "operator.getitem takes no kwargs");
   if (n->n_mutates > 0) return FAIL(p, "/mutates", "operator.getitem writes nothing");
-  if (!vl_spec_equal(&n->val, &src->vals[n->args[1].u.i])) {
+  if (!vl_spec_equal(n->val, &src->vals[n->args[1].u.i])) {
     return FAIL(p, "/val", "disagrees with /vals/%lld of \"%.64s\"", (long long)n->args[1].u.i,
                 src->name);
   }
@@ -641,7 +654,7 @@ static vl_status parse_call(parser *p, vl_node *n, const uint32_t *f) {
       !target_well_formed(vl__jt_bytes(&p->r, target), p->r.tape[target].len)) {
     return FAIL(p, "/target", "must be a string namespace.operator[.overload]");
   }
-  vl_status st = dup_text(p, target, "/target", &n->target);
+  vl_status st = dup_text(p, target, "/target", true, &n->target);
   if (st != VL_OK) return st;
   p->getitem = vl__jt_is(&p->r, target, VL__GETITEM);
   uint32_t val = f[K_VAL], vals = f[K_VALS];
@@ -721,7 +734,7 @@ static vl_status parse_name(parser *p, vl_node *n, uint32_t name) {
     return FAIL(p, "/name", "duplicate name \"%.64s\" (first used by /nodes/%lld)",
                 text_of(&p->r, name, text, sizeof text), (long long)(slot->node - 1));
   }
-  if ((n->name = vl__jt_dup(&p->r, name)) == NULL) return VL_ERR_NOMEM;
+  if ((n->name = vl__store_str(p->g->store, s, len)) == NULL) return VL_ERR_NOMEM;
   *slot = (name_slot_t){p->index + 1, h, n->name};
   p->names.count++;
   return VL_OK;
@@ -790,6 +803,7 @@ static vl_status nodes_grow(parser *p) {
     p->cap = cap;
   }
   memset(&g->nodes[g->n_nodes], 0, sizeof *g->nodes);
+  g->nodes[g->n_nodes].val = &vl__spec_none;
   g->n_nodes++; /* owned from here on, so vl_graph_free releases what parsing allocated */
   return VL_OK;
 }
@@ -872,7 +886,7 @@ static vl_status header_member(parser *p, uint32_t v) {
     }
   } else if (vl__jt_is(r, 0, "name")) {
     if (!is(p, v, VL__JT_STRING)) return FAIL(p, "/name", "must be a string");
-    return dup_text(p, v, "/name", &p->g->name);
+    return dup_text(p, v, "/name", false, &p->g->name);
   } else if (vl__jt_is(r, 0, "skip_dim_order")) {
     if (!is(p, v, VL__JT_TRUE) && !is(p, v, VL__JT_FALSE)) {
       return FAIL(p, "/skip_dim_order", "must be true or false");
@@ -995,9 +1009,8 @@ static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, 
   p.err = err;
   vl__jr_init(&p.r, json, len);
   p.r.max_depth = max_depth;
-  p.g = calloc(1, sizeof *p.g);
+  p.g = vl__graph_new();
   if (p.g == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
-  p.g->output = VL_NO_NODE;
   char c = 0;
   for (size_t i = 0; i < len && c == 0; i++) {
     if (json[i] != ' ' && json[i] != '\t' && json[i] != '\n' && json[i] != '\r') c = json[i];
@@ -1011,6 +1024,7 @@ static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, 
   vl__jr_free(&p.r);
   free(p.pending.name);
   free(p.names.slots);
+  if (st == VL_OK) vl__graph_fit(p.g);
   if (st == VL_OK && vl_graph_index_users(p.g) != VL_OK) {
     st = vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   }

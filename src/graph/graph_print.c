@@ -127,7 +127,7 @@ static void put_node(vl__jw *w, const vl_graph *g, const vl_node *n) {
   }
   if (n->has_val) {
     VL__JW_LIT(w, ",\"val\":");
-    put_spec(w, &n->val);
+    put_spec(w, n->val);
   }
   if (n->n_vals > 0) {
     VL__JW_LIT(w, ",\"vals\":[");

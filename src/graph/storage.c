@@ -46,7 +46,7 @@ vl_status vl__storages_build(const vl_graph *g, int64_t alignment, vl_storages *
     }
     int64_t nbytes = 0;
     if (!node->has_val || node->op == VL_NODE_OUTPUT || constant_data(node) ||
-        !vl_spec_nbytes(&node->val, &nbytes) || nbytes == 0) {
+        !vl_spec_nbytes(node->val, &nbytes) || nbytes == 0) {
       continue;
     }
     vl_storage *s = &out->s[out->n];

@@ -63,7 +63,7 @@ typedef struct cand {
 /* ---- descriptors ---------------------------------------------------------------------------- */
 
 static void desc_get(const folder *x, uint32_t i, vl_desc *d, uint32_t *root) {
-  const vl_spec *s = &x->g->nodes[i].val;
+  const vl_spec *s = x->g->nodes[i].val;
   if (x->own[i]) {
     vl_desc_of_spec(s, 0, d);
     *root = i;
@@ -101,7 +101,7 @@ static void desc_of_alias(folder *x, uint32_t i, uint32_t base, int64_t offset) 
   int64_t o;
   vl_desc d;
   buffer_of(x, base, &root, &o);
-  vl_desc_of_spec(&x->g->nodes[i].val, o + offset, &d);
+  vl_desc_of_spec(x->g->nodes[i].val, o + offset, &d);
   desc_set(x, i, root, &d);
   x->snap[i] = VL_NO_NODE;
 }
@@ -125,8 +125,8 @@ static uint32_t other_conditions(folder *x, uint32_t n, uint32_t root, uint32_t 
 static uint32_t layout_reason(folder *x, uint32_t n, uint32_t b) {
   uint32_t reasons = 0;
   if (x->kind[n] == VL_FOLD_VIEW_COPY) {
-    if (!vl_layout_rule_contiguous(&x->g->nodes[b].val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
-    if (!vl_layout_rule_contiguous(&x->g->nodes[n].val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;
+    if (!vl_layout_rule_contiguous(x->g->nodes[b].val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
+    if (!vl_layout_rule_contiguous(x->g->nodes[n].val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;
   }
   return reasons ? reasons : 1u << VL_REASON_REORDERS;
 }
@@ -148,37 +148,28 @@ static vl_arg int_arg(int64_t v) {
   return a;
 }
 
-static vl_status int_list_arg(const int64_t *v, uint8_t n, vl_arg *out) {
+/* A list of n integers, in the graph's store. */
+static vl_status int_list_arg(vl_graph *g, const int64_t *v, uint8_t n, vl_arg *out) {
   out->kind = VL_ARG_LIST;
   out->u.list.count = n;
   out->u.list.items = NULL;
   if (n == 0) return VL_OK;
-  out->u.list.items = calloc(n, sizeof(vl_arg));
+  out->u.list.items = vl__store_alloc(g->store, n * sizeof(vl_arg));
   if (out->u.list.items == NULL) return VL_ERR_NOMEM;
   for (uint8_t k = 0; k < n; k++) out->u.list.items[k] = int_arg(v[k]);
   return VL_OK;
 }
 
-/* Node i becomes target(args[0..n)) with no kwargs; takes args (their lists) on success. */
-static vl_status rewrite(vl_node *node, const char *target, vl_arg *args, uint32_t n) {
-  char *t = strdup(target);
-  vl_arg *a = malloc(n * sizeof *a);
-  if (t == NULL || a == NULL) {
-    free(t);
-    free(a);
-    return VL_ERR_NOMEM;
-  }
+/* Node i becomes target(args[0..n)) with no kwargs (args' lists already in the graph's store;
+ * the old arrays stay in the store until the graph is freed). */
+static vl_status rewrite(vl_graph *g, vl_node *node, const char *target, const vl_arg *args,
+                         uint32_t n) {
+  const char *t = vl__store_intern(g->store, target, strlen(target));
+  vl_arg *a = vl__store_alloc(g->store, n * sizeof *a);
+  if (t == NULL || a == NULL) return VL_ERR_NOMEM;
   memcpy(a, args, n * sizeof *a);
-  for (uint32_t k = 0; k < node->n_args; k++) vl__arg_free(&node->args[k]);
-  free(node->args);
-  for (uint32_t k = 0; k < node->n_kwargs; k++) {
-    free(node->kwargs[k].key);
-    vl__arg_free(&node->kwargs[k].value);
-  }
-  free(node->kwargs);
   node->kwargs = NULL;
   node->n_kwargs = 0;
-  free(node->target);
   node->target = t;
   node->args = a;
   node->n_args = n;
@@ -192,13 +183,10 @@ static vl_status make_alias(folder *x, uint32_t n, uint32_t root, int64_t offset
   vl_arg args[2] = {{.kind = VL_ARG_REF}, {.kind = VL_ARG_NULL}};
   args[0].u.ref = root;
   vl_status st = x->kind[n] == VL_FOLD_VIEW_COPY
-                     ? vl__arg_clone(&node->args[1], &args[1])
-                     : int_list_arg(node->val.shape, node->val.rank, &args[1]);
-  if (st == VL_OK) st = rewrite(node, "memory.view", args, 2);
-  if (st != VL_OK) {
-    vl__arg_free(&args[1]);
-    return VL_ERR_NOMEM;
-  }
+                     ? vl__arg_copy(x->g->store, &node->args[1], &args[1])
+                     : int_list_arg(x->g, node->val->shape, node->val->rank, &args[1]);
+  if (st == VL_OK) st = rewrite(x->g, node, "memory.view", args, 2);
+  if (st != VL_OK) return VL_ERR_NOMEM;
   node->alias_of = storage_of(x, root);
   node->offset = offset;
   return VL_OK;
@@ -208,13 +196,9 @@ static vl_status make_merged(folder *x, uint32_t n, uint32_t root, const vl_desc
   vl_arg args[4] = {{.kind = VL_ARG_REF}, {.kind = VL_ARG_NULL}, {.kind = VL_ARG_NULL},
                     int_arg(d->offset)};
   args[0].u.ref = root;
-  vl_status st = int_list_arg(d->shape, d->rank, &args[1]);
-  if (st == VL_OK) st = int_list_arg(d->strides, d->rank, &args[2]);
-  if (st == VL_OK) st = rewrite(&x->g->nodes[n], "aten.as_strided_copy.default", args, 4);
-  if (st != VL_OK) {
-    vl__arg_free(&args[1]);
-    vl__arg_free(&args[2]);
-  }
+  vl_status st = int_list_arg(x->g, d->shape, d->rank, &args[1]);
+  if (st == VL_OK) st = int_list_arg(x->g, d->strides, d->rank, &args[2]);
+  if (st == VL_OK) st = rewrite(x->g, &x->g->nodes[n], "aten.as_strided_copy.default", args, 4);
   return st;
 }
 
@@ -232,7 +216,7 @@ static vl_status replace_with(folder *x, uint32_t n, uint32_t root, int64_t offs
                               lower_facts *f) {
   int64_t numel = 0;
   /* An empty alias reads nothing: its offset is 0, so it stays inside every base. */
-  if (vl_spec_numel(&x->g->nodes[n].val, &numel) && numel == 0) offset = 0;
+  if (vl_spec_numel(x->g->nodes[n].val, &numel) && numel == 0) offset = 0;
   f->offset = offset;
   vl_status st = record(x, n, 0, f);
   if (st == VL_OK) st = make_alias(x, n, root, offset);
@@ -244,7 +228,7 @@ static vl_status replace_with(folder *x, uint32_t n, uint32_t root, int64_t offs
   x->storage[nc] = owner;
   x->alias.is_output[owner] |= x->alias.is_output[nc];
   int64_t nbytes = 0;
-  vl_spec_nbytes(&x->g->nodes[n].val, &nbytes);
+  vl_spec_nbytes(x->g->nodes[n].val, &nbytes);
   x->r->replaced++;
   vl__bytes_add(&x->r->bytes_saved, nbytes);
   return VL_OK;
@@ -271,9 +255,9 @@ static vl_status decide_unfolded(folder *x, uint32_t n, uint32_t b, uint32_t p) 
   uint32_t reasons = other_conditions(x, n, b, p, &f);
   if (x->kind[n] != VL_FOLD_VIEW_COPY) {
     reasons |= 1u << VL_REASON_DYNAMIC_SHAPE; /* only dynamic nodes get here */
-  } else if (!vl_layout_view_keeps_offsets(&x->g->nodes[b].val, &x->g->nodes[n].val)) {
-    if (!vl_layout_rule_contiguous(&x->g->nodes[b].val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
-    if (!vl_layout_rule_contiguous(&x->g->nodes[n].val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;
+  } else if (!vl_layout_view_keeps_offsets(x->g->nodes[b].val, x->g->nodes[n].val)) {
+    if (!vl_layout_rule_contiguous(x->g->nodes[b].val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
+    if (!vl_layout_rule_contiguous(x->g->nodes[n].val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;
   }
   f.base = b;
   return reasons == 0 ? replace_with(x, n, b, 0, &f) : keep(x, n, reasons, &f, NULL, b, p);
@@ -292,7 +276,7 @@ static int candidates(folder *x, uint32_t n, uint32_t b, cand *c, bool *has_c1) 
       through && chain_intact(x, b, root) && vl__fold_map(x->g, n, x->split_starts, &in, &c[0].d);
   if (*has_c1) c[nc++].root = root;
   if (!b_alias && !x->own[b]) {
-    vl_desc_of_spec(&x->g->nodes[b].val, 0, &in);
+    vl_desc_of_spec(x->g->nodes[b].val, 0, &in);
     if (vl__fold_map(x->g, n, x->split_starts, &in, &c[nc].d)) c[nc++].root = b;
   }
   return nc;
@@ -300,7 +284,7 @@ static int candidates(folder *x, uint32_t n, uint32_t b, cand *c, bool *has_c1) 
 
 static vl_status decide(folder *x, uint32_t n, uint32_t b, uint32_t p) {
   const vl_node *node = &x->g->nodes[n];
-  if (node->val.dynamic || x->g->nodes[b].val.dynamic || node->out != VL_NO_NODE ||
+  if (node->val->dynamic || x->g->nodes[b].val->dynamic || node->out != VL_NO_NODE ||
       node->n_mutates > 0) {
     return decide_unfolded(x, n, b, p);
   }
@@ -311,7 +295,7 @@ static vl_status decide(folder *x, uint32_t n, uint32_t b, uint32_t p) {
   uint32_t reasons[2] = {0, 0};
   int first_fit = -1;
   for (int k = 0; k < nc; k++) {
-    if (!vl_desc_matches_spec(&c[k].d, &node->val)) continue;
+    if (!vl_desc_matches_spec(&c[k].d, node->val)) continue;
     reasons[k] = other_conditions(x, n, c[k].root, p, &f[k]);
     f[k].layout_base = b;
     if (reasons[k] == 0) return replace_with(x, n, c[k].root, c[k].d.offset, &f[k]);
@@ -398,7 +382,7 @@ static void count_dead(folder *x, uint32_t i) {
   if (x->kind[i] == VL_FOLD_NONE) return; /* a split producer: counts nowhere */
   x->r->removed_dead++;
   int64_t nbytes = 0;
-  vl_spec_nbytes(&x->g->nodes[i].val, &nbytes);
+  vl_spec_nbytes(x->g->nodes[i].val, &nbytes);
   if (x->state[i] == ST_REPLACED) x->r->replaced--;
   if (x->state[i] == ST_KEPT) x->r->kept--;
   if (x->state[i] == ST_MERGED) x->r->merged--;
@@ -547,7 +531,7 @@ static vl_status folder_init(folder *x, vl_graph *g, vl_report *r, uint32_t *lay
     *layout_nodes += x->kind[i] != VL_FOLD_NONE;
     bool may_point = x->kind[i] != VL_FOLD_NONE || vl__is_memory_view(&g->nodes[i]);
     x->stride_at[i] = may_point ? pool : SIZE_MAX;
-    if (may_point) pool += g->nodes[i].val.rank;
+    if (may_point) pool += g->nodes[i].val->rank;
   }
   x->strides = malloc((pool ? pool : 1) * sizeof *x->strides);
   if (x->strides == NULL) return VL_ERR_NOMEM;

@@ -233,7 +233,7 @@ vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input) {
     if (row == NULL || !reads_tensor(g, n, &in)) return VL_FOLD_NONE;
     kind = row->kind;
   }
-  if (g->nodes[in].val.dtype != n->val.dtype) return VL_FOLD_NONE;
+  if (g->nodes[in].val->dtype != n->val->dtype) return VL_FOLD_NONE;
   if (input != NULL) *input = in;
   return kind;
 }
@@ -285,8 +285,8 @@ bool vl__fold_map(const vl_graph *g, uint32_t i, const int64_t *split_starts, co
     const fold_row *row = row_of(n);
     ok = row != NULL && row->map(n, in, &r);
   }
-  if (!ok || r.rank != n->val.rank ||
-      memcmp(r.shape, n->val.shape, r.rank * sizeof r.shape[0]) != 0) {
+  if (!ok || r.rank != n->val->rank ||
+      memcmp(r.shape, n->val->shape, r.rank * sizeof r.shape[0]) != 0) {
     return false;
   }
   *out = r;

@@ -110,7 +110,7 @@ static vl_status remove_dead(vl_graph *g, vl_report *r, bool fold) {
         r->removed_dead++;
         /* With fold, bytes_saved counts every layout-only node that no longer copies. */
         int64_t nbytes = 0;
-        vl_spec_nbytes(&g->nodes[i].val, &nbytes);
+        vl_spec_nbytes(g->nodes[i].val, &nbytes);
         if (fold) vl__bytes_add(&r->bytes_saved, nbytes);
       }
       d.node = i;
@@ -147,9 +147,9 @@ static uint32_t failed_conditions(replacer *x, uint32_t v, lower_facts *f) {
   f->legacy = x->opts->policy == VL_POLICY_LEGACY;
   if (f->legacy) return x->is_output[v] ? 1u << VL_REASON_FEEDS_OUTPUT : 0;
   uint32_t reasons = 0;
-  if (!vl_layout_view_keeps_offsets(&base->val, &view->val)) {
-    if (!vl_layout_rule_contiguous(&base->val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
-    if (!vl_layout_rule_contiguous(&view->val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;
+  if (!vl_layout_view_keeps_offsets(base->val, view->val)) {
+    if (!vl_layout_rule_contiguous(base->val)) reasons |= 1u << VL_REASON_BASE_LAYOUT;
+    if (!vl_layout_rule_contiguous(view->val)) reasons |= 1u << VL_REASON_VIEW_LAYOUT;
   }
   vl_storage_view sv = {&x->alias, x->storage, x->is_output};
   return reasons | vl__storage_reasons(&sv, x->g, v, b, v, f);
@@ -168,9 +168,8 @@ static vl_status decide(replacer *x, uint32_t v) {
     x->r->kept++;
     return VL_OK;
   }
-  char *target = strdup("memory.view");
+  const char *target = vl__store_intern(x->g->store, "memory.view", 11);
   if (target == NULL) return VL_ERR_NOMEM;
-  free(view->target);
   view->target = target;
   view->alias_of = f.owner;
   /* From here on the view shares its base's buffer: later decisions see it as an alias. */
@@ -178,7 +177,7 @@ static vl_status decide(replacer *x, uint32_t v) {
   x->storage[vc] = f.owner;
   x->alias.is_output[f.owner] |= x->alias.is_output[vc];
   int64_t nbytes = 0;
-  vl_spec_nbytes(&view->val, &nbytes);
+  vl_spec_nbytes(view->val, &nbytes);
   x->r->replaced++;
   vl__bytes_add(&x->r->bytes_saved, nbytes);
   return VL_OK;
@@ -237,7 +236,7 @@ static void count_copies(const vl_graph *g, vl_report *r, bool fold) {
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     int64_t nbytes = 0;
     if (!considered(g, i, fold)) continue;
-    vl_spec_nbytes(&g->nodes[i].val, &nbytes);
+    vl_spec_nbytes(g->nodes[i].val, &nbytes);
     vl__bytes_add(&r->bytes_copied, nbytes);
   }
 }

@@ -55,20 +55,20 @@ static void put_order(text *t, const vl_spec *s) {
 static void put_layout_reason(text *t, const vl_node *view, const vl_node *base, uint32_t reasons) {
   if (reasons & (1u << VL_REASON_BASE_LAYOUT)) {
     put(t, "base %s has dim_order ", base->name);
-    put_order(t, &base->val);
+    put_order(t, base->val);
   } else {
     put(t, "%s is declared with dim_order ", view->name);
-    put_order(t, &view->val);
+    put_order(t, view->val);
   }
   put(t, "; viewing it as ");
-  if (vl_layout_is_default_order(&view->val)) {
+  if (vl_layout_is_default_order(view->val)) {
     put(t, "contiguous ");
   } else {
     put(t, "dim_order ");
-    put_order(t, &view->val);
+    put_order(t, view->val);
     put(t, " ");
   }
-  put_list(t, view->val.shape, view->val.rank);
+  put_list(t, view->val->shape, view->val->rank);
   put(t, " would reorder elements");
 }
 
@@ -102,7 +102,7 @@ static void put_reason(text *t, const vl_graph *g, uint32_t v, vl_reason r, uint
   case VL_REASON_REORDERS:
     put(t, "no strided alias of %s puts every element where %s's declared dim_order ", base->name,
         view->name);
-    put_order(t, &view->val);
+    put_order(t, view->val);
     put(t, " wants it");
     break;
   case VL_REASON_VIEW_MUTATED:
@@ -123,8 +123,8 @@ static void put_reason(text *t, const vl_graph *g, uint32_t v, vl_reason r, uint
         base->name);
     break;
   case VL_REASON_DYNAMIC_SHAPE:
-    put(t, "base %s is %s but the view is %s", base->name, base->val.dynamic ? "dynamic" : "static",
-        view->val.dynamic ? "dynamic" : "static");
+    put(t, "base %s is %s but the view is %s", base->name, base->val->dynamic ? "dynamic" : "static",
+        view->val->dynamic ? "dynamic" : "static");
     break;
   case VL_REASON_COUNT: break;
   }
@@ -142,14 +142,14 @@ vl_status vl__decision_init(vl_decision *d, const vl_graph *g, uint32_t v, uint3
   if (reasons == 0 && f->legacy) {
     /* legacy decides on feeds_output alone: say so, claim no check it did not make */
     int64_t nbytes = 0;
-    vl_spec_nbytes(&view->val, &nbytes);
+    vl_spec_nbytes(view->val, &nbytes);
     put(&t,
         "aliases %s under policy legacy, which checks only feeds_output (not layout, not "
         "writes); saves %lld bytes",
         name_of(g, f->owner), (long long)nbytes);
   } else if (reasons == 0) {
     int64_t nbytes = 0;
-    vl_spec_nbytes(&view->val, &nbytes);
+    vl_spec_nbytes(view->val, &nbytes);
     if (f->offset != 0) {
       put(&t, "aliases %s at element offset %lld: ", name_of(g, f->owner), (long long)f->offset);
     } else {

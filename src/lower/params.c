@@ -63,8 +63,8 @@ static uint32_t own_rules(vl_alias *a, const vl_graph *g, uint32_t p) {
   int64_t numel = 0;
   uint32_t rules = 0;
   if (n->mutated) rules |= 1u << VL_PARAM_MUTATED;
-  if (n->val.dynamic) rules |= 1u << VL_PARAM_DYNAMIC;
-  if (!vl_spec_numel(&n->val, &numel) || numel <= 1) rules |= 1u << VL_PARAM_ONE_ELEMENT;
+  if (n->val->dynamic) rules |= 1u << VL_PARAM_DYNAMIC;
+  if (!vl_spec_numel(n->val, &numel) || numel <= 1) rules |= 1u << VL_PARAM_ONE_ELEMENT;
   /* Not in §3b's list: a node that writes the parameter in place makes its storage a variable. */
   if (a->first_writer[vl__alias_class(a, p)] != VL_NO_NODE) rules |= 1u << VL_PARAM_WRITTEN;
   return rules;
@@ -73,7 +73,7 @@ static uint32_t own_rules(vl_alias *a, const vl_graph *g, uint32_t p) {
 /* The order node u (a permuting reader of p) wants p stored in: each dim j of p of size > 1
  * gets the declared stride of the dim of u that j becomes. False when u's map fails. */
 static bool wanted_order(const vl_graph *g, uint32_t p, uint32_t u, uint8_t *order) {
-  const vl_spec *ps = &g->nodes[p].val, *us = &g->nodes[u].val;
+  const vl_spec *ps = g->nodes[p].val, *us = g->nodes[u].val;
   vl_desc tagged, mapped;
   /* Strides as tags: dim j of size > 1 gets j + 1, so the map shows where each dim goes. */
   tagged.rank = ps->rank;
@@ -149,7 +149,7 @@ typedef struct scorer {
  * the readers after it). */
 static int64_t score(scorer *s, uint32_t p, const uint8_t *order, bool *replaced) {
   const vl_node *pn = &s->g->nodes[p];
-  vl_spec stored = pn->val;
+  vl_spec stored = *pn->val;
   memcpy(stored.dim_order, order, stored.rank);
   vl_desc in, d;
   vl_desc_of_spec(&stored, 0, &in);
@@ -159,14 +159,14 @@ static int64_t score(scorer *s, uint32_t p, const uint8_t *order, bool *replaced
     uint32_t u = pn->users[k];
     const vl_node *un = &s->g->nodes[u];
     replaced[k] = false;
-    if (un->val.dynamic || un->out != VL_NO_NODE || un->n_mutates > 0) continue;
-    if (!vl__fold_map(s->g, u, NULL, &in, &d) || !vl_desc_matches_spec(&d, &un->val)) continue;
+    if (un->val->dynamic || un->out != VL_NO_NODE || un->n_mutates > 0) continue;
+    if (!vl__fold_map(s->g, u, NULL, &in, &d) || !vl_desc_matches_spec(&d, un->val)) continue;
     uint32_t uc = vl__alias_class(s->alias, u);
     if (s->is_output[u] || s->alias->first_writer[uc] != VL_NO_NODE || p_out) continue;
     replaced[k] = true;
     p_out = s->alias->is_output[uc];
     int64_t nbytes = 0;
-    vl_spec_nbytes(&un->val, &nbytes);
+    vl_spec_nbytes(un->val, &nbytes);
     vl__bytes_add(&total, nbytes);
   }
   return total;
@@ -195,10 +195,10 @@ static vl_status add_relaid(vl_params *st, vl_report *r, const vl_graph *g, uint
   e->node = strdup(pn->name);
   if (e->node == NULL) return VL_ERR_NOMEM;
   r->params_relaid++;
-  e->rank = pn->val.rank;
-  memcpy(e->dim_order, pn->val.dim_order, e->rank);
+  e->rank = pn->val->rank;
+  memcpy(e->dim_order, pn->val->dim_order, e->rank);
   memcpy(e->was, was, e->rank);
-  vl_spec_nbytes(&pn->val, &e->nbytes);
+  vl_spec_nbytes(pn->val, &e->nbytes);
   span *sp = &st->relaid[r->params_relaid - 1];
   sp->start = st->n_users;
   sp->count = 0;
@@ -269,14 +269,14 @@ static vl_status decide_param(scorer *s, vl_params *st, vl_report *r, uint32_t p
   if (rules != 0 || !users_ok) return add_kept(st, r, s->g, p, rules);
   uint8_t orders[VL__PARAM_ORDERS][VL_MAX_RANK];
   int n_orders = 1;
-  memcpy(orders[0], pn->val.dim_order, pn->val.rank);
+  memcpy(orders[0], pn->val->dim_order, pn->val->rank);
   for (uint32_t k = 0; k < pn->n_users && n_orders < VL__PARAM_ORDERS; k++) {
     uint32_t u = pn->users[k];
-    if (s->g->nodes[u].val.dynamic || !vl__fold_proposes_order(&s->g->nodes[u])) continue;
+    if (s->g->nodes[u].val->dynamic || !vl__fold_proposes_order(&s->g->nodes[u])) continue;
     if (!wanted_order(s->g, p, u, orders[n_orders])) continue;
     bool seen = false;
     for (int c = 0; c < n_orders && !seen; c++) {
-      seen = same_strides(&pn->val, orders[c], orders[n_orders]);
+      seen = same_strides(pn->val, orders[c], orders[n_orders]);
     }
     if (!seen) n_orders++;
   }
@@ -292,8 +292,10 @@ static vl_status decide_param(scorer *s, vl_params *st, vl_report *r, uint32_t p
   }
   if (best == 0) return VL_OK;
   uint8_t was[VL_MAX_RANK];
-  memcpy(was, pn->val.dim_order, pn->val.rank);
-  memcpy(pn->val.dim_order, orders[best], pn->val.rank);
+  memcpy(was, pn->val->dim_order, pn->val->rank);
+  vl_spec relaid = *pn->val; /* vals are interned: the node gets the new spec's own copy */
+  memcpy(relaid.dim_order, orders[best], relaid.rank);
+  if ((pn->val = vl__store_spec(s->g->store, &relaid)) == NULL) return VL_ERR_NOMEM;
   return add_relaid(st, r, s->g, p, was, best_replaced);
 }
 

@@ -29,7 +29,7 @@ uint32_t vl__storage_reasons(const vl_storage_view *v, const vl_graph *g, uint32
     reasons |= 1u << VL_REASON_BASE_MUTABLE_INPUT;
   }
   if (v->alias->is_output[bs]) reasons |= 1u << VL_REASON_BASE_FEEDS_OUTPUT;
-  if (g->nodes[base].val.dynamic != g->nodes[n].val.dynamic) {
+  if (g->nodes[base].val->dynamic != g->nodes[n].val->dynamic) {
     reasons |= 1u << VL_REASON_DYNAMIC_SHAPE;
   }
   return reasons;
@@ -46,10 +46,7 @@ vl_status vl__lower_compact(vl_graph *g, const bool *dead) {
   uint32_t kept = 0;
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     map[i] = dead[i] ? VL_NO_NODE : kept;
-    if (dead[i]) {
-      vl__node_clear(&g->nodes[i]);
-      continue;
-    }
+    if (dead[i]) continue; /* what it held stays in the graph's store */
     if (kept != i) g->nodes[kept] = g->nodes[i];
     vl__node_remap_refs(&g->nodes[kept], map);
     kept++;
@@ -57,5 +54,6 @@ vl_status vl__lower_compact(vl_graph *g, const bool *dead) {
   g->output = map[g->output];
   g->n_nodes = kept;
   free(map);
+  vl__graph_fit(g);
   return vl_graph_index_users(g);
 }

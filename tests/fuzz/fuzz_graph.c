@@ -55,7 +55,7 @@ static bool str_equal(const char *a, const char *b) {
 static bool node_equal(const vl_node *a, const vl_node *b) {
   bool eq = strcmp(a->name, b->name) == 0 && a->op == b->op && str_equal(a->target, b->target) &&
             a->kind == b->kind && a->mutated == b->mutated && a->has_val == b->has_val &&
-            (!a->has_val || vl_spec_equal(&a->val, &b->val)) && a->n_vals == b->n_vals &&
+            (!a->has_val || vl_spec_equal(a->val, b->val)) && a->n_vals == b->n_vals &&
             a->n_args == b->n_args && a->n_kwargs == b->n_kwargs &&
             a->n_mutates == b->n_mutates && a->out == b->out && a->alias_of == b->alias_of;
   for (uint32_t i = 0; eq && i < a->n_vals; i++) eq = vl_spec_equal(&a->vals[i], &b->vals[i]);
