@@ -55,7 +55,7 @@ static void the_patch_embed_example_parses_with_resolved_references(void **state
   assert_int_equal(flat->args[0].kind, VL_ARG_REF);
   assert_int_equal(flat->args[0].u.ref, 1);
   assert_int_equal(flat->args[1].kind, VL_ARG_LIST);
-  assert_int_equal(flat->args[1].u.list.items[2].u.i, -1);
+  assert_int_equal(flat->args[1].u.items[2].u.i, -1);
   assert_int_equal(g->nodes[1].val->dim_order[3], 1);
   /* users: x_cl is used by flat, flat by tokens, tokens by out */
   assert_int_equal(g->nodes[1].n_users, 1);
@@ -109,8 +109,8 @@ static void literals_keep_their_kinds(void **state) {
              "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}");
   const vl_node *y = &g->nodes[1];
   assert_int_equal(y->n_args, 4);
-  assert_int_equal(y->args[1].u.list.items[1].u.list.items[0].kind, VL_ARG_FLOAT);
-  assert_int_equal(y->args[1].u.list.items[1].u.list.items[1].kind, VL_ARG_NULL);
+  assert_int_equal(y->args[1].u.items[1].u.items[0].kind, VL_ARG_FLOAT);
+  assert_int_equal(y->args[1].u.items[1].u.items[1].kind, VL_ARG_NULL);
   assert_int_equal(y->args[2].kind, VL_ARG_BOOL);
   assert_int_equal(y->args[3].u.i, -7);
   assert_int_equal(vl_node_kwarg(y, "mode")->kind, VL_ARG_STRING);

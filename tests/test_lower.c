@@ -701,8 +701,8 @@ static void two_transposes_that_do_not_cancel_merge_into_one_strided_copy(void *
   assert_int_equal(t2->n_args, 4);
   int64_t want_size[] = {3, 4, 2}, want_stride[] = {4, 1, 12};
   for (int k = 0; k < 3; k++) {
-    assert_int_equal(t2->args[1].u.list.items[k].u.i, want_size[k]);
-    assert_int_equal(t2->args[2].u.list.items[k].u.i, want_stride[k]);
+    assert_int_equal(t2->args[1].u.items[k].u.i, want_size[k]);
+    assert_int_equal(t2->args[2].u.items[k].u.i, want_stride[k]);
   }
   assert_int_equal(l.r.bytes_copied, 96);
   cJSON *json = vl_report_to_json(&l.r);

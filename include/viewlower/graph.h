@@ -48,16 +48,14 @@ typedef enum {
 
 typedef struct vl_arg {
   vl_arg_kind kind;
+  uint32_t count; /* VL_ARG_LIST: the number of items, else 0 */
   union {
     bool b;
     int64_t i;
     double f;
     const char *s; /* in the graph's store */
     uint32_t ref;
-    struct {
-      struct vl_arg *items;
-      uint32_t count;
-    } list;
+    struct vl_arg *items; /* VL_ARG_LIST: count items (in the graph's store) */
   } u;
 } vl_arg;
 

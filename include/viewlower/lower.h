@@ -49,6 +49,7 @@ typedef enum {
 
 VL_API const char *vl_reason_name(vl_reason r);
 
+/* One decision; its four strings share one allocation owned by the report (vl_report_clear). */
 typedef struct vl_decision {
   char *node;   /* node name */
   char *target; /* the node's target in the input graph */

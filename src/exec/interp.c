@@ -165,15 +165,15 @@ static vl_status arg_int(run *r, const vl_node *n, uint32_t k, int64_t *v) {
 }
 
 static vl_status arg_int_list(run *r, const vl_node *n, uint32_t k, int64_t *v, size_t *count) {
-  if (k >= n->n_args || n->args[k].kind != VL_ARG_LIST || n->args[k].u.list.count > VL_MAX_RANK) {
+  if (k >= n->n_args || n->args[k].kind != VL_ARG_LIST || n->args[k].count > VL_MAX_RANK) {
     return arg_error(r, k, "a list of at most 16 integers");
   }
   const vl_arg *list = &n->args[k];
-  for (uint32_t j = 0; j < list->u.list.count; j++) {
-    if (list->u.list.items[j].kind != VL_ARG_INT) return arg_error(r, k, "a list of integers");
-    v[j] = list->u.list.items[j].u.i;
+  for (uint32_t j = 0; j < list->count; j++) {
+    if (list->u.items[j].kind != VL_ARG_INT) return arg_error(r, k, "a list of integers");
+    v[j] = list->u.items[j].u.i;
   }
-  *count = list->u.list.count;
+  *count = list->count;
   return VL_OK;
 }
 
@@ -496,7 +496,8 @@ static vl_status op_memory_view(run *r, uint32_t i) {
                         "memory.view of %s at offset %lld cannot alias the %lld bytes of its base",
                         vl_dtype_name(n->val->dtype), (long long)n->offset, (long long)base.avail);
   }
-  r->slots[i] = (slot){.store = base.store, .spec = *n->val,
+  r->slots[i] = (slot){.store = base.store,
+                       .spec = *n->val,
                        .offset = r->slots[n->args[0].u.ref].offset + n->offset};
   return VL_OK;
 }

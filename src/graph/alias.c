@@ -128,17 +128,17 @@ static void build_reads(vl_alias *a, const vl_graph *g) {
 vl_status vl__alias_build(vl_alias *a, const vl_graph *g) {
   memset(a, 0, sizeof *a);
   uint32_t n = a->n = g->n_nodes;
-  a->parent = malloc(n * sizeof *a->parent);
-  a->write_start = calloc((size_t)n + 1, sizeof *a->write_start);
-  a->cursor = calloc(n, sizeof *a->cursor);
-  a->last_read = malloc(n * sizeof *a->last_read);
-  a->first_writer = malloc(n * sizeof *a->first_writer);
-  a->is_output = calloc(n, sizeof *a->is_output);
-  if (!a->parent || !a->write_start || !a->cursor || !a->last_read || !a->first_writer ||
-      !a->is_output) {
-    vl__alias_free(a);
-    return VL_ERR_NOMEM;
-  }
+  /* The per-node arrays in one zeroed block (one allocation a large graph gets from and gives
+   * back to the system whole): parent, write_start (n + 1), cursor, last_read, first_writer,
+   * then is_output. */
+  uint32_t *b = calloc((size_t)n * 5 + 1 + ((size_t)n + 3) / 4, sizeof(uint32_t));
+  if (b == NULL) return VL_ERR_NOMEM;
+  a->parent = b;
+  a->write_start = b + n;
+  a->cursor = b + 2 * (size_t)n + 1;
+  a->last_read = b + 3 * (size_t)n + 1;
+  a->first_writer = b + 4 * (size_t)n + 1;
+  a->is_output = (bool *)(void *)(b + 5 * (size_t)n + 1);
   for (uint32_t i = 0; i < n; i++) {
     a->parent[i] = i;
     a->last_read[i] = a->first_writer[i] = VL_NO_NODE;
@@ -171,12 +171,7 @@ uint32_t vl__alias_next_write(vl_alias *a, uint32_t c, uint32_t pos) {
 }
 
 void vl__alias_free(vl_alias *a) {
-  free(a->parent);
-  free(a->write_start);
+  free(a->parent); /* the block of the per-node arrays */
   free(a->writes);
-  free(a->cursor);
-  free(a->last_read);
-  free(a->first_writer);
-  free(a->is_output);
   memset(a, 0, sizeof *a);
 }

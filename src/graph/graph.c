@@ -13,11 +13,11 @@ vl_status vl__arg_copy(vl__store *s, const vl_arg *src, vl_arg *dst) {
     dst->u.s = vl__store_intern(s, src->u.s, strlen(src->u.s));
     return dst->u.s ? VL_OK : VL_ERR_NOMEM;
   }
-  if (src->kind != VL_ARG_LIST || src->u.list.count == 0) return VL_OK;
-  dst->u.list.items = vl__store_alloc(s, src->u.list.count * sizeof(vl_arg));
-  if (dst->u.list.items == NULL) return VL_ERR_NOMEM;
-  for (uint32_t i = 0; i < src->u.list.count; i++) {
-    if (vl__arg_copy(s, &src->u.list.items[i], &dst->u.list.items[i]) != VL_OK) {
+  if (src->kind != VL_ARG_LIST || src->count == 0) return VL_OK;
+  dst->u.items = vl__store_alloc(s, src->count * sizeof(vl_arg));
+  if (dst->u.items == NULL) return VL_ERR_NOMEM;
+  for (uint32_t i = 0; i < src->count; i++) {
+    if (vl__arg_copy(s, &src->u.items[i], &dst->u.items[i]) != VL_OK) {
       return VL_ERR_NOMEM;
     }
   }
@@ -53,7 +53,7 @@ void vl_graph_free(vl_graph *g) {
 static void arg_for_each_ref(const vl_arg *a, vl__ref_fn fn, void *ctx) {
   if (a->kind == VL_ARG_REF) fn(ctx, a->u.ref);
   if (a->kind == VL_ARG_LIST) {
-    for (uint32_t i = 0; i < a->u.list.count; i++) arg_for_each_ref(&a->u.list.items[i], fn, ctx);
+    for (uint32_t i = 0; i < a->count; i++) arg_for_each_ref(&a->u.items[i], fn, ctx);
   }
 }
 
@@ -66,7 +66,7 @@ void vl__node_for_each_ref(const vl_node *n, vl__ref_fn fn, void *ctx) {
 static void arg_remap(vl_arg *a, const uint32_t *map) {
   if (a->kind == VL_ARG_REF) a->u.ref = map[a->u.ref];
   if (a->kind == VL_ARG_LIST) {
-    for (uint32_t i = 0; i < a->u.list.count; i++) arg_remap(&a->u.list.items[i], map);
+    for (uint32_t i = 0; i < a->count; i++) arg_remap(&a->u.items[i], map);
   }
 }
 
@@ -103,8 +103,8 @@ static inline void users_visit(users_ctx *c, uint32_t ref) {
 static void users_arg(users_ctx *c, const vl_arg *a) {
   if (a->kind == VL_ARG_REF) users_visit(c, a->u.ref);
   if (a->kind != VL_ARG_LIST) return;
-  for (uint32_t i = 0; i < a->u.list.count; i++) {
-    const vl_arg *item = &a->u.list.items[i];
+  for (uint32_t i = 0; i < a->count; i++) {
+    const vl_arg *item = &a->u.items[i];
     if (item->kind == VL_ARG_REF) {
       users_visit(c, item->u.ref);
     } else if (item->kind == VL_ARG_LIST) {

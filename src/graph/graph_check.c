@@ -71,16 +71,16 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
     return node_error(err, i, "/args/1", "the size must be a list of integers");
   }
   int64_t sizes[VL_MAX_RANK];
-  if (size->u.list.count > VL_MAX_RANK) {
+  if (size->count > VL_MAX_RANK) {
     return node_error(err, i, "/args/1", "the size has more than 16 entries");
   }
-  for (uint32_t k = 0; k < size->u.list.count; k++) {
-    if (size->u.list.items[k].kind != VL_ARG_INT) {
+  for (uint32_t k = 0; k < size->count; k++) {
+    if (size->u.items[k].kind != VL_ARG_INT) {
       char sub[32];
       snprintf(sub, sizeof sub, "/args/1/%u", k);
       return node_error(err, i, sub, "a size must be an integer");
     }
-    sizes[k] = size->u.list.items[k].u.i;
+    sizes[k] = size->u.items[k].u.i;
   }
   if (base->val->dtype != n->val->dtype) {
     snprintf(msg, sizeof msg, "dtype %s differs from the base's %s", vl_dtype_name(n->val->dtype),
@@ -100,11 +100,10 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
     return node_error(err, i, "/val/shape", msg);
   }
   vl_error e;
-  if (vl_view_size_infer(alias ? numel : base_numel, sizes, size->u.list.count, shape, &e) !=
-      VL_OK) {
+  if (vl_view_size_infer(alias ? numel : base_numel, sizes, size->count, shape, &e) != VL_OK) {
     return node_error(err, i, "/args/1", e.message);
   }
-  bool same = size->u.list.count == n->val->rank;
+  bool same = size->count == n->val->rank;
   for (uint32_t k = 0; same && k < n->val->rank; k++) same = shape[k] == n->val->shape[k];
   if (!same) return node_error(err, i, "/val/shape", "disagrees with the size argument");
   return VL_OK;

@@ -423,14 +423,14 @@ static vl_status parse_arg(parser *p, uint32_t e, bool strings_are_refs, char *s
   uint32_t n = r->tape[e].len;
   out->kind = VL_ARG_LIST;
   if (n == 0) return VL_OK;
-  out->u.list.items = vl__store_calloc(p->g->store, n, sizeof(vl_arg));
-  if (out->u.list.items == NULL) return VL_ERR_NOMEM;
+  out->u.items = vl__store_calloc(p->g->store, n, sizeof(vl_arg));
+  if (out->u.items == NULL) return VL_ERR_NOMEM;
   size_t sublen = strlen(sub);
-  for (uint32_t c = e + 1; out->u.list.count < n; c = r->tape[c].next) {
-    sub_index(sub, sublen, out->u.list.count);
-    vl_status st = parse_arg(p, c, strings_are_refs, sub, &out->u.list.items[out->u.list.count]);
+  for (uint32_t c = e + 1; out->count < n; c = r->tape[c].next) {
+    sub_index(sub, sublen, out->count);
+    vl_status st = parse_arg(p, c, strings_are_refs, sub, &out->u.items[out->count]);
     sub[sublen] = '\0';
-    out->u.list.count++;
+    out->count++;
     if (st != VL_OK) return st;
   }
   return VL_OK;
@@ -501,8 +501,8 @@ static vl_status parse_kwargs(parser *p, vl_node *n, uint32_t kw) {
 static bool args_mention(const vl_arg *a, uint32_t ref) {
   if (a->kind == VL_ARG_REF) return a->u.ref == ref;
   if (a->kind != VL_ARG_LIST) return false;
-  for (uint32_t i = 0; i < a->u.list.count; i++) {
-    if (args_mention(&a->u.list.items[i], ref)) return true;
+  for (uint32_t i = 0; i < a->count; i++) {
+    if (args_mention(&a->u.items[i], ref)) return true;
   }
   return false;
 }

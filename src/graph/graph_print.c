@@ -40,9 +40,9 @@ static void put_arg(vl__jw *w, const vl_graph *g, const vl_arg *a) {
   case VL_ARG_LIST: break;
   }
   vl__jw_char(w, '[');
-  for (uint32_t i = 0; i < a->u.list.count; i++) {
+  for (uint32_t i = 0; i < a->count; i++) {
     if (i > 0) vl__jw_char(w, ',');
-    put_arg(w, g, &a->u.list.items[i]);
+    put_arg(w, g, &a->u.items[i]);
   }
   vl__jw_char(w, ']');
 }

@@ -53,6 +53,7 @@ typedef struct folder {
   uint32_t n_queue;
   uint32_t pos; /* the position being swept */
   int64_t *split_starts; /* of the split whose getitems are being decided, or NULL */
+  void *block;           /* the per-node arrays above, in one allocation (folder_init) */
 } folder;
 
 typedef struct cand {
@@ -151,12 +152,12 @@ static vl_arg int_arg(int64_t v) {
 /* A list of n integers, in the graph's store. */
 static vl_status int_list_arg(vl_graph *g, const int64_t *v, uint8_t n, vl_arg *out) {
   out->kind = VL_ARG_LIST;
-  out->u.list.count = n;
-  out->u.list.items = NULL;
+  out->count = n;
+  out->u.items = NULL;
   if (n == 0) return VL_OK;
-  out->u.list.items = vl__store_alloc(g->store, n * sizeof(vl_arg));
-  if (out->u.list.items == NULL) return VL_ERR_NOMEM;
-  for (uint8_t k = 0; k < n; k++) out->u.list.items[k] = int_arg(v[k]);
+  out->u.items = vl__store_alloc(g->store, n * sizeof(vl_arg));
+  if (out->u.items == NULL) return VL_ERR_NOMEM;
+  for (uint8_t k = 0; k < n; k++) out->u.items[k] = int_arg(v[k]);
   return VL_OK;
 }
 
@@ -485,11 +486,31 @@ static void drop_dead_decisions(folder *x) {
 
 static void folder_free(folder *x) {
   vl__alias_free(&x->alias);
-  void *arrays[] = {x->storage, x->last_write, x->is_output, x->kind,   x->input,
-                    x->state,   x->own,        x->has_c1,    x->root,   x->offset,
-                    x->snap,    x->strides,    x->stride_at, x->decision, x->users_left,
-                    x->seen,    x->dead,       x->stack,     x->queue};
-  for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++) free(arrays[k]);
+  free(x->block);
+  free(x->strides);
+}
+
+/* The per-node arrays in one zeroed block, widest first (so each is aligned): one allocation
+ * that a large graph gets from (and gives back to) the system whole, instead of eighteen that
+ * stay in the heap as holes after the pass. */
+static bool folder_arrays(folder *x, size_t n) {
+  uint32_t **u32[] = {&x->storage,  &x->last_write, &x->input, &x->root, &x->snap,
+                      &x->decision, &x->users_left, &x->seen,  &x->stack};
+  bool **flags[] = {&x->is_output, &x->own, &x->has_c1, &x->dead};
+  enum { U32S = sizeof u32 / sizeof *u32, FLAGS = sizeof flags / sizeof *flags };
+  /* offset, stride_at, queue (2 per node: n, plus one per merge), the u32s, flags, kind, state */
+  size_t per = sizeof(int64_t) + sizeof(size_t) + (2 + U32S) * sizeof(uint32_t) + FLAGS + 2;
+  if (n > SIZE_MAX / per) return false;
+  char *b = x->block = calloc(n, per);
+  if (b == NULL) return false;
+  x->offset = (int64_t *)(void *)b, b += n * sizeof(int64_t);
+  x->stride_at = (size_t *)(void *)b, b += n * sizeof(size_t);
+  x->queue = (uint32_t *)(void *)b, b += 2 * n * sizeof(uint32_t);
+  for (size_t k = 0; k < U32S; k++) *u32[k] = (uint32_t *)(void *)b, b += n * sizeof(uint32_t);
+  for (size_t k = 0; k < FLAGS; k++) *flags[k] = (bool *)b, b += n;
+  x->kind = (uint8_t *)b, b += n;
+  x->state = (uint8_t *)b;
+  return true;
 }
 
 static vl_status folder_init(folder *x, vl_graph *g, vl_report *r, uint32_t *layout_nodes) {
@@ -498,29 +519,7 @@ static vl_status folder_init(folder *x, vl_graph *g, vl_report *r, uint32_t *lay
   x->g = g;
   x->r = r;
   if (vl__alias_build(&x->alias, g) != VL_OK) return VL_ERR_NOMEM;
-  x->storage = malloc(n * sizeof *x->storage);
-  x->last_write = malloc(n * sizeof *x->last_write);
-  x->is_output = calloc(n, sizeof *x->is_output);
-  x->kind = calloc(n, sizeof *x->kind);
-  x->input = malloc(n * sizeof *x->input);
-  x->state = calloc(n, sizeof *x->state);
-  x->own = malloc(n * sizeof *x->own);
-  x->has_c1 = calloc(n, sizeof *x->has_c1);
-  x->root = malloc(n * sizeof *x->root);
-  x->offset = calloc(n, sizeof *x->offset);
-  x->snap = malloc(n * sizeof *x->snap);
-  x->stride_at = malloc(n * sizeof *x->stride_at);
-  x->decision = malloc(n * sizeof *x->decision);
-  x->users_left = malloc(n * sizeof *x->users_left);
-  x->seen = malloc(n * sizeof *x->seen);
-  x->dead = calloc(n, sizeof *x->dead);
-  x->stack = malloc(n * sizeof *x->stack);
-  x->queue = malloc(2 * (size_t)n * sizeof *x->queue);
-  if (!x->storage || !x->last_write || !x->is_output || !x->kind || !x->input || !x->state ||
-      !x->own || !x->has_c1 || !x->root || !x->offset || !x->snap || !x->stride_at ||
-      !x->decision || !x->users_left || !x->seen || !x->dead || !x->stack || !x->queue) {
-    return VL_ERR_NOMEM;
-  }
+  if (!folder_arrays(x, n)) return VL_ERR_NOMEM;
   size_t pool = 0;
   *layout_nodes = 0;
   for (uint32_t i = 0; i < g->n_nodes; i++) {

@@ -48,11 +48,11 @@ static bool opt_int_arg(const vl_node *n, uint32_t pos, const char *name, int64_
 }
 
 static bool int_list(const vl_arg *a, int64_t *v, size_t *n) {
-  if (a == NULL || a->kind != VL_ARG_LIST || a->u.list.count > VL_MAX_RANK) return false;
-  for (uint32_t k = 0; k < a->u.list.count; k++) {
-    if (!vl__fold_int(&a->u.list.items[k], &v[k])) return false;
+  if (a == NULL || a->kind != VL_ARG_LIST || a->count > VL_MAX_RANK) return false;
+  for (uint32_t k = 0; k < a->count; k++) {
+    if (!vl__fold_int(&a->u.items[k], &v[k])) return false;
   }
-  *n = a->u.list.count;
+  *n = a->count;
   return true;
 }
 
@@ -248,12 +248,12 @@ bool vl__fold_split_starts(const vl_node *n, int64_t *starts) {
                                                                                    : "split_sizes");
   int64_t chunk = 0;
   bool sizes = a != NULL && a->kind == VL_ARG_LIST;
-  if (a == NULL || (sizes ? a->u.list.count != n->n_vals : !vl__fold_int(a, &chunk) || chunk < 0)) {
+  if (a == NULL || (sizes ? a->count != n->n_vals : !vl__fold_int(a, &chunk) || chunk < 0)) {
     return false;
   }
   for (uint32_t k = 0; k < n->n_vals; k++) {
     int64_t len = chunk;
-    if (sizes && (!vl__fold_int(&a->u.list.items[k], &len) || len < 0)) return false;
+    if (sizes && (!vl__fold_int(&a->u.items[k], &len) || len < 0)) return false;
     if (__builtin_add_overflow(starts[k], len, &starts[k + 1])) return false;
   }
   return true;

@@ -123,11 +123,29 @@ static void put_reason(text *t, const vl_graph *g, uint32_t v, vl_reason r, uint
         base->name);
     break;
   case VL_REASON_DYNAMIC_SHAPE:
-    put(t, "base %s is %s but the view is %s", base->name, base->val->dynamic ? "dynamic" : "static",
-        view->val->dynamic ? "dynamic" : "static");
+    put(t, "base %s is %s but the view is %s", base->name,
+        base->val->dynamic ? "dynamic" : "static", view->val->dynamic ? "dynamic" : "static");
     break;
   case VL_REASON_COUNT: break;
   }
+}
+
+/* The four strings of d in one allocation (d->node first; the others follow it), so a
+ * decision costs one malloc header, not four. false, d untouched, when out of memory. */
+static bool decision_strings(vl_decision *d, const char *node, const char *target, const char *base,
+                             const char *message) {
+  const char *parts[4] = {node, target, base, message};
+  size_t len[4], total = 0;
+  for (int k = 0; k < 4; k++) total += (len[k] = strlen(parts[k])) + 1;
+  char *block = malloc(total), *at = block;
+  if (block == NULL) return false;
+  char **slots[4] = {&d->node, &d->target, &d->base, &d->message};
+  for (int k = 0; k < 4; k++) {
+    memcpy(at, parts[k], len[k] + 1);
+    *slots[k] = at;
+    at += len[k] + 1;
+  }
+  return true;
 }
 
 vl_status vl__decision_init(vl_decision *d, const vl_graph *g, uint32_t v, uint32_t reasons,
@@ -161,16 +179,11 @@ vl_status vl__decision_init(vl_decision *d, const vl_graph *g, uint32_t v, uint3
         (long long)nbytes);
   }
   memset(d, 0, sizeof *d);
-  d->node = strdup(view->name);
-  d->target = strdup(view->target);
-  d->base = strdup(base->name);
-  d->message = strdup(t.buf);
+  if (!decision_strings(d, view->name, view->target, base->name, t.buf)) return VL_ERR_NOMEM;
   d->replaced = reasons == 0;
   d->offset = reasons == 0 ? f->offset : 0;
   d->reasons = reasons;
-  if (d->node && d->target && d->base && d->message) return VL_OK;
-  vl__decision_free(d);
-  return VL_ERR_NOMEM;
+  return VL_OK;
 }
 
 vl_status vl__decision_merged(vl_decision *d, const vl_graph *g, uint32_t root, int64_t offset) {
@@ -179,26 +192,16 @@ vl_status vl__decision_merged(vl_decision *d, const vl_graph *g, uint32_t root, 
   put(&t, "merged: copies straight from %s", g->nodes[root].name);
   if (offset != 0) put(&t, " at element offset %lld", (long long)offset);
   put(&t, " (one pass over memory instead of two); it cannot alias: %s", d->message);
-  char *base = strdup(g->nodes[root].name), *message = strdup(t.buf);
-  if (base == NULL || message == NULL) {
-    free(base);
-    free(message);
-    return VL_ERR_NOMEM;
-  }
-  free(d->base);
-  free(d->message);
-  d->base = base;
-  d->message = message;
+  char *old = d->node;
+  if (!decision_strings(d, d->node, d->target, g->nodes[root].name, t.buf)) return VL_ERR_NOMEM;
+  free(old);
   d->merged = true;
   d->offset = offset;
   return VL_OK;
 }
 
 void vl__decision_free(vl_decision *d) {
-  free(d->node);
-  free(d->target);
-  free(d->base);
-  free(d->message);
+  free(d->node); /* the block of all four strings */
   memset(d, 0, sizeof *d);
 }
 

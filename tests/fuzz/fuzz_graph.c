@@ -42,9 +42,9 @@ static bool arg_equal(const vl_arg *a, const vl_arg *b) {
   case VL_ARG_REF: return a->u.ref == b->u.ref;
   case VL_ARG_LIST: break;
   }
-  if (a->u.list.count != b->u.list.count) return false;
-  for (uint32_t i = 0; i < a->u.list.count; i++)
-    if (!arg_equal(&a->u.list.items[i], &b->u.list.items[i])) return false;
+  if (a->count != b->count) return false;
+  for (uint32_t i = 0; i < a->count; i++)
+    if (!arg_equal(&a->u.items[i], &b->u.items[i])) return false;
   return true;
 }
 

@@ -37,7 +37,7 @@ check() { # check FILE KIND (exe|lib)
 
 check "$tmp/p/sbin/viewlowerd" exe
 check "$tmp/p/bin/viewlowerctl" exe
-for lib in libviewlower.so.1 libviewlower-client.so.0; do
+for lib in libviewlower.so.2 libviewlower-client.so.0; do
   check "$(find "$tmp/p" -name "$lib" | head -n 1)" lib
 done
 exit "$status"

@@ -36,7 +36,7 @@ has() { # has DEB PATH...
   for p in "$@"; do grep -qxF "$p" <<<"$list" || fail "$(basename "$deb") lacks $p"; done
 }
 has "$run_deb" /usr/sbin/viewlowerd /usr/bin/viewlowerctl \
-  "/usr/lib/$multiarch/libviewlower.so.1" "/usr/lib/$multiarch/libviewlower-client.so.0" \
+  "/usr/lib/$multiarch/libviewlower.so.2" "/usr/lib/$multiarch/libviewlower-client.so.0" \
   /lib/systemd/system/viewlowerd.socket /lib/systemd/system/viewlowerd.service \
   /usr/lib/sysusers.d/viewlower.conf /usr/share/man/man8/viewlowerd.8.gz \
   /usr/share/man/man1/viewlowerctl.1.gz /usr/share/doc/viewlower/copyright \

@@ -28,8 +28,8 @@ expect() { # expect WHAT EXPECTED ACTUAL
 prefix=$tmp/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 version=$(sed -n 's/^project(viewlower VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
-libdir=$(dirname "$(find "$prefix" -name libviewlower.so.1 | head -n 1)")
-[ -n "$libdir" ] || fail "libviewlower.so.1 is not installed"
+libdir=$(dirname "$(find "$prefix" -name libviewlower.so.2 | head -n 1)")
+[ -n "$libdir" ] || fail "libviewlower.so.2 is not installed"
 [ -e "$prefix/bin/viewlower-bench" ] && fail "viewlower-bench is installed into bin/"
 
 expect "viewlowerctl --version (runpath, no ldconfig)" "viewlowerctl $version" \
