@@ -759,9 +759,45 @@ static void a_100000_node_chain_parses_and_prints(void **state) {
   free(text);
 }
 
+/* The graph's store: equal specs, targets and kwarg keys are one object each; a clone has
+ * its own store with the same sharing, and a spec that differs in one dim is its own. */
+static void equal_specs_targets_and_keys_are_shared(void **state) {
+  (void)state;
+  const char *json =
+      HEAD X ",{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+             "\"args\":[\"x\"],\"kwargs\":{\"k\":\"s\"},"
+             "\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
+             "{\"name\":\"b\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+             "\"args\":[\"a\"],\"kwargs\":{\"k\":\"s\"},"
+             "\"val\":{\"dtype\":\"float32\",\"shape\":[2,4]}}," OUT("b") "]}";
+  vl_graph *g = parse_ok(json);
+  assert_int_equal(g->n_nodes, 4);
+  assert_ptr_equal(g->nodes[0].val, g->nodes[1].val);
+  assert_ptr_not_equal(g->nodes[1].val, g->nodes[2].val);
+  assert_int_equal(g->nodes[2].val->shape[1], 4);
+  assert_ptr_equal(g->nodes[1].target, g->nodes[2].target);
+  assert_ptr_equal(g->nodes[1].kwargs[0].key, g->nodes[2].kwargs[0].key);
+  assert_ptr_equal(g->nodes[1].kwargs[0].value.u.s, g->nodes[2].kwargs[0].value.u.s);
+  assert_false(g->nodes[3].has_val);
+  assert_int_equal(g->nodes[3].val->rank, 0);
+  assert_int_equal(g->nodes[0].n_users, 1);
+  assert_int_equal(g->nodes[0].users[0], 1);
+  vl_graph *c = NULL;
+  vl_error err;
+  assert_int_equal(vl_graph_clone(g, &c, &err), VL_OK);
+  assert_ptr_not_equal(c->nodes[0].val, g->nodes[0].val);
+  assert_ptr_equal(c->nodes[0].val, c->nodes[1].val);
+  assert_ptr_equal(c->nodes[1].target, c->nodes[2].target);
+  assert_string_equal(c->nodes[2].name, "b");
+  assert_int_equal(c->nodes[2].users[0], 3);
+  vl_graph_free(g);
+  vl_graph_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_patch_embed_example_parses_with_resolved_references),
+      cmocka_unit_test(equal_specs_targets_and_keys_are_shared),
       cmocka_unit_test(printing_then_parsing_gives_the_same_graph),
       cmocka_unit_test(printed_vals_carry_dtype_shape_and_dim_order),
       cmocka_unit_test(literals_keep_their_kinds),

@@ -2,9 +2,9 @@
  *
  * Nodes are in execution order; every reference is a node index smaller than the referrer's.
  * The graph owns everything reachable from it; free it with vl_graph_free. Strings, argument
- * arrays and specs live in the graph's own store (one arena per graph, SPEC §2 model notes in
- * docs/architecture.md): never free or realloc them. Equal targets, keys and specs are shared
- * (interned), so they are read-only; a node's val points at an interned spec.
+ * arrays and specs live in the graph's own store (one arena per graph, docs/architecture.md):
+ * never free or realloc them. Equal targets, keys and specs are shared (interned), so they are
+ * read-only; a node's val points at an interned spec.
  *
  * Nodes with several tensor outputs (SPEC §2): such a node has n_vals > 0 and vals[0..n_vals)
  * (and has_val false). Only operator.getitem nodes reference it, always as args[0], with
