@@ -2,11 +2,12 @@
  *
  * Transposes: blocks in 256-bit registers where each register is loaded as two 128-bit halves
  * from rows i and i + K/2, so the in-lane unpacks of AVX2 do the transpose: 16x16 bytes (8
- * registers, 24 unpacks, the two lanes joined by 128-bit unpacks), 16 rows x 8 of 2 bytes and
- * 8 rows x 4 of 4 bytes (one 32-byte store per destination row, no cross-lane permute), 4x4
- * of 8 bytes (4 registers, 4). The last block of a row or column overlaps the one before it
- * (VL__TILE_BODY, VL__TILE_BODY_RECT); planes thinner than a block take the 8x8 2-byte blocks
- * or the portable tiles. Narrow planes (images): the SSSE3 kernels in VEX encoding. */
+ * registers, 24 unpacks, the two lanes joined by 128-bit unpacks), 16 rows x 8 of 2 bytes (one
+ * 32-byte store per destination row, no cross-lane permute; walked by VL__TILE_BODY_RECT, the
+ * rows after the last stripe and thinner planes on 8x8 2-byte blocks), 8x8 of 4 bytes (8
+ * registers, 16), 4x4 of 8 bytes (4 registers, 4). The last block of a row or column overlaps
+ * the one before it (VL__TILE_BODY). Narrow planes (images): the SSSE3 kernels in VEX
+ * encoding. */
 #include "exec/copy_kernels.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)
@@ -95,12 +96,13 @@ static void block_u16x16(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   for (int x = 0; x < 8; x++) _mm256_storeu_si256((__m256i *)(void *)(d + x * dx), r[x]);
 }
 
-/* 8 source rows of 4 elements (rows i and i + 4 in the lanes of register i): one 32-byte store
- * per destination row. */
 static void block_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
-  __m256 t0 = LOAD2PS(s, s + 4 * sy), t1 = LOAD2PS(s + sy, s + 5 * sy);
-  __m256 t2 = LOAD2PS(s + 2 * sy, s + 6 * sy), t3 = LOAD2PS(s + 3 * sy, s + 7 * sy);
-  VL__LANE_TRANSPOSE4_PS(256, t0, t1, t2, t3, d, dx);
+  for (int h = 0; h < 2; h++) { /* columns 4h .. 4h + 3 */
+    const char *c = s + 16 * h;
+    __m256 t0 = LOAD2PS(c, c + 4 * sy), t1 = LOAD2PS(c + sy, c + 5 * sy);
+    __m256 t2 = LOAD2PS(c + 2 * sy, c + 6 * sy), t3 = LOAD2PS(c + 3 * sy, c + 7 * sy);
+    VL__LANE_TRANSPOSE4_PS(256, t0, t1, t2, t3, d + 4 * h * dx, dx);
+  }
 }
 
 static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
@@ -114,6 +116,7 @@ static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
 
 VL__LEVEL_TILE(u8, 16, 1, 0)
 VL__LEVEL_TILE(u16, 8, 2, 1)
+VL__LEVEL_TILE(u32, 8, 4, 2)
 VL__LEVEL_TILE(u64, 4, 8, 3)
 
 /* 16-row stripes of 8 x 16 blocks; the rows after the last stripe and planes thinner than a
@@ -121,11 +124,6 @@ VL__LEVEL_TILE(u64, 4, 8, 3)
 static void tile_u16x16(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
                         ptrdiff_t sy) {
   VL__TILE_BODY_RECT(8, 16, 8, 2, block_u16x16, tile_u16, d, s, nx, ny, dx, sy);
-}
-
-/* 8-row stripes of 4 x 8 blocks; the rest takes the portable 4 x 4 blocks. */
-static void tile_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
-  VL__TILE_BODY_RECT(4, 8, 4, 4, block_u32, vl__copy_tiles_portable[2], d, s, nx, ny, dx, sy);
 }
 
 /* ---- narrow planes ---------------------------------------------------------------------------
