@@ -137,6 +137,9 @@ VL__SSSE3_NARROW4(2, u16)
 
 const vl__copy_kernels vl__copy_kernels_avx2 = {
     .tile = {tile_u8, tile_u16x16, tile_u32, tile_u64},
+    /* 2-byte tiles 256 bytes wide (f16 768x196: 0.48x -> 0.51x memcpy against 128 bytes) */
+    .tile_rows = {0, 512, 0, 0},
+    .tile_bytes = {0, 256, 0, 0},
     .split = {{NULL, split3_u8, split4_u8}, {NULL, split3_u16, split4_u16}},
     .merge = {{NULL, merge3_u8, NULL}, {NULL, merge3_u16, NULL}},
 };
