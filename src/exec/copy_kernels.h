@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A typed strided line: n elements, each step ds / ss bytes. */
+typedef void (*vl__line_fn)(char *d, const char *s, int64_t n, ptrdiff_t ds, ptrdiff_t ss);
 /* nx x ny elements: element (x, y) sits at d + x*dx + y*size and at s + x*size + y*sy (the
  * destination is contiguous along y, the source along x). */
 typedef void (*vl__tile_fn)(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
@@ -31,7 +33,10 @@ typedef struct vl__copy_kernels {
   vl__narrow_fn split[4][VL__NARROW_MAX - 1], merge[4][VL__NARROW_MAX - 1]; /* [size][NX - 2] */
 } vl__copy_kernels;
 
-/* The portable tiles (copy.c), for planes thinner than a wider level's blocks. */
+/* The portable kernels (copy_portable.c): every entry set. Its tiles also serve the planes
+ * thinner than a wider level's blocks. */
+extern const vl__copy_kernels vl__copy_kernels_portable;
+extern const vl__line_fn vl__copy_lines_portable[4]; /* element sizes 1, 2, 4, 8 */
 extern const vl__tile_fn vl__copy_tiles_portable[4];
 
 /* The body of a tile kernel: whole K x K blocks along x first (each source line is used up at
