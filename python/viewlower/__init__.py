@@ -10,4 +10,4 @@ from .errors import (CallTimeout, ExportError, RemoteError, TransportError, Usag
 
 __all__ = ["Client", "RawJSON", "default_socket", "dumps", "ViewlowerError", "RemoteError",
            "TransportError", "CallTimeout", "ExportError", "UsageError"]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
