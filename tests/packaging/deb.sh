@@ -78,6 +78,10 @@ cp "$run_deb" "$dev_deb" "$py_deb" "$src/tests/packaging/consumer/consumer.c" \
 cat >"$tmp/inside.sh" <<INSIDE
 set -euo pipefail
 fail() { echo "FAIL (installed): \$*" >&2; exit 1; }
+# A failed check must not leave the daemon started below holding the test's output open (ctest
+# would wait for it until the timeout).
+pid=
+trap 'if [ -n "\$pid" ]; then kill "\$pid" 2>/dev/null || true; fi' EXIT
 cd /pkg
 dpkg -i viewlower_${version}_${arch}.deb viewlower-dev_${version}_${arch}.deb python3-viewlower_${version}_all.deb >/dev/null
 getent group viewlower >/dev/null || fail "postinst did not create the group viewlower"
@@ -94,7 +98,7 @@ cmake -S /tmp/c -B /tmp/c/build -G Ninja >/dev/null && cmake --build /tmp/c/buil
 /tmp/c/build/consumer /tmp/vl.sock | grep -q '^client: pong' || fail "find_package consumer"
 cc -o /tmp/c/pc /tmp/c/consumer.c \$(pkg-config --cflags --libs viewlower viewlower-client)
 /tmp/c/pc /tmp/vl.sock | grep -q '^core $version: replaced 1' || fail "pkg-config consumer"
-kill \$pid; wait \$pid
+kill \$pid; wait \$pid; pid=
 cd / && python3 -c 'import viewlower' || fail "python3 cannot import the installed viewlower"
 dpkg --purge python3-viewlower viewlower-dev viewlower >/dev/null
 [ ! -e /usr/sbin/viewlowerd ] && [ ! -e /etc/systemd/system/sockets.target.wants/viewlowerd.socket ] || fail "purge left files"
