@@ -13,17 +13,11 @@
  * The pool is shared by every connection: past --max-queued requests on it, a heavy request
  * is answered -32005 on the loop instead of queued, so neither memory nor the wait of
  * everybody else grows with the number of clients. */
-#define _GNU_SOURCE /* syscall */
 #include "dispatch.h"
 
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #include "log.h"
 #include "memory.h"
@@ -36,7 +30,6 @@ enum {
   /* Requests up to this size are read without a tree of their graph (vl__rpc_request_scan); the
    * reader's tape of a value costs ~24 bytes per token on top of the trees of other members */
   SCAN_MAX = 1 << 20,
-  POOL_NICE = 10, /* the workers' nice value (lower_priority_once) */
   TRIM_AFTER_JSON = 1 << 20,
   LOOP_WINDOW_NS = 1000000, /* 1 ms */
   LOOP_SPEND_NS = 900000,   /* of which small heavy requests take at most 0.9 ms */
@@ -252,23 +245,8 @@ static vl_status parse_within_budget(work *w, vl_error *err) {
   return s;
 }
 
-/* The workers run below the loop's priority (nice +POOL_NICE, a thread's own setting on
- * Linux): where the cores are all busy, the scheduler gives the loop (reads, writes, pings,
- * small requests) its turn ahead of long lowerings instead of an equal share, so a heavy
- * request on every core does not stretch each ping by a time slice. Raising one's own nice
- * value needs no privilege; where it fails the worker simply runs at the loop's priority. */
-static void lower_priority_once(void) {
-  static _Thread_local bool done;
-  if (done) return;
-  done = true;
-#ifdef __linux__
-  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), POOL_NICE);
-#endif
-}
-
 /* Thread pool. A RUN_LOOP method is left unanswered here and answered in after_work. */
 static void run_work(uv_work_t *req) {
-  lower_priority_once();
   work *w = req->data;
   vl_error err;
   vl_error_clear(&err);
