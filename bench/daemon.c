@@ -211,27 +211,37 @@ typedef struct loader {
   long done, failed;
 } loader;
 
+/* Lowers l->graph back to back through the text calls (vl_client_send_text, recv_text): the
+ * load is the daemon's work, not a tree of each 2,000-node result built in this process on
+ * the cores the daemon and the pinging thread share. */
 static void *loader_main(void *arg) {
   loader *l = arg;
   vl_client *c = NULL;
   vl_error err;
-  cJSON *g = cJSON_Parse(l->graph);
-  if (g == NULL || vl_client_connect(l->socket_path, 60000, &c, &err) != VL_OK) {
-    cJSON_Delete(g);
+  size_t n = strlen(l->graph) + 16;
+  char *params = malloc(n);
+  if (params == NULL || vl_client_connect(l->socket_path, 60000, &c, &err) != VL_OK) {
+    free(params);
     l->failed++;
     return NULL;
   }
-  while (!*l->stop) {
-    cJSON *res = NULL;
-    if (vl_client_lower(c, g, NULL, &res, &err) == VL_OK) {
+  int len = snprintf(params, n, "{\"graph\":%s}", l->graph);
+  for (uint64_t id = 1; !*l->stop; id++) {
+    char *res = NULL;
+    size_t res_len = 0;
+    uint64_t got = 0;
+    vl_status s = vl_client_send_text(c, id, "lower", params, (size_t)len, NULL, 0, &err);
+    if (s == VL_OK) s = vl_client_recv_text(c, &got, &res, &res_len, NULL, &err);
+    if (s == VL_OK && got == id && res_len > 0 && res[0] == '{') {
       l->done++;
     } else {
       l->failed++;
     }
-    cJSON_Delete(res);
+    free(res);
+    if (vl_client_is_transport_error(s)) break;
   }
   vl_client_close(c);
-  cJSON_Delete(g);
+  free(params);
   return NULL;
 }
 

@@ -328,15 +328,18 @@ static vl_status check_usable(const vl_client *c, vl_error *err) {
   return VL_OK;
 }
 
-static vl_status send_request(vl_client *c, uint64_t id, const char *method, const cJSON *params,
-                              const uint8_t *payload, size_t payload_len, int64_t deadline,
-                              vl_error *err) {
+/* params as text (params_text, when not NULL) or as a tree. */
+static vl_status send_request_as(vl_client *c, uint64_t id, const char *method, const cJSON *params,
+                                 const char *params_text, size_t params_len, const uint8_t *payload,
+                                 size_t payload_len, int64_t deadline, vl_error *err) {
   if (id > VL_CLIENT_MAX_ID || method == NULL) {
     return vl_error_set(err, VL_ERR_INVALID_PARAMS, "",
                         id > VL_CLIENT_MAX_ID ? "request id over 2^53" : "no method given");
   }
   size_t json_len = 0;
-  char *text = vl__rpc_request_text(id, method, params, &json_len);
+  char *text = params_text != NULL
+                   ? vl__rpc_request_text_raw(id, method, params_text, params_len, &json_len)
+                   : vl__rpc_request_text(id, method, params, &json_len);
   if (text == NULL) {
     return vl_error_set(err, VL_ERR_NOMEM, "", "cannot print the request");
   }
@@ -356,12 +359,35 @@ static vl_status send_request(vl_client *c, uint64_t id, const char *method, con
   return s;
 }
 
+static vl_status send_request(vl_client *c, uint64_t id, const char *method, const cJSON *params,
+                              const uint8_t *payload, size_t payload_len, int64_t deadline,
+                              vl_error *err) {
+  return send_request_as(c, id, method, params, NULL, 0, payload, payload_len, deadline, err);
+}
+
 vl_status vl_client_send(vl_client *c, uint64_t id, const char *method, const cJSON *params,
                          const uint8_t *payload, size_t payload_len, vl_error *err) {
   vl_status s = check_usable(c, err);
   if (s == VL_OK) {
     s = send_request(c, id, method, params, payload, payload_len, deadline_after(c->timeout_ms),
                      err);
+  }
+  if (s == VL_OK) {
+    c->pending++;
+  }
+  return s;
+}
+
+vl_status vl_client_send_text(vl_client *c, uint64_t id, const char *method, const char *params,
+                              size_t params_len, const uint8_t *payload, size_t payload_len,
+                              vl_error *err) {
+  vl_status s = check_usable(c, err);
+  if (s == VL_OK && params == NULL) {
+    s = vl_error_set(err, VL_ERR_INVALID_PARAMS, "", "no params text given");
+  }
+  if (s == VL_OK) {
+    s = send_request_as(c, id, method, NULL, params, params_len, payload, payload_len,
+                        deadline_after(c->timeout_ms), err);
   }
   if (s == VL_OK) {
     c->pending++;
@@ -387,9 +413,12 @@ static vl_status recv_header(vl_client *c, vl_frame_header *h, int64_t deadline,
   return s;
 }
 
-/* Reads one whole response frame and parses its JSON. */
-static vl_status recv_response(vl_client *c, uint64_t *id, cJSON **result, vl_buf *out_payload,
-                               int64_t deadline, vl_error *err) {
+/* Reads one whole response frame and parses its JSON; with text set, a result response is
+ * checked without a tree and its result's text handed over in *text (NUL-terminated, *text_len
+ * its length; an error response is read as always and leaves *text NULL). */
+static vl_status recv_response_as(vl_client *c, uint64_t *id, cJSON **result, char **text,
+                                  size_t *text_len, vl_buf *out_payload, int64_t deadline,
+                                  vl_error *err) {
   vl_frame_header h;
   vl_status s = recv_header(c, &h, deadline, err);
   if (s != VL_OK) {
@@ -402,6 +431,17 @@ static vl_status recv_response(vl_client *c, uint64_t *id, cJSON **result, vl_bu
   s = recv_exact(c, json, h.json_len, deadline, err);
   if (s == VL_OK) {
     s = recv_payload(c, out_payload, (size_t)h.payload_len, deadline, err);
+  }
+  bool id_null = false;
+  size_t off = 0, n = 0;
+  if (s == VL_OK && text != NULL &&
+      vl__rpc_response_scan(json, h.json_len, &id_null, id, &off, &n)) {
+    if (id_null) *id = VL_CLIENT_NO_ID;
+    memmove(json, json + off, n); /* the text becomes the result's, no copy */
+    json[n] = '\0';
+    *text = json;
+    *text_len = n;
+    return VL_OK;
   }
   if (s == VL_OK) {
     /* the envelope's strict reader; numbers keep their exact text (a lowered graph's literals) */
@@ -419,6 +459,28 @@ static vl_status recv_response(vl_client *c, uint64_t *id, cJSON **result, vl_bu
     vl__rpc_response_free(&resp);
   }
   free(json);
+  return s;
+}
+
+static vl_status recv_response(vl_client *c, uint64_t *id, cJSON **result, vl_buf *out_payload,
+                               int64_t deadline, vl_error *err) {
+  return recv_response_as(c, id, result, NULL, NULL, out_payload, deadline, err);
+}
+
+vl_status vl_client_recv_text(vl_client *c, uint64_t *id, char **result, size_t *result_len,
+                              vl_buf *out_payload, vl_error *err) {
+  *id = VL_CLIENT_NO_ID;
+  *result = NULL;
+  *result_len = 0;
+  vl_status s = check_usable(c, err);
+  if (s != VL_OK) {
+    return s;
+  }
+  s = recv_response_as(c, id, NULL, result, result_len, out_payload, deadline_after(c->timeout_ms),
+                       err);
+  if (!c->broken && c->pending > 0) {
+    c->pending--;
+  }
   return s;
 }
 

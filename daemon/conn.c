@@ -29,9 +29,13 @@ typedef struct out_msg {
   uint8_t header[VL_FRAME_HEADER_SIZE];
   char *json;
   bool json_static;
+  size_t json_len;
   vl_buf payload;
   uint64_t bytes;
+  struct out_msg *next; /* the rest of a batch written by this message's request */
 } out_msg;
+
+enum { BATCH_MAX = 16 }; /* responses per write call */
 
 /* A frame's body is allocated only when it fits the memory budget; until then the connection
  * is not read (back-pressure). A frame over half the budget is refused outright: working on
@@ -87,10 +91,16 @@ void vld_conn_ref(vld_conn *c) {
   c->refs++;
 }
 
-void vld_conn_unref(vld_conn *c) {
-  if (--c->refs == 0) {
+/* Drops n references at once (a written batch held one per message). */
+static void unref_n(vld_conn *c, unsigned n) {
+  c->refs -= n;
+  if (c->refs == 0) {
     conn_free(c);
   }
+}
+
+void vld_conn_unref(vld_conn *c) {
+  unref_n(c, 1);
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -132,12 +142,25 @@ static void out_msg_free(out_msg *m) {
   free(m);
 }
 
+/* Frees the messages of the batch m (uncounted: writes, write_bytes); returns how many. */
+static unsigned batch_free(out_msg *m) {
+  unsigned n = 0;
+  while (m != NULL) {
+    out_msg *next = m->next;
+    vld_conn *c = m->conn;
+    c->writes--;
+    c->write_bytes -= m->bytes;
+    out_msg_free(m);
+    m = next;
+    n++;
+  }
+  return n;
+}
+
 static void on_written(uv_write_t *req, int status) {
   out_msg *m = req->data;
   vld_conn *c = m->conn;
-  c->writes--;
-  c->write_bytes -= m->bytes;
-  out_msg_free(m);
+  unsigned n = batch_free(m);
   if (status == 0) {
     mark_activity(c);
   }
@@ -146,7 +169,7 @@ static void on_written(uv_write_t *req, int status) {
     vld_conn_close(c);
   }
   vld_conn_settle(c);
-  vld_conn_unref(c);
+  unref_n(c, n);
 }
 
 /* Allocates the message; NULL on out-of-memory (then json and payload were released). */
@@ -176,6 +199,44 @@ static out_msg *out_msg_new(vld_conn *c, char *json, size_t json_len, bool json_
   return m;
 }
 
+/* Writes the batch first..(up to BATCH_MAX messages, linked) with one request: its first. */
+static void write_batch(vld_conn *c, out_msg *first) {
+  uv_buf_t bufs[3 * BATCH_MAX];
+  unsigned n = 0;
+  for (out_msg *m = first; m != NULL; m = m->next) {
+    bufs[n++] = (uv_buf_t){.base = (char *)m->header, .len = VL_FRAME_HEADER_SIZE};
+    bufs[n++] = (uv_buf_t){.base = m->json, .len = m->json_len};
+    if (m->payload.len > 0) {
+      bufs[n++] = (uv_buf_t){.base = (char *)m->payload.data, .len = m->payload.len};
+    }
+  }
+  int rc = c->closing ? UV_ECANCELED
+                      : uv_write(&first->req, (uv_stream_t *)&c->pipe, bufs, n, on_written);
+  if (rc != 0) {
+    if (!c->closing) {
+      vld_log_debug("conn %llu: write: %s", (unsigned long long)c->serial, uv_strerror(rc));
+      vld_conn_close(c);
+    }
+    unref_n(c, batch_free(first)); /* its handles still hold c: closing is asynchronous */
+  }
+}
+
+/* Writes the responses queued while corked, BATCH_MAX per write call, in order. */
+static void flush_cork(vld_conn *c) {
+  while (c->cork_head != NULL) {
+    out_msg *first = c->cork_head, *last = first;
+    for (unsigned k = 1; k < BATCH_MAX && last->next != NULL; k++) {
+      last = last->next;
+    }
+    c->cork_head = last->next;
+    if (c->cork_head == NULL) {
+      c->cork_tail = NULL;
+    }
+    last->next = NULL;
+    write_batch(c, first);
+  }
+}
+
 void vld_conn_send(vld_conn *c, char *json, size_t json_len, bool json_static, vl_buf *payload) {
   if (c->closing) {
     if (!json_static) {
@@ -190,21 +251,20 @@ void vld_conn_send(vld_conn *c, char *json, size_t json_len, bool json_static, v
     vld_conn_close(c);
     return;
   }
-  uv_buf_t bufs[3] = {{.base = (char *)m->header, .len = VL_FRAME_HEADER_SIZE},
-                      {.base = m->json, .len = json_len},
-                      {.base = (char *)m->payload.data, .len = m->payload.len}};
-  int rc =
-      uv_write(&m->req, (uv_stream_t *)&c->pipe, bufs, m->payload.len > 0 ? 3u : 2u, on_written);
-  if (rc != 0) {
-    vld_log_debug("conn %llu: write: %s", (unsigned long long)c->serial, uv_strerror(rc));
-    out_msg_free(m);
-    vld_conn_close(c);
-    return;
-  }
+  m->json_len = json_len;
   c->writes++;
   c->write_bytes += m->bytes;
   vld_conn_ref(c);
   mark_activity(c);
+  if (c->cork_tail != NULL) {
+    c->cork_tail->next = m;
+  } else {
+    c->cork_head = m;
+  }
+  c->cork_tail = m;
+  if (!c->corked) {
+    flush_cork(c);
+  }
 }
 
 void vld_conn_send_error(vld_conn *c, const vl_error *err) {
@@ -277,6 +337,8 @@ static void retry_admission(vld_conn *c) {
 /* Feeds buffered bytes to the decoder and dispatches whole frames until the bytes run out
  * or a limit is hit. */
 static void process_input(vld_conn *c) {
+  bool outer = !c->corked; /* the responses answered meanwhile go out together */
+  c->corked = true;
   while (c->rbuf_off < c->rbuf_len && !c->input_done && !over_limits(c)) {
     size_t used = 0;
     bool ready = false;
@@ -287,11 +349,15 @@ static void process_input(vld_conn *c) {
     c->rbuf_off += used;
     if (s != VL_OK) {
       frame_error(c, &err);
-      return;
+      break;
     }
     if (ready) {
       deliver(c, &frame);
     }
+  }
+  if (outer) {
+    c->corked = false;
+    flush_cork(c);
   }
 }
 

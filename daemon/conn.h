@@ -72,8 +72,12 @@ struct vld_conn {
   unsigned refs;
   unsigned handles_open;
   uint32_t inflight;    /* requests held (vld_conn_hold) */
-  uint32_t writes;      /* write requests not yet called back */
+  uint32_t writes;      /* responses queued and not yet called back */
   uint64_t write_bytes; /* the memory they hold */
+  /* Responses queued while the frames of one read are dispatched, written together after
+   * (one write call, one wake-up of the client for a pipelined batch): */
+  bool corked;
+  struct out_msg *cork_head, *cork_tail;
   /* The owner's memory queue (admit_memory): */
   bool mem_queued;
   uint64_t mem_ticket;   /* place in the queue: fair across users, see server.c */

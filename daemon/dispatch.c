@@ -27,6 +27,9 @@
 enum {
   LOOP_PARSE_MAX = VLD_SMALL_FRAME,
   LOOP_MAX_NODES = 64,
+  /* Requests up to this size are read without a tree of their graph (vl__rpc_request_scan); the
+   * reader's tape of a value costs ~24 bytes per token on top of the trees of other members */
+  SCAN_MAX = 1 << 20,
   TRIM_AFTER_JSON = 1 << 20,
   LOOP_WINDOW_NS = 1000000, /* 1 ms */
   LOOP_SPEND_NS = 900000,   /* of which small heavy requests take at most 0.9 ms */
@@ -84,6 +87,7 @@ typedef struct vld_work {
   vl__rpc_request rpc;
   int method;   /* a method index (method_index), -1 until known */
   bool parsed;  /* rpc was parsed (and found valid) on the loop */
+  bool scanned; /* rpc was read by vl__rpc_request_scan (its graph is text, not yet checked) */
   bool expired; /* the drain timed out while it was on the pool (vld_dispatch_expire) */
   bool over_memory; /* its work passed the memory budget: answered -32005 */
   bool uid_counted; /* counted in its user's queued requests */
@@ -118,8 +122,13 @@ static void unlink_work(work *w) {
 
 /* ---- any thread ------------------------------------------------------------------------ */
 
-static vl_status parse(work *w, vl_error *err) {
-  vl_status s = vl__rpc_request_parse(w->frame.json, w->frame.json_len, &w->rpc, err);
+/* Reads the request: scanned (vl__rpc_request_scan) when scan allows and the text is small
+ * enough, else by the strict reader. */
+static vl_status parse(work *w, bool scan, vl_error *err) {
+  const char *json = w->frame.json;
+  size_t len = w->frame.json_len;
+  w->scanned = scan && len <= SCAN_MAX && vl__rpc_request_scan(json, len, &w->rpc);
+  vl_status s = w->scanned ? VL_OK : vl__rpc_request_parse(json, len, &w->rpc, err);
   if (s != VL_OK) {
     return s;
   }
@@ -190,6 +199,21 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
     if (on_pool) vld_mem_guard_begin();
     s = vl_service_call(w->rpc.method, w->rpc.params, w->frame.payload, w->frame.payload_len,
                         &w->cfg->limits, &result, &w->payload, &w->call, err);
+    if (s != VL_OK && s != VL_ERR_NOMEM && w->scanned) {
+      /* The scan left the graph's text unchecked: a failed call is answered as the strict
+       * reader has it (its errors, in its order), reading the request again. */
+      vl__rpc_request_free(&w->rpc);
+      vl_buf_free(&w->payload);
+      vl_error_clear(err);
+      w->scanned = false;
+      s = vl__rpc_request_parse(w->frame.json, w->frame.json_len, &w->rpc, err);
+      if (s == VL_OK) {
+        s = vl_service_call(w->rpc.method, w->rpc.params, w->frame.payload, w->frame.payload_len,
+                            &w->cfg->limits, &result, &w->payload, &w->call, err);
+      } else {
+        w->method = -1; /* counted as the strict reader counts it: an invalid request */
+      }
+    }
     vl_frame_free(&w->frame);
     if (s == VL_OK) {
       s = print_result(w, result, err);
@@ -211,7 +235,7 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
  * answered -32005 with its id (found by the scanner, which allocates only the id). */
 static vl_status parse_within_budget(work *w, vl_error *err) {
   vld_mem_guard_begin();
-  vl_status s = parse(w, err);
+  vl_status s = parse(w, true, err);
   if (vld_mem_guard_end() && s == VL_ERR_NOMEM) {
     vl__rpc_request_free(&w->rpc);
     w->rpc.id = vl__rpc_peek_id(w->frame.json, w->frame.json_len);
@@ -395,6 +419,9 @@ static bool runs_on_loop(const work *w) {
     bound |= strcmp(w->rpc.method, graph_bound_methods[i]) == 0;
   }
   const cJSON *graph = cJSON_GetObjectItemCaseSensitive(w->rpc.params, "graph");
+  if (cJSON_IsRaw(graph)) { /* read as text: the scanner counted its nodes */
+    return bound && w->rpc.graph_nodes >= 0 && w->rpc.graph_nodes <= LOOP_MAX_NODES;
+  }
   const cJSON *nodes = cJSON_IsObject(graph) ? cJSON_GetObjectItemCaseSensitive(graph, "nodes")
                                              : NULL;
   return bound && cJSON_IsArray(nodes) && cJSON_GetArraySize(nodes) <= LOOP_MAX_NODES;
@@ -417,7 +444,7 @@ static bool loop_has_time(vld_dispatcher *d, uint64_t now) {
 static bool answered_on_loop(work *w) {
   vl_error err;
   vl_error_clear(&err);
-  vl_status s = parse(w, &err);
+  vl_status s = parse(w, true, &err);
   uint64_t t0 = uv_hrtime();
   if (s == VL_OK && where_of(w->method) == RUN_POOL && runs_on_loop(w) &&
       loop_has_time(w->d, t0)) {
@@ -427,6 +454,13 @@ static bool answered_on_loop(work *w) {
     complete(w);
     d->loop_spent_ns += uv_hrtime() - t0;
     return true;
+  }
+  if (s == VL_OK && where_of(w->method) == RUN_POOL && pool_full(w->d, w->conn) && w->scanned) {
+    /* refused only when the strict reader finds the request valid, as before the scan */
+    vl__rpc_request_free(&w->rpc);
+    w->scanned = false;
+    w->method = -1;
+    s = parse(w, false, &err);
   }
   if (s == VL_OK && where_of(w->method) == RUN_POOL) {
     if (pool_full(w->d, w->conn)) {

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -452,6 +453,160 @@ static void request_text_has_exact_ids_and_numbers(void **state) {
   cJSON_Delete(params);
 }
 
+/* What vl__rpc_request_scan makes of json: false, or true with the id as printed, the method,
+ * the graph's text (NULL when params has none) and the count of its nodes. */
+static void expect_scan(const char *json, bool read, const char *id_text, const char *graph,
+                        long nodes) {
+  vl__rpc_request req, strict;
+  vl_error err;
+  bool got = vl__rpc_request_scan(json, strlen(json), &req);
+  if (got != read) fail_msg("%s: scanned %d", json, got);
+  if (!read) {
+    assert_null(req.doc);
+    return;
+  }
+  /* what is scanned the strict reader finds valid, with the same id, method and params */
+  assert_int_equal(vl__rpc_request_parse(json, strlen(json), &strict, &err), VL_OK);
+  char *a = req.id != NULL ? cJSON_PrintUnformatted(req.id) : NULL;
+  char *b = strict.id != NULL ? cJSON_PrintUnformatted(strict.id) : NULL;
+  if (id_text == NULL) {
+    assert_null(a);
+    assert_null(b);
+  } else {
+    assert_string_equal(a, id_text);
+    assert_string_equal(b, id_text);
+  }
+  free(a);
+  free(b);
+  assert_string_equal(req.method, strict.method);
+  const cJSON *g = cJSON_GetObjectItemCaseSensitive(req.params, "graph");
+  if (graph == NULL) {
+    assert_null(g);
+  } else {
+    assert_true(cJSON_IsRaw(g));
+    assert_string_equal(g->valuestring, graph);
+    cJSON *tree = cJSON_Parse(graph);
+    assert_true(cJSON_Compare(tree, cJSON_GetObjectItemCaseSensitive(strict.params, "graph"), 1));
+    cJSON_Delete(tree);
+  }
+  assert_int_equal(req.graph_nodes, nodes);
+  for (const cJSON *m = strict.params != NULL ? strict.params->child : NULL; m; m = m->next) {
+    const cJSON *other = cJSON_GetObjectItemCaseSensitive(req.params, m->string);
+    assert_non_null(other);
+    if (strcmp(m->string, "graph") != 0) assert_true(cJSON_Compare(m, other, 1));
+  }
+  vl__rpc_request_free(&req);
+  vl__rpc_request_free(&strict);
+}
+
+static void small_requests_are_scanned_as_the_strict_reader_reads_them(void **state) {
+  (void)state;
+  expect_scan(
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"lower\",\"params\":{\"graph\":"
+      "{\"nodes\":[{\"name\":\"a,]\"},{\"args\":[1,[2,{}]]}]},\"options\":{\"fold\":false}}}",
+      true, "1", "{\"nodes\":[{\"name\":\"a,]\"},{\"args\":[1,[2,{}]]}]}", 2);
+  expect_scan("{ \"params\" : { \"graph\" :\n {\"nodes\" : [ ] } } , \"method\":\"validate\","
+              "\"id\":\"x\",\"jsonrpc\":\"2.0\"}",
+              true, "\"x\"", "{\"nodes\" : [ ] }", 0);
+  expect_scan(
+      "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"lower\",\"params\":{\"\\u0067raph\":{}}}", true,
+      "1.5", "{}", -1);
+  expect_scan("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\",\"params\":null}", true, NULL,
+              NULL, -1);
+  expect_scan("{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,\"method\":\"ping\"}", true,
+              "9007199254740992", NULL, -1);
+  /* everything else is left to the strict reader */
+  static const char *const left[] = {
+      "{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"ping\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":[],\"method\":\"ping\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"method\":\"ping\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xe2\x82\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1}",
+      "{\"id\":1,\"method\":\"ping\"}",
+      "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"extra\":0}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":[]}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":3}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"lower\",\"params\":{\"graph\":{},\"graph\":{}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"lower\",\"params\":{\"graph\":[1]}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"lower\",\"params\":{\"graph\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"lower\",\"params\":{\"options\":{,}}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} x",
+      "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]",
+  };
+  for (size_t i = 0; i < sizeof left / sizeof left[0]; i++)
+    expect_scan(left[i], false, NULL, NULL, 0);
+  /* a graph nested as deep as the whole document may nest, and one level deeper */
+  for (int extra = 0; extra < 2; extra++) {
+    int depth = CJSON_NESTING_LIMIT - 3 + extra; /* the document, params, graph, its arrays */
+    size_t cap = (size_t)depth * 2 + 128;
+    char *j = malloc(cap);
+    assert_non_null(j);
+    int k = snprintf(j, cap,
+                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"lower\",\"params\":"
+                     "{\"graph\":{\"a\":");
+    for (int d = 0; d < depth; d++) j[k++] = '[';
+    for (int d = 0; d < depth; d++) j[k++] = ']';
+    snprintf(j + k, cap - (size_t)k, "}}}");
+    vl__rpc_request strict;
+    vl_error err;
+    vl_status st = vl__rpc_request_parse(j, strlen(j), &strict, &err);
+    vl__rpc_request_free(&strict);
+    assert_int_equal(st, extra == 0 ? VL_OK : VL_ERR_PARSE);
+    vl__rpc_request req;
+    assert_int_equal(vl__rpc_request_scan(j, strlen(j), &req), extra == 0);
+    vl__rpc_request_free(&req);
+    free(j);
+  }
+}
+
+static void responses_are_scanned_as_strictly_as_parsed(void **state) {
+  (void)state;
+  static const char *const left[] = {
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"extra\":0}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1,\"message\":\"m\"}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1}",
+      "{\"jsonrpc\":\"1.0\",\"id\":1,\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":-1,\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":\"1\",\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":9007199254740994,\"result\":{}}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}} x",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":[1,]}",
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"\\u0000\"}",
+      "[]",
+  };
+  bool id_null = false;
+  uint64_t id = 0;
+  size_t off = 0, len = 0;
+  for (size_t i = 0; i < sizeof left / sizeof left[0]; i++) {
+    if (vl__rpc_response_scan(left[i], strlen(left[i]), &id_null, &id, &off, &len)) {
+      fail_msg("%s: scanned", left[i]);
+    }
+  }
+  const char *ok =
+      "{\"result\": {\"x\":[1.50,\"\\u00e9\"]} ,\"id\":9007199254740992.0,\"jsonrpc\":\"2.0\"}";
+  assert_true(vl__rpc_response_scan(ok, strlen(ok), &id_null, &id, &off, &len));
+  assert_false(id_null);
+  assert_int_equal(id, 9007199254740992u);
+  assert_int_equal(len, strlen("{\"x\":[1.50,\"\\u00e9\"]}"));
+  assert_memory_equal(ok + off, "{\"x\":[1.50,\"\\u00e9\"]}", len);
+  ok = "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":7}";
+  assert_true(vl__rpc_response_scan(ok, strlen(ok), &id_null, &id, &off, &len));
+  assert_true(id_null);
+  assert_memory_equal(ok + off, "7", len);
+  size_t n = 0;
+  const char *p = "{\"graph\": {}}";
+  char *t = vl__rpc_request_text_raw(5, "lower", p, strlen(p), &n);
+  assert_string_equal(
+      t, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"lower\",\"params\":{\"graph\": {}}}");
+  assert_int_equal(n, strlen(t));
+  free(t);
+}
+
 /* Parses a response; returns the status and fills resp (freed by the caller). */
 static vl_status response(const char *json, vl__rpc_response *resp, vl_error *err) {
   vl_error_clear(err);
@@ -533,6 +688,8 @@ int main(void) {
       cmocka_unit_test(ids_and_methods_must_be_utf8),
       cmocka_unit_test(request_text_has_exact_ids_and_numbers),
       cmocka_unit_test(responses_are_read_strictly),
+      cmocka_unit_test(small_requests_are_scanned_as_the_strict_reader_reads_them),
+      cmocka_unit_test(responses_are_scanned_as_strictly_as_parsed),
       cmocka_unit_test(status_map_inverts_itself),
       cmocka_unit_test(header_decode_reads_back_the_encoded_lengths),
       cmocka_unit_test(header_decode_rejects_a_bad_magic),

@@ -74,6 +74,17 @@ VL_API vl_status vl_client_send(vl_client *c, uint64_t id, const char *method, c
                                 const uint8_t *payload, size_t payload_len, vl_error *err);
 VL_API vl_status vl_client_recv(vl_client *c, uint64_t *id, cJSON **result, vl_buf *out_payload,
                                 vl_error *err);
+/* The same with JSON text instead of trees, for callers that pass text on or look at little of
+ * it: vl_client_send_text sends params (one JSON object, params_len bytes, put in the request
+ * as is; the daemon checks it). vl_client_recv_text checks the whole response as strictly as
+ * vl_client_recv does, without building a tree, and hands over the result's JSON text in
+ * *result (NUL-terminated, *result_len bytes; the caller frees it with free()); after an error
+ * response, as vl_client_recv's, *result is NULL. */
+VL_API vl_status vl_client_send_text(vl_client *c, uint64_t id, const char *method,
+                                     const char *params, size_t params_len, const uint8_t *payload,
+                                     size_t payload_len, vl_error *err);
+VL_API vl_status vl_client_recv_text(vl_client *c, uint64_t *id, char **result, size_t *result_len,
+                                     vl_buf *out_payload, vl_error *err);
 
 /* Convenience calls, thin wrappers of vl_client_call (SPEC §6 params and results). */
 VL_API vl_status vl_client_ping(vl_client *c, vl_error *err);

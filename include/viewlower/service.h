@@ -49,7 +49,9 @@ VL_API bool vl_service_has_method(const char *method);
 
 /* Runs method with params (an object; NULL is treated as {}). On success *result is a new
  * object (caller frees with cJSON_Delete) and binary output, if any, is appended to
- * out_payload. Error paths are relative to params ("/graph/nodes/3/val"). */
+ * out_payload. Error paths are relative to params ("/graph/nodes/3/val"). A "graph" member
+ * may be a cJSON raw item holding the graph's JSON text (one value, NUL-free): it is read by
+ * the graph parser without a tree, with the same result and errors as its tree would get. */
 VL_API vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t *payload,
                                  size_t payload_len, const vl_limits *lim, cJSON **result,
                                  vl_buf *out_payload, vl_call_stats *stats, vl_error *err);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_read.h"
 #include "base/json_util.h"
 #include "base/json_write.h"
 
@@ -210,6 +211,7 @@ static vl_status read_params(vl__rpc_request *req, vl_error *err) {
 
 vl_status vl__rpc_request_parse(const char *json, size_t len, vl__rpc_request *req, vl_error *err) {
   memset(req, 0, sizeof *req);
+  req->graph_nodes = -1;
   vl_status s = parse_json(json, len, req, err);
   if (s != VL_OK) {
     return s;
@@ -237,6 +239,191 @@ void vl__rpc_request_free(vl__rpc_request *req) {
   memset(req, 0, sizeof *req);
 }
 
+/* ---- small requests read without a tree of their graph ------------------------------------ */
+
+/* The tree of the value just read by r, whose text starts at or after start: what
+ * vl__json_parse_one gives for that text (the same strictness), or NULL. */
+static cJSON *tree_of(const vl__jr *r, size_t start) {
+  cJSON *doc = NULL;
+  size_t at = 0;
+  if (vl__json_parse_one(r->text + start, r->pos - start, false, &doc, &at) != VL__JSON_OK) {
+    return NULL;
+  }
+  return doc;
+}
+
+static size_t skip_string(const char *s, size_t n, size_t open);
+
+/* The span of the graph object that starts at s[i]: bracket counting as skip_value does, no
+ * token checked (the graph parser checks every one of them), and along the way the depth it
+ * reaches and the entries of its top-level "nodes" array (-1 when that is not seen as one).
+ * Returns the index just past it, or n. */
+static size_t skip_graph(const char *s, size_t n, size_t i, int *depth, long *nodes) {
+  int d = 0, nodes_at = -1;
+  bool empty = true;
+  *depth = 0;
+  *nodes = -1;
+  for (; i < n; i++) {
+    char ch = s[i];
+    if (ch == '"') {
+      size_t end = skip_string(s, n, i);
+      if (d == 1 && end - i == 7 && memcmp(s + i, "\"nodes\"", 7) == 0) {
+        size_t k = skip_ws(s, n, end);
+        if (k < n && s[k] == ':') k = skip_ws(s, n, k + 1);
+        if (k < n && s[k] == '[' && *nodes < 0) nodes_at = 2, *nodes = 0;
+      }
+      if (d == nodes_at) empty = false;
+      i = end - 1;
+    } else if (ch == '{' || ch == '[') {
+      if (d == nodes_at) empty = false;
+      if (++d > *depth) *depth = d;
+    } else if (ch == '}' || ch == ']') {
+      if (d == nodes_at) {
+        *nodes += !empty;
+        nodes_at = -1;
+      }
+      if (--d == 0) return i + 1;
+    } else if (ch == ',' && d == nodes_at) {
+      ++*nodes;
+    } else if (d == nodes_at && !is_ws(ch)) {
+      empty = false;
+    }
+  }
+  return n;
+}
+
+/* The raw item of text[start..end) (leading whitespace left out), or NULL. The caller makes
+ * sure the text is NUL-free. */
+static cJSON *raw_span(const char *text, size_t start, size_t end) {
+  start = skip_ws(text, end, start);
+  size_t n = end - start;
+
+  char *copy = malloc(n + 1);
+  cJSON *raw = copy != NULL ? cJSON_CreateRaw("") : NULL;
+  if (raw == NULL) {
+    free(copy);
+    return NULL;
+  }
+  memcpy(copy, text + start, n);
+  copy[n] = '\0';
+  cJSON_free(raw->valuestring); /* the item takes the text: no second copy */
+  raw->valuestring = copy;
+  return raw;
+}
+
+/* params.graph, r at its value: an object skipped (skip_graph) and kept as its text. The text
+ * is only checked by the graph parser when the method runs, so the caller of the scan treats
+ * a request whose call fails as unread (vl__rpc_request_scan). Refused: anything but an object,
+ * a text with a NUL byte (the reader takes no raw control byte, but this text is not read),
+ * one nested deeper than the document may nest. */
+static cJSON *scan_graph(vl__jr *r, long *nodes) {
+  size_t i = skip_ws(r->text, r->len, r->pos);
+  if (i >= r->len || r->text[i] != '{') return NULL;
+  int depth = 0;
+  size_t end = skip_graph(r->text, r->len, i, &depth, nodes);
+  if (end >= r->len || r->depth + depth > r->max_depth || memchr(r->text + i, '\0', end - i)) {
+    return NULL;
+  }
+  cJSON *raw = raw_span(r->text, i, end);
+  r->pos = end;
+  return raw;
+}
+
+/* The members of params (r just past its '{') into the object p: "graph" as a raw item (and
+ * the count of its nodes in *nodes), the others as trees; none twice. */
+static bool scan_params(vl__jr *r, cJSON *p, long *nodes) {
+  bool more = false;
+  for (bool first = true; vl__jr_next(r, '}', first, &more) && more; first = false) {
+    if (!vl__jr_key(r)) return false;
+    char *key = vl__jt_dup(r, 0);
+    size_t start = r->pos;
+    cJSON *item = NULL;
+    if (key != NULL && cJSON_GetObjectItemCaseSensitive(p, key) == NULL) {
+      item = strcmp(key, "graph") == 0        ? scan_graph(r, nodes)
+             : vl__jr_value(r) != VL__JT_NONE ? tree_of(r, start)
+                                              : NULL;
+    }
+    bool ok = item != NULL && cJSON_AddItemToObject(p, key, item);
+    if (!ok) cJSON_Delete(item);
+    free(key);
+    if (!ok) return false;
+  }
+  return more == false && r->problem == VL__JSON_OK;
+}
+
+/* One top-level member (its key on r's tape) into req and doc; seen: the members read. */
+static bool scan_member(vl__jr *r, vl__rpc_request *req, unsigned *seen) {
+  int i = -1;
+  for (int k = 0; request_members[k] != NULL && i < 0; k++) {
+    if (vl__jt_is(r, 0, request_members[k])) i = k;
+  }
+  if (i < 0 || (*seen & (1u << i))) return false;
+  *seen |= 1u << i;
+  size_t start = r->pos;
+  if (i == 3) { /* params: an object, or null */
+    cJSON *p = cJSON_CreateObject();
+    if (p == NULL || !cJSON_AddItemToObject(req->doc, "params", p)) {
+      cJSON_Delete(p);
+      return false;
+    }
+    if (vl__jr_open(r, '{')) {
+      req->params = p;
+      return scan_params(r, p, &req->graph_nodes);
+    }
+    /* not an object: fine only for null (r's problem is set, so read it again) */
+    vl__jr again;
+    vl__jr_init(&again, r->text, r->len);
+    again.pos = start;
+    again.depth = r->depth;
+    uint32_t v = vl__jr_value(&again);
+    bool null = v != VL__JT_NONE && vl__jt_kind(&again, v) == VL__JT_NULL;
+    r->problem = again.problem;
+    r->pos = again.pos;
+    vl__jr_free(&again);
+    return null;
+  }
+  uint32_t v = vl__jr_value(r);
+  if (v == VL__JT_NONE) return false;
+  vl__jt_type t = vl__jt_kind(r, v);
+  if (i == 0) return vl__jt_is(r, v, "2.0");
+  if (i == 2) { /* method: a string of valid UTF-8 */
+    if (t != VL__JT_STRING || !vl__utf8_valid(vl__jt_bytes(r, v), r->tape[v].len)) return false;
+    char *m = vl__jt_dup(r, v);
+    cJSON *item = m != NULL ? cJSON_CreateString(m) : NULL;
+    free(m);
+    if (item == NULL || !cJSON_AddItemToObject(req->doc, "method", item)) {
+      cJSON_Delete(item);
+      return false;
+    }
+    req->method = item->valuestring;
+    return true;
+  }
+  /* id: a number, string or null, echoed as vl__rpc_request_parse echoes it */
+  if (t != VL__JT_NUMBER && t != VL__JT_STRING && t != VL__JT_NULL) return false;
+  cJSON *id = tree_of(r, start);
+  vl_error err;
+  bool ok = id != NULL && id_echo(id, &req->id, &err) == VL_OK;
+  cJSON_Delete(id);
+  return ok;
+}
+
+bool vl__rpc_request_scan(const char *json, size_t len, vl__rpc_request *req) {
+  memset(req, 0, sizeof *req);
+  req->graph_nodes = -1;
+  vl__jr r;
+  vl__jr_init(&r, json, len);
+  unsigned seen = 0;
+  bool more = false, ok = (req->doc = cJSON_CreateObject()) != NULL && vl__jr_open(&r, '{');
+  for (bool first = true; ok && vl__jr_next(&r, '}', first, &more) && more; first = false) {
+    ok = vl__jr_key(&r) && scan_member(&r, req, &seen);
+  }
+  /* jsonrpc, id and method are required */
+  ok = ok && r.problem == VL__JSON_OK && vl__jr_end(&r, false) && (seen & 7u) == 7u;
+  vl__jr_free(&r);
+  if (!ok) vl__rpc_request_free(req);
+  return ok;
+}
+
 /* {"jsonrpc":"2.0","id":<copy of id or null>}; NULL on out-of-memory. */
 static cJSON *envelope(const cJSON *id) {
   cJSON *o = cJSON_CreateObject();
@@ -258,14 +445,23 @@ static char *print_and_delete(cJSON *o, size_t *len) {
   return text;
 }
 
+/* Written straight into one buffer: the text print_and_delete gives for the tree
+ * {"jsonrpc":"2.0","id":id,"result":result}, without building the envelope. */
 char *vl__rpc_result_text(const cJSON *id, cJSON *result, size_t *len) {
-  cJSON *o = envelope(id);
-  if (o == NULL || !cJSON_AddItemToObject(o, "result", result)) {
-    cJSON_Delete(result);
-    cJSON_Delete(o);
-    return NULL;
+  if (result == NULL) return NULL;
+  vl_buf b = {0};
+  vl__jw w = {&b, false};
+  VL__JW_LIT(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
+  if (id != NULL) {
+    vl__jw_cjson(&w, id);
+  } else {
+    VL__JW_LIT(&w, "null");
   }
-  return print_and_delete(o, len);
+  VL__JW_LIT(&w, ",\"result\":");
+  vl__jw_cjson(&w, result);
+  vl__jw_char(&w, '}');
+  cJSON_Delete(result);
+  return vl__jw_finish(&w, len);
 }
 
 static cJSON *error_object(const vl_error *err) {
@@ -496,6 +692,55 @@ char *vl__rpc_request_text(uint64_t id, const char *method, const cJSON *params,
   }
   vl__jw_char(&w, '}');
   return vl__jw_finish(&w, len);
+}
+
+char *vl__rpc_request_text_raw(uint64_t id, const char *method, const char *params,
+                               size_t params_len, size_t *len) {
+  vl_buf buf = {0};
+  vl__jw w = {&buf, false};
+  VL__JW_LIT(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
+  vl__jw_int(&w, (int64_t)id);
+  VL__JW_LIT(&w, ",\"method\":");
+  vl__jw_str(&w, method);
+  VL__JW_LIT(&w, ",\"params\":");
+  vl__jw_raw(&w, params, params_len);
+  vl__jw_char(&w, '}');
+  return vl__jw_finish(&w, len);
+}
+
+bool vl__rpc_response_scan(const char *json, size_t len, bool *id_null, uint64_t *id,
+                           size_t *result_off, size_t *result_len) {
+  static const char *const names[] = {"jsonrpc", "id", "result", NULL};
+  vl__jr r;
+  vl__jr_init(&r, json, len);
+  unsigned seen = 0;
+  bool more = false, ok = vl__jr_open(&r, '{');
+  for (bool first = true; ok && vl__jr_next(&r, '}', first, &more) && more; first = false) {
+    int i = -1;
+    ok = vl__jr_key(&r);
+    for (int k = 0; ok && names[k] != NULL && i < 0; k++) {
+      if (vl__jt_is(&r, 0, names[k])) i = k;
+    }
+    ok = ok && i >= 0 && !(seen & (1u << i));
+    seen |= ok ? 1u << i : 0;
+    size_t start = ok ? skip_ws(json, len, r.pos) : 0;
+    uint32_t v = ok ? vl__jr_value(&r) : VL__JT_NONE;
+    ok = v != VL__JT_NONE;
+    int64_t n = 0;
+    if (ok && i == 0) ok = vl__jt_is(&r, v, "2.0");
+    if (ok && i == 1) {
+      *id_null = vl__jt_kind(&r, v) == VL__JT_NULL;
+      ok = *id_null || vl__jt_int(&r, v, 0, (int64_t)1 << 53, &n);
+      *id = (uint64_t)n;
+    }
+    if (ok && i == 2) {
+      *result_off = start;
+      *result_len = r.pos - start;
+    }
+  }
+  ok = ok && r.problem == VL__JSON_OK && vl__jr_end(&r, false) && seen == 7u;
+  vl__jr_free(&r);
+  return ok;
 }
 
 bool vl__rpc_is_transport_status(vl_status s) {

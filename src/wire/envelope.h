@@ -27,6 +27,9 @@ typedef struct vl__rpc_request {
   cJSON *id;
   const char *method;
   const cJSON *params;
+  /* vl__rpc_request_scan only: the entries of params.graph.nodes when that is an array, else
+   * -1 (params.graph is then a raw item: the member's text, see vl_service_call) */
+  long graph_nodes;
 } vl__rpc_request;
 
 /* Parses json[0..len) and checks the envelope: one JSON value, an object (an array is a refused
@@ -40,6 +43,16 @@ typedef struct vl__rpc_request {
  * vl__rpc_request_free. */
 vl_status vl__rpc_request_parse(const char *json, size_t len, vl__rpc_request *req, vl_error *err);
 void vl__rpc_request_free(vl__rpc_request *req);
+
+/* The same request read without a tree of its graph, for small requests whose work is mostly
+ * reading and printing: one pass of the streaming reader (base/json_read.h) over the text; the
+ * member "graph" of params is kept as a cJSON raw item holding its exact text (which the
+ * service reads with the graph parser, as vl_graph_from_json would read its tree), every other
+ * member of params and the id are parsed from their own text by vl__json_parse_one, so they
+ * are the trees vl__rpc_request_parse gives. True when the request is well formed and was
+ * read so; false (req zeroed) for anything else, including every error and out of memory:
+ * the caller then calls vl__rpc_request_parse, whose errors are the ones to send. */
+bool vl__rpc_request_scan(const char *json, size_t len, vl__rpc_request *req);
 
 /* The top-level "id" of a request text as vl__rpc_request_parse would echo it, found without
  * parsing the rest: lets the loop refuse a large request (overloaded) with its id. One pass
@@ -69,6 +82,17 @@ extern const size_t vl__rpc_nomem_response_len;
 /* {"jsonrpc":"2.0","id":id,"method":method,"params":params or {}} as unformatted text, the id
  * as exact integer digits and params' numbers as their own text; NULL on out-of-memory. */
 char *vl__rpc_request_text(uint64_t id, const char *method, const cJSON *params, size_t *len);
+
+/* The same with params given as text (one JSON object, put in as is). */
+char *vl__rpc_request_text_raw(uint64_t id, const char *method, const char *params,
+                               size_t params_len, size_t *len);
+
+/* A result response read without a tree: the strict reader (base/json_read.h) over the whole
+ * text, which must be {"jsonrpc":"2.0","id":null or a whole number in 0..2^53,"result":any},
+ * each once and nothing else. True with the id and the span of the result's text; false for
+ * anything else (an error response, a malformed one): vl__rpc_response_parse then says which. */
+bool vl__rpc_response_scan(const char *json, size_t len, bool *id_null, uint64_t *id,
+                           size_t *result_off, size_t *result_len);
 
 /* A response read by vl__rpc_response_parse. */
 typedef struct vl__rpc_response {

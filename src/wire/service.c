@@ -50,10 +50,27 @@ static vl_status attach(call *c, cJSON *result, const char *key, cJSON *item) {
   return vl_error_set(c->err, VL_ERR_NOMEM, "", "out of memory building the result");
 }
 
+/* A raw graph (its text, see vl_service_call) read by the graph parser; a text it refuses is
+ * read again as a tree, so the error is the one the tree of that text gets (the same parser
+ * reads both, but a text and its tree may differ where a problem is found first). */
+static vl_status graph_from_text(call *c, const char *text, vl_graph **g) {
+  size_t len = strlen(text);
+  vl_status st = vl_graph_parse(text, len, c->lim, g, c->err);
+  if (st == VL_OK || st == VL_ERR_NOMEM) return st;
+  cJSON *tree = NULL;
+  size_t at = 0;
+  if (vl__json_parse_one(text, len, false, &tree, &at) != VL__JSON_OK) return st;
+  vl_error_clear(c->err);
+  st = vl_graph_from_json(tree, c->lim, g, c->err);
+  cJSON_Delete(tree);
+  return st;
+}
+
 static vl_status get_graph(call *c, vl_graph **g) {
   const cJSON *graph = param(c, "graph");
   if (graph == NULL) return vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/graph", "is required");
-  vl_status st = vl_graph_from_json(graph, c->lim, g, c->err);
+  vl_status st = cJSON_IsRaw(graph) ? graph_from_text(c, graph->valuestring, g)
+                                    : vl_graph_from_json(graph, c->lim, g, c->err);
   if (st != VL_OK) vl_error_prefix(c->err, "/graph");
   return st;
 }

@@ -279,6 +279,60 @@ static void invalid_graph_comes_back_as_its_status_with_a_path(void **state) {
   assert_int_equal(vl_client_ping(f->c, &err), VL_OK);
 }
 
+/* The text calls (vl_client_send_text, vl_client_recv_text) get the answers the tree calls
+ * get; a small request the daemon read without a tree of its graph (vl__rpc_request_scan) is
+ * answered as the strict reader answers it: a graph that is not JSON gives the parse error the
+ * same request gets when it is too large to be scanned (padded past 1 MiB with whitespace). */
+static void text_calls_get_the_answers_of_tree_calls(void **state) {
+  fixture *f = *state;
+  vl_error err;
+  cJSON *graph = example_graph("patch_embed.json");
+  char *gtext = cJSON_PrintUnformatted(graph);
+  size_t n = strlen(gtext) + 16;
+  char *params = malloc(n);
+  assert_non_null(params);
+  snprintf(params, n, "{\"graph\":%s}", gtext);
+  uint64_t id = 0;
+  char *text = NULL;
+  size_t len = 0;
+  assert_int_equal(vl_client_send_text(f->c, 41, "lower", params, strlen(params), NULL, 0, &err),
+                   VL_OK);
+  assert_int_equal(vl_client_recv_text(f->c, &id, &text, &len, NULL, &err), VL_OK);
+  assert_int_equal(id, 41);
+  assert_int_equal(len, strlen(text));
+  cJSON *from_text = json(text), *tree = NULL;
+  assert_int_equal(vl_client_lower(f->c, graph, NULL, &tree, &err), VL_OK);
+  assert_true(cJSON_Compare(from_text, tree, true));
+  cJSON_Delete(from_text);
+  cJSON_Delete(tree);
+  free(text);
+  /* an error response: its status and message, no text (and since the request is no JSON,
+   * id null) */
+  const char *bad = "{\"graph\":{\"nodes\":[1,]}}";
+  assert_int_equal(vl_client_send_text(f->c, 42, "lower", bad, strlen(bad), NULL, 0, &err), VL_OK);
+  assert_int_equal(vl_client_recv_text(f->c, &id, &text, &len, NULL, &err), VL_ERR_PARSE);
+  assert_int_equal(id, VL_CLIENT_NO_ID); /* not JSON: the id cannot be read */
+  assert_null(text);
+  char small_msg[VL_ERROR_MESSAGE_MAX];
+  snprintf(small_msg, sizeof small_msg, "%s", err.message);
+  size_t pad = (size_t)1 << 21;
+  char *big = malloc(strlen(bad) + pad + 1);
+  assert_non_null(big);
+  memcpy(big, bad, strlen(bad));
+  memset(big + strlen(bad), ' ', pad);
+  big[strlen(bad) + pad] = '\0';
+  assert_int_equal(vl_client_send_text(f->c, 43, "lower", big, strlen(big), NULL, 0, &err), VL_OK);
+  assert_int_equal(vl_client_recv_text(f->c, &id, &text, &len, NULL, &err), VL_ERR_PARSE);
+  assert_int_equal(id, VL_CLIENT_NO_ID);
+  assert_string_equal(err.message, small_msg);
+  assert_non_null(strstr(small_msg, "invalid JSON at byte "));
+  free(big);
+  free(params);
+  free(gtext);
+  cJSON_Delete(graph);
+  assert_int_equal(vl_client_ping(f->c, &err), VL_OK);
+}
+
 static void kernel_and_params_errors_keep_their_kind(void **state) {
   fixture *f = *state;
   vl_error err;
@@ -359,6 +413,7 @@ int main(void) {
       cmocka_unit_test(view_copy_reshapes_values_in_logical_order),
       cmocka_unit_test(view_copy_moves_64_mib_as_blob_payload_bit_exact),
       cmocka_unit_test(invalid_graph_comes_back_as_its_status_with_a_path),
+      cmocka_unit_test(text_calls_get_the_answers_of_tree_calls),
       cmocka_unit_test(kernel_and_params_errors_keep_their_kind),
       cmocka_unit_test(stats_counts_requests_errors_and_savings),
       cmocka_unit_test(the_client_example_pings_and_lowers),
