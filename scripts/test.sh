@@ -10,7 +10,7 @@
 #   scripts/test.sh STAGE...      those stages only, in the order given: deps build tests
 #                                 systemd asan-build asan-tests fuzz bazel, or fast (the fast
 #                                 lane's tests, on an existing build)
-#   VL_FUZZ_SECONDS=30            seconds per fuzz harness (CONTRIBUTING.md, "Test lanes")
+#   VL_FUZZ_SECONDS=20            seconds per fuzz harness (CONTRIBUTING.md, "Test lanes")
 #
 # After each stage one line: "stage NAME: ok|FAILED WALL s (cpu CPU s)", CPU being the user +
 # system time of the stage's processes (the Bazel server's own is not counted); at the end all
@@ -82,7 +82,7 @@ run_stage() { # the commands of one stage; their output goes to the terminal and
       cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON \
         >/dev/null && cmake --build build-asan -j "$jobs" ;;
     asan-tests) env "${sanitizer_env[@]}" ctest --test-dir build-asan --output-on-failure -j "$jobs" ;;
-    fuzz) scripts/fuzz.sh "${VL_FUZZ_SECONDS:-30}" ;; # libFuzzer + ASan + UBSan; a crash fails
+    fuzz) scripts/fuzz.sh "${VL_FUZZ_SECONDS:-20}" ;; # libFuzzer + ASan + UBSan; a crash fails
     bazel) scripts/bazel-test.sh ;; # Bazel rules + worker, examples/bazel offline
   esac
 }

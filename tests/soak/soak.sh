@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # soak.sh - the soak test: a real viewlowerd on a temporary socket under viewlower-load with 64
 # clients of mixed valid and invalid traffic (pipelined, reconnecting every 100 requests) for a
-# 20 s warm-up and a 55 s main phase. Fails on any lost or mismatched response, unexpected
+# 10 s warm-up and a 30 s main phase. Fails on any lost or mismatched response, unexpected
 # outcome or transport error, a daemon crash, RSS growth over 10% between the idle daemon after
 # the warm-up and after the main phase, fds not back to baseline once the clients leave, or a
 # SIGTERM that does not end the daemon with exit 0.
@@ -32,7 +32,7 @@ for _ in $(seq 100); do [ -S "$dir/viewlower.sock" ] && break; sleep 0.1; done
 
 rc=0
 "$load" --socket "$dir/viewlower.sock" --clients "${SOAK_CLIENTS:-64}" --pipeline 4 \
-  --warmup-ms "${SOAK_WARMUP_MS:-20000}" --duration-ms "${SOAK_DURATION_MS:-55000}" \
+  --warmup-ms "${SOAK_WARMUP_MS:-10000}" --duration-ms "${SOAK_DURATION_MS:-30000}" \
   --reconnect-every 100 --invalid-pct 30 --daemon-pid "$pid" --check \
   --max-rss-growth-pct "$rss_limit" --timeout-ms 60000 >"$dir/report.json" || rc=$?
 echo "soak report: $(cat "$dir/report.json")"
