@@ -74,9 +74,10 @@ run_stage() { # the commands of one stage; their output goes to the terminal and
         cmake --build build -j "$jobs" ;;
     fast) ctest --test-dir build --output-on-failure -j "$jobs" -L 'unit|fuzz' ;;
     tests) ctest --test-dir build --output-on-failure -j "$jobs" -LE systemd ;;
-    # The .debs booted under a real systemd (systemd-nspawn): the first run debootstraps the
-    # cached test root (about 3 min), later ones take about a minute (docs/deployment.md);
-    # skipped with one line where nspawn cannot run. -V: its figures, or why it skipped.
+    # The .debs booted under a real systemd (systemd-nspawn), in the cached test root (built in
+    # the background meanwhile when missing, see start_test_root): about a minute
+    # (docs/deployment.md); skipped with one line where nspawn cannot run. -V: its figures, or
+    # why it skipped.
     systemd) wait_test_root && ctest --test-dir build --output-on-failure -V -L systemd ;;
     asan-build)
       cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DVL_WERROR=ON -DVL_SANITIZE=ON \
