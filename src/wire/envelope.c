@@ -675,16 +675,22 @@ cJSON *vl__rpc_peek_id(const char *json, size_t len) {
 
 /* ---- the client side ------------------------------------------------------------------------ */
 
+/* {"jsonrpc":"2.0","id":id,"method":method,"params": - the params value and the closing brace
+ * are the caller's. */
+static void request_head(vl__jw *w, uint64_t id, const char *method) {
+  VL__JW_LIT(w, "{\"jsonrpc\":\"2.0\",\"id\":");
+  /* exact digits: cJSON prints numbers at 15 significant digits (9007199254740991 would go
+   * out as 9.00719925474099e+15) */
+  vl__jw_int(w, (int64_t)id);
+  VL__JW_LIT(w, ",\"method\":");
+  vl__jw_str(w, method);
+  VL__JW_LIT(w, ",\"params\":");
+}
+
 char *vl__rpc_request_text(uint64_t id, const char *method, const cJSON *params, size_t *len) {
   vl_buf buf = {0};
   vl__jw w = {&buf, false};
-  VL__JW_LIT(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
-  /* exact digits: cJSON prints numbers at 15 significant digits (9007199254740991 would go
-   * out as 9.00719925474099e+15) */
-  vl__jw_int(&w, (int64_t)id);
-  VL__JW_LIT(&w, ",\"method\":");
-  vl__jw_str(&w, method);
-  VL__JW_LIT(&w, ",\"params\":");
+  request_head(&w, id, method);
   if (params != NULL) {
     vl__jw_cjson(&w, params); /* numbers parsed from text keep their digits */
   } else {
@@ -698,11 +704,7 @@ char *vl__rpc_request_text_raw(uint64_t id, const char *method, const char *para
                                size_t params_len, size_t *len) {
   vl_buf buf = {0};
   vl__jw w = {&buf, false};
-  VL__JW_LIT(&w, "{\"jsonrpc\":\"2.0\",\"id\":");
-  vl__jw_int(&w, (int64_t)id);
-  VL__JW_LIT(&w, ",\"method\":");
-  vl__jw_str(&w, method);
-  VL__JW_LIT(&w, ",\"params\":");
+  request_head(&w, id, method);
   vl__jw_raw(&w, params, params_len);
   vl__jw_char(&w, '}');
   return vl__jw_finish(&w, len);
