@@ -31,6 +31,7 @@ typedef struct vld_config {
   uint64_t max_memory;       /* the memory budget in bytes; 0: derived from the machine */
   uint32_t max_conns_per_uid;  /* open connections of one uid */
   uint32_t max_queued_per_uid; /* requests of one uid queued or running on the workers */
+  uint32_t worker_nice;        /* the workers' nice above the loop's */
   vl_limits limits;          /* core limits: nodes, tensor bytes, execution bytes */
 } vld_config;
 

@@ -2,6 +2,7 @@
  * sockets, socket mode, peer-credential access control, socket activation, sd_notify (path and
  * abstract sockets, watchdog), and SIGTERM with requests in flight. */
 #define _GNU_SOURCE /* setresuid, setgroups */
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -112,6 +114,88 @@ static void flags_are_checked_against_their_bounds(void **state) {
   assert_int_equal(run_to_exit(&d, missing), 64);
   assert_true(daemon_log_contains(&d, "--workers: invalid value '0'"));
   daemon_cleanup(&d);
+}
+
+/* The nice of thread tid of process pid, from field 19 of /proc/PID/task/TID/stat. */
+static int thread_nice(pid_t pid, const char *tid) {
+  char path[96], line[1024];
+  snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, tid);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(line, 1, sizeof line - 1, f);
+  fclose(f);
+  line[n] = '\0';
+  const char *p = strrchr(line, ')'); /* the command may hold spaces and parentheses */
+  assert_non_null(p);
+  int nice = 0;
+  /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+   * cutime cstime priority nice */
+  assert_int_equal(
+      sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %d", &nice),
+      1);
+  return nice;
+}
+
+/* Counts the daemon's threads whose nice is want, and all of them. */
+static int threads_at_nice(pid_t pid, int want, int *all) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *dir = opendir(path);
+  assert_non_null(dir);
+  int at = 0;
+  *all = 0;
+  for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+    if (e->d_name[0] != '.') {
+      at += thread_nice(pid, e->d_name) == want;
+      ++*all;
+    }
+  }
+  closedir(dir);
+  return at;
+}
+
+/* Runs one verify (always on a worker) on a daemon started with args, and gives the nice of its
+ * loop (the main thread) and how many of its threads are at base + delta. */
+static int worker_threads_at(const char *const *args, int delta, int *loop_nice) {
+  daemon_proc d;
+  daemon_prepare(&d);
+  daemon_start(&d, args);
+  vl_client *c = client_open(&d);
+  vl_error err;
+  cJSON *params = json("{\"seed\":1}");
+  cJSON_AddItemToObject(params, "graph", example_graph("reshape_chain.json"));
+  cJSON *result = NULL;
+  assert_int_equal(vl_client_call(c, "verify", params, NULL, 0, &result, NULL, &err), VL_OK);
+  cJSON_Delete(result);
+  cJSON_Delete(params);
+  vl_client_close(c);
+  char tid[24];
+  snprintf(tid, sizeof tid, "%d", (int)d.pid);
+  *loop_nice = thread_nice(d.pid, tid);
+  int want = *loop_nice + delta > 19 ? 19 : *loop_nice + delta, all = 0;
+  int at = threads_at_nice(d.pid, want, &all);
+  int level = threads_at_nice(d.pid, *loop_nice, &all);
+  assert_int_equal(delta == 0 ? level : at + level, all); /* no thread at any other nice */
+  stop_and_clean(&d);
+  return delta == 0 ? level : at;
+}
+
+static void workers_run_nicer_than_the_loop(void **state) {
+  (void)state;
+  errno = 0;
+  int own = getpriority(PRIO_PROCESS, 0);
+  assert_int_equal(errno, 0);
+  int loop_nice = 0;
+  static const char *const by_default[] = {"--workers", "2", NULL};
+  /* the worker that took the verify is 10 nicer; the loop keeps the nice it was started with */
+  assert_true(worker_threads_at(by_default, 10, &loop_nice) >= 1);
+  assert_int_equal(loop_nice, own);
+  static const char *const level[] = {"--workers", "2", "--worker-nice", "0", NULL};
+  int all_level = worker_threads_at(level, 0, &loop_nice);
+  assert_true(all_level >= 2); /* the loop and at least the worker, every thread at one nice */
+  assert_int_equal(loop_nice, own);
+  static const char *const three[] = {"--workers", "1", "--worker-nice", "3", NULL};
+  assert_int_equal(worker_threads_at(three, 3, &loop_nice), 1);
 }
 
 static void the_socket_gets_the_requested_mode(void **state) {
@@ -402,6 +486,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(flags_are_checked_against_their_bounds),
       cmocka_unit_test(the_socket_gets_the_requested_mode),
+      cmocka_unit_test(workers_run_nicer_than_the_loop),
       cmocka_unit_test(the_socket_path_comes_from_the_environment),
       cmocka_unit_test(a_stale_socket_file_is_replaced),
       cmocka_unit_test(a_live_socket_is_refused_and_keeps_serving),
