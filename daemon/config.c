@@ -80,9 +80,10 @@ static const option options[] = {
     {"max-queued-per-uid", "N", ARG_UINT, 0, 1000000, 0, false, FIELD(max_queued_per_uid),
      "requests of one user queued or running on the workers while other users are connected; "
      "past it the user's next heavy request gets error -32005 at once (0: 3/4 of --max-queued)"},
-    {"worker-nice", "N", ARG_UINT, 0, 19, 10, false, FIELD(worker_nice),
+    {"worker-nice", "N", ARG_UINT, 0, 19, 0, false, FIELD(worker_nice),
      "run the workers this much nicer than the event loop, so that the loop's I/O, pings and "
-     "small requests come first when the CPUs are busy (0: the same)"},
+     "small requests come first when the CPUs are busy; for a daemon in a cgroup of its own, "
+     "as the systemd unit runs it with 10 (0: the same)"},
 };
 
 enum { N_OPTIONS = sizeof options / sizeof options[0] };

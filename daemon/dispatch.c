@@ -250,8 +250,8 @@ static vl_status parse_within_budget(work *w, vl_error *err) {
 }
 
 /* A worker runs --worker-nice nicer than the loop, set when the thread first takes work (libuv
- * starts its pool itself). Linux gives each thread its own nice, and within the daemon's
- * cgroup or autogroup nice weighs the daemon's threads against each other only: the loop
+ * starts its pool itself). Linux gives each thread its own nice; in a cgroup of the daemon's own
+ * (the systemd unit) nice weighs the daemon's threads against each other only, and the loop
  * preempts a worker on every wake-up. At the same nice, a worker's 2,000-node lowering sharing
  * a core with the loop held pings back: with the other core busy their p99 was 3-4 ms, and
  * 0.5 ms at +10 (+3 and SCHED_BATCH did not help). Failure (a nice already at 19) is harmless. */

@@ -88,7 +88,7 @@ getent group viewlower >/dev/null || fail "postinst did not create the group vie
 [ -L /etc/systemd/system/sockets.target.wants/viewlowerd.socket ] || fail "viewlowerd.socket is not enabled"
 [ ! -e /etc/systemd/system/multi-user.target.wants/viewlowerd.service ] || fail "the service is enabled on its own"
 [ "\$(viewlowerctl --version)" = "viewlowerctl $version" ] || fail "viewlowerctl --version"
-grep -qx 'ExecStart=/usr/sbin/viewlowerd --allow-uid=0 --allow-gid=viewlower --log-level=info' /lib/systemd/system/viewlowerd.service || fail "ExecStart"
+grep -qx 'ExecStart=/usr/sbin/viewlowerd --allow-uid=0 --allow-gid=viewlower --log-level=info --worker-nice=10' /lib/systemd/system/viewlowerd.service || fail "ExecStart"
 out=\$(systemd-analyze verify --man=no /lib/systemd/system/viewlowerd.socket /lib/systemd/system/viewlowerd.service 2>&1) || fail "systemd-analyze verify: \$out"
 /usr/sbin/viewlowerd --socket /tmp/vl.sock --log-level warn & pid=\$!
 for _ in \$(seq 200); do [ -S /tmp/vl.sock ] && break; sleep 0.02; done
