@@ -39,26 +39,28 @@ extern const vl__copy_kernels vl__copy_kernels_portable;
 extern const vl__line_fn vl__copy_lines_portable[4]; /* element sizes 1, 2, 4, 8 */
 extern const vl__tile_fn vl__copy_tiles_portable[4];
 
-/* The body of a tile kernel: whole K x K blocks along x first (each source line is used up at
- * once), the last block of each row and column moved back to end at the plane's edge, so it
- * rewrites a few elements with the values they already got (source and destination never
- * overlap). A plane thinner than K goes to small. */
-#define VL__TILE_BODY(K, E, block, small, d, s, nx, ny, dx, sy)                                    \
+/* The body of a tile kernel: whole KX x KY blocks (KX source columns, KY source rows) along x
+ * first (each source line is used up at once), the last block of each row and column moved
+ * back to end at the plane's edge, so it rewrites a few elements with the values they already
+ * got (source and destination never overlap). A plane thinner than a block goes to small. */
+#define VL__TILE_BODY2(KX, KY, E, block, small, d, s, nx, ny, dx, sy)                              \
   do {                                                                                             \
-    if ((nx) < (K) || (ny) < (K)) {                                                                \
+    if ((nx) < (KX) || (ny) < (KY)) {                                                              \
       small(d, s, nx, ny, dx, sy);                                                                 \
       break;                                                                                       \
     }                                                                                              \
-    for (int64_t y_ = 0;; y_ += (K)) {                                                             \
-      if (y_ > (ny) - (K)) y_ = (ny) - (K);                                                        \
-      for (int64_t x_ = 0;; x_ += (K)) {                                                           \
-        if (x_ > (nx) - (K)) x_ = (nx) - (K);                                                      \
+    for (int64_t y_ = 0;; y_ += (KY)) {                                                            \
+      if (y_ > (ny) - (KY)) y_ = (ny) - (KY);                                                      \
+      for (int64_t x_ = 0;; x_ += (KX)) {                                                          \
+        if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                    \
         block((d) + x_ * (dx) + y_ * (E), (s) + x_ * (E) + y_ * (sy), dx, sy);                     \
-        if (x_ == (nx) - (K)) break;                                                               \
+        if (x_ == (nx) - (KX)) break;                                                              \
       }                                                                                            \
-      if (y_ == (ny) - (K)) break;                                                                 \
+      if (y_ == (ny) - (KY)) break;                                                                \
     }                                                                                              \
   } while (0)
+#define VL__TILE_BODY(K, E, block, small, d, s, nx, ny, dx, sy)                                    \
+  VL__TILE_BODY2(K, K, E, block, small, d, s, nx, ny, dx, sy)
 
 /* The body of a tile kernel over KX x KY blocks that write KY elements (64 bytes) of each of KX
  * destination rows: stripes of KY source rows, each walked along x in blocks, the last block of
