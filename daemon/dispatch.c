@@ -254,7 +254,7 @@ static vl_status parse_within_budget(work *w, vl_error *err) {
  * (the systemd unit) nice weighs the daemon's threads against each other only, and the loop
  * preempts a worker on every wake-up. At the same nice, a worker's 2,000-node lowering sharing
  * a core with the loop held pings back: with the other core busy their p99 was 3-4 ms, and
- * 0.5 ms at +10 (+3 and SCHED_BATCH did not help). Failure (a nice already at 19) is harmless. */
+ * 0.5-1.0 ms at +10 (+3 and SCHED_BATCH did not help). Failure (a nice at 19) is harmless. */
 static void renice_worker(const vld_config *cfg) {
   static _Thread_local bool done;
   if (done || cfg->worker_nice == 0) {
