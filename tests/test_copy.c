@@ -283,40 +283,30 @@ static void reference_strided(size_t es, uint8_t rank, const int64_t *shape, cha
                               const int64_t *dst, const char *s, const int64_t *src, int64_t n);
 
 /* Channels-last to contiguous copies of 2 MiB and more write whole destination lines with
- * non-temporal stores; from 16 MiB on (copies from memory) each step gathers 64 destination
- * rows and asks for the next step's source rows ahead. Here the destination starts one element
- * past a line boundary and rows are a whole number of lines apart, so each row has a partial
- * head line, whole lines and a one-element tail; C = 37 and C = 101 leave a ragged last group
- * of rows (of 16 and of 64). Every element size. */
+ * non-temporal stores. Here the destination starts one element past a line boundary and rows
+ * are a whole number of lines apart, so each row has a partial head line, whole lines and a
+ * one-element tail; C = 37 leaves a ragged last group of rows. Every element size. */
 static void copies_larger_than_the_caches_stream_whole_lines_exactly(void **state) {
   (void)state;
   static const size_t sizes[] = {1, 2, 4, 8};
-  static const struct {
-    int64_t c;
-    size_t mib;
-  } runs[] = {{37, 9}, {101, 17}};
   uint64_t rs = 0x5EED0007u;
-  for (size_t r = 0; r < 2; r++) {
-    for (size_t i = 0; i < 4; i++) {
-      size_t es = sizes[i];
-      const int64_t c = runs[r].c;
-      const int64_t hw = 64 * (int64_t)(((runs[r].mib << 20) / (2 * (size_t)c * es) + 63) / 64);
-      const int64_t shape[] = {2, c, hw};
-      const int64_t src_st[] = {c * hw, 1, c}, dst_st[] = {c * hw, hw, 1};
-      size_t n = (size_t)(2 * c * hw) * es;
-      char *src = malloc(n), *dst = aligned_alloc(64, n + 64), *want = malloc(n + 64);
-      assert_true(src && dst && want);
-      fill_random_bytes(&rs, src, (int64_t)n);
-      memset(dst, 0x5a, n + 64);
-      memset(want, 0x5a, n + 64);
-      vl_copy_strided_at(test_level, es, 3, shape, dst + es, dst_st, src, src_st);
-      reference_strided(es, 3, shape, want + es, dst_st, src, src_st, 2 * c * hw);
-      if (memcmp(dst, want, n + 64) != 0)
-        fail_msg("element size %zu, %zu MiB: streamed copy differs", es, runs[r].mib);
-      free(src);
-      free(dst);
-      free(want);
-    }
+  for (size_t i = 0; i < 4; i++) {
+    size_t es = sizes[i];
+    const int64_t c = 37, hw = 64 * (int64_t)(((9u << 20) / (2 * 37 * es) + 63) / 64);
+    const int64_t shape[] = {2, c, hw};
+    const int64_t src_st[] = {c * hw, 1, c}, dst_st[] = {c * hw, hw, 1};
+    size_t n = (size_t)(2 * c * hw) * es;
+    char *src = malloc(n), *dst = aligned_alloc(64, n + 64), *want = malloc(n + 64);
+    assert_true(src && dst && want);
+    fill_random_bytes(&rs, src, (int64_t)n);
+    memset(dst, 0x5a, n + 64);
+    memset(want, 0x5a, n + 64);
+    vl_copy_strided_at(test_level, es, 3, shape, dst + es, dst_st, src, src_st);
+    reference_strided(es, 3, shape, want + es, dst_st, src, src_st, 2 * c * hw);
+    if (memcmp(dst, want, n + 64) != 0) fail_msg("element size %zu: streamed copy differs", es);
+    free(src);
+    free(dst);
+    free(want);
   }
 }
 
