@@ -18,6 +18,23 @@
        ? (char)(((16 * (v) + (j)) / ((C) * (E))) * (E) + (16 * (v) + (j)) % (E))                   \
        : (char)-128)
 
+/* Three channels, by blends (copy_avx2.c): within a group of three 16-byte vectors a, b, c,
+ * element slot i of each vector (E bytes at i * E) holds channel (P v + i) % 3 in vector v
+ * (P = 16 / E elements a vector; P is 1 modulo 3 for E = 1 and 2 modulo 3 for E = 2), so each
+ * slot holds channel k in exactly one of the three. Split: per channel k, two blends take each
+ * slot from the vector where it holds k (VL__SELECT3: all bits set where slot i of vector v
+ * holds channel k), and one shuffle puts the 16 / E elements in pixel order (VL__SPLIT3_GATHER:
+ * element e of channel k sits in slot (3 e + k) % P). Merge: one shuffle per channel k puts in
+ * each slot i the pixel the output vector holding k at slot i needs (VL__MERGE3_GATHER: that
+ * vector is VL__MERGE3_V, the pixel (P v + i) / 3), and two blends per output vector v take
+ * each slot from its channel. */
+#define VL__SELECT3(C, E, k, v, j) ((((16 / (E)) * (v) + (j) / (E)) % 3) == (k) ? (char)-128 : 0)
+#define VL__SPLIT3_GATHER(C, E, k, v, j)                                                           \
+  (char)(((3 * ((j) / (E)) + (k)) % (16 / (E))) * (E) + (j) % (E))
+#define VL__MERGE3_V(E, k, i) ((i) % 3 == (k) ? 0 : ((16 / (E)) + (i)) % 3 == (k) ? 1 : 2)
+#define VL__MERGE3_GATHER(C, E, k, v, j)                                                           \
+  (char)((((16 / (E)) * VL__MERGE3_V(E, k, (j) / (E)) + (j) / (E)) / 3) * (E) + (j) % (E))
+
 /* Four channels: a 16-byte vector of a group is 16 / (4 E) pixels of all four channels. Split:
  * one shuffle per vector groups it by channel (32-bit word k = channel k of its pixels), then a
  * 4 x 4 transpose of 32-bit words over the group's four vectors gives the channels. */
