@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "viewlower/frame.h"
 
@@ -84,6 +85,10 @@ static const option options[] = {
      "run the workers this much nicer than the event loop, so that the loop's I/O, pings and "
      "small requests come first when the CPUs are busy; for a daemon in a cgroup of its own, "
      "as the systemd unit runs it with 10 (0: the same)"},
+    {"loops", "N", ARG_UINT, 0, 64, 0, false, FIELD(loops),
+     "event loops, each on a thread of its own, that serve connections (a new connection goes "
+     "to the loop with the fewest); one takes signals and accepts (0: one per online CPU, at "
+     "most 8)"},
 };
 
 enum { N_OPTIONS = sizeof options / sizeof options[0] };
@@ -295,4 +300,12 @@ void vld_config_usage(FILE *out) {
   fputs("  --version\n      print the version and the protocol number and exit\n"
         "  --help\n      print this text and exit\n",
         out);
+}
+
+unsigned vld_config_loops(const vld_config *cfg) {
+  if (cfg->loops > 0) {
+    return cfg->loops;
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus < 1 ? 1 : cpus > VLD_DEFAULT_MAX_LOOPS ? VLD_DEFAULT_MAX_LOOPS : (unsigned)cpus;
 }

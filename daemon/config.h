@@ -32,6 +32,7 @@ typedef struct vld_config {
   uint32_t max_conns_per_uid;  /* open connections of one uid */
   uint32_t max_queued_per_uid; /* requests of one uid queued or running on the workers */
   uint32_t worker_nice;        /* the workers' nice above the loop's */
+  uint32_t loops;              /* event loops serving connections; 0: one per online CPU */
   vl_limits limits;          /* core limits: nodes, tensor bytes, execution bytes */
 } vld_config;
 
@@ -41,6 +42,9 @@ typedef enum { VLD_CONFIG_OK, VLD_CONFIG_HELP, VLD_CONFIG_VERSION, VLD_CONFIG_ER
 void vld_config_init(vld_config *cfg);
 /* Parses flags into cfg (initialized first). On VLD_CONFIG_ERROR, errbuf holds one line. */
 vld_config_result vld_config_parse(vld_config *cfg, int argc, char **argv, char *errbuf, size_t n);
+/* The event loops to run: --loops, or one per online CPU (at most VLD_DEFAULT_MAX_LOOPS). */
+#define VLD_DEFAULT_MAX_LOOPS 8
+unsigned vld_config_loops(const vld_config *cfg);
 /* The --help text, with each flag's bounds and default. */
 void vld_config_usage(FILE *out);
 

@@ -95,6 +95,7 @@ typedef struct vld_work {
   bool expired; /* the drain timed out while it was on the pool (vld_dispatch_expire) */
   bool over_memory; /* its work passed the memory budget: answered -32005 */
   bool uid_counted; /* counted in its user's queued requests */
+  bool served_on_loop; /* a small heavy request run on the loop (runs_on_loop) */
   vl_status status;
   char *json; /* the response text; NULL until answered */
   size_t json_len;
@@ -311,13 +312,16 @@ static void complete(work *w) {
   vld_conn *c = w->conn;
   vld_stats *st = w->d->stats;
   uint64_t elapsed = uv_hrtime() - w->start_ns;
+  uv_mutex_lock(w->d->mu);
   vld_stats_record(st, w->method, w->status != VL_OK, elapsed);
+  st->served_on_loop += w->served_on_loop;
   st->shed[VLD_SHED_MEMORY] += w->over_memory;
   st->views_replaced += w->call.views_replaced;
   /* A client controls bytes_saved (huge dynamic upper bounds): saturate, never overflow. */
   if (__builtin_add_overflow(st->bytes_saved, w->call.bytes_saved, &st->bytes_saved)) {
     st->bytes_saved = INT64_MAX;
   }
+  uv_mutex_unlock(w->d->mu);
   vld_log_debug("conn %llu: %s -> %s in %.3f ms", (unsigned long long)c->serial,
                 w->method >= 0 ? vld_dispatch_method_name((size_t)w->method) : "(invalid)",
                 vl_status_kind(w->status), (double)elapsed / 1e6);
@@ -327,7 +331,9 @@ static void complete(work *w) {
 
 /* Work cancelled before it started (its connection closed): nobody is there to answer. */
 static void drop_cancelled(work *w) {
+  uv_mutex_lock(w->d->mu);
   w->d->stats->cancelled++;
+  uv_mutex_unlock(w->d->mu);
   vl_frame_free(&w->frame);
   vl__rpc_request_free(&w->rpc);
   free(w);
@@ -353,11 +359,14 @@ static void after_work(uv_work_t *req, int status) {
   vld_dispatcher *d = w->d;
   unlink_work(w);
   d->inflight--;
+  uv_mutex_lock(d->mu);
+  (*d->pool_queued)--;
   vld_uid_use *u = w->uid_counted ? vld_shares_find(d->shares, c->uid) : NULL;
   if (u != NULL) {
     u->queued--;
     vld_shares_forget(d->shares, u);
   }
+  uv_mutex_unlock(d->mu);
   if (status == UV_ECANCELED && w->expired && !c->closing) {
     respond_shutting_down(w);
   } else if (status == UV_ECANCELED) {
@@ -387,26 +396,54 @@ void vld_dispatch_expire(vld_conn *c) {
 
 /* May c queue one more request on the pool? Not past --max-queued for everybody, nor, while
  * another user is connected or has work, past --max-queued-per-uid for its user: one user
- * alone may use the whole queue, but cannot keep the others out of it. */
-static bool pool_full(const vld_dispatcher *d, const vld_conn *c) {
-  if (d->inflight >= d->cfg->max_queued) {
+ * alone may use the whole queue, but cannot keep the others out of it. Under *d->mu. */
+static bool pool_full_locked(const vld_dispatcher *d, const vld_conn *c) {
+  if (*d->pool_queued >= d->cfg->max_queued) {
     return true;
   }
   const vld_uid_use *u = d->shares->n > 1 ? vld_shares_peek(d->shares, c->uid) : NULL;
   return u != NULL && u->queued >= d->cfg->max_queued_per_uid;
 }
 
+static bool pool_full(const vld_dispatcher *d, const vld_conn *c) {
+  uv_mutex_lock(d->mu);
+  bool full = pool_full_locked(d, c);
+  uv_mutex_unlock(d->mu);
+  return full;
+}
+
+/* Takes a place on the pool for w unless the pool is full for its user (pool_full), in one
+ * step under the lock, so that loops deciding at once never pass --max-queued together. */
+static bool reserve_pool(work *w) {
+  vld_dispatcher *d = w->d;
+  uv_mutex_lock(d->mu);
+  bool full = pool_full_locked(d, w->conn);
+  if (!full) {
+    (*d->pool_queued)++;
+    vld_uid_use *u = vld_shares_find(d->shares, w->conn->uid);
+    w->uid_counted = u != NULL;
+    if (u != NULL) {
+      u->queued++;
+    }
+  }
+  uv_mutex_unlock(d->mu);
+  return !full;
+}
+
 /* Answers -32005 at once, on the loop, and frees w; the connection stays usable. */
 static void respond_overloaded(work *w) {
   vld_dispatcher *d = w->d;
   vl_error err;
-  if (d->inflight >= d->cfg->max_queued) {
-    d->stats->shed[VLD_SHED_QUEUE]++;
+  uv_mutex_lock(d->mu);
+  uint32_t queued = *d->pool_queued;
+  bool all = queued >= d->cfg->max_queued;
+  d->stats->shed[all ? VLD_SHED_QUEUE : VLD_SHED_UID]++;
+  uv_mutex_unlock(d->mu);
+  if (all) {
     vl_error_set(&err, VL_ERR_OVERLOADED, "",
                  "overloaded: %u requests are queued or running (--max-queued %u); retry later",
-                 d->inflight, d->cfg->max_queued);
+                 queued, d->cfg->max_queued);
   } else {
-    d->stats->shed[VLD_SHED_UID]++;
     vl_error_set(&err, VL_ERR_OVERLOADED, "",
                  "overloaded: uid %u has %u requests queued or running while other users are "
                  "connected (--max-queued-per-uid); retry later",
@@ -474,7 +511,7 @@ static bool answered_on_loop(work *w) {
   if (s == VL_OK && where_of(w->method) == RUN_POOL && runs_on_loop(w) &&
       loop_has_time(w->d, t0)) {
     vld_dispatcher *d = w->d;
-    d->stats->served_on_loop++;
+    w->served_on_loop = true;
     serve(w, s, &err, false);
     complete(w);
     d->loop_spent_ns += uv_hrtime() - t0;
@@ -488,7 +525,7 @@ static bool answered_on_loop(work *w) {
     s = parse(w, false, &err);
   }
   if (s == VL_OK && where_of(w->method) == RUN_POOL) {
-    if (pool_full(w->d, w->conn)) {
+    if (!reserve_pool(w)) {
       respond_overloaded(w);
       return true;
     }
@@ -510,7 +547,9 @@ void vld_dispatch_frame(vld_dispatcher *d, vld_conn *c, vl_frame *frame) {
     vl_error err;
     vl_error_set(&err, VL_ERR_NOMEM, "", "out of memory");
     vl_frame_free(frame);
+    uv_mutex_lock(d->mu);
     vld_stats_record(d->stats, -1, 1, 0);
+    uv_mutex_unlock(d->mu);
     vld_conn_send_error(c, &err);
     return;
   }
@@ -525,7 +564,7 @@ void vld_dispatch_frame(vld_dispatcher *d, vld_conn *c, vl_frame *frame) {
     if (answered_on_loop(w)) {
       return;
     }
-  } else if (pool_full(d, c)) {
+  } else if (!reserve_pool(w)) {
     refuse_unparsed(w);
     return;
   }
@@ -533,11 +572,6 @@ void vld_dispatch_frame(vld_dispatcher *d, vld_conn *c, vl_frame *frame) {
   uv_queue_work(d->loop, &w->req, run_work, after_work);
   link_work(w);
   d->inflight++;
-  vld_uid_use *u = vld_shares_find(d->shares, c->uid);
-  w->uid_counted = u != NULL;
-  if (u != NULL) {
-    u->queued++;
-  }
   vld_conn_hold(c);
   d->on_queued(d->owner);
 }

@@ -2,7 +2,9 @@
  * statistics -> the connection's write queue. The methods are the core's table
  * (viewlower/service.h: name, weight) plus the daemon's own "stats". A dispatcher knows the
  * connections it answers (conn.h) and nothing of the server: what it needs from its owner
- * comes through the two callbacks below. Event loop thread only, but for the work itself. */
+ * comes through the two callbacks below. A dispatcher serves one event loop and is used on its
+ * thread only, but for the work itself; what all loops share (statistics, users' shares, the
+ * count of queued work) it touches under the shared lock. */
 #ifndef VIEWLOWERD_DISPATCH_H
 #define VIEWLOWERD_DISPATCH_H
 
@@ -19,9 +21,13 @@
 typedef struct vld_dispatcher {
   uv_loop_t *loop;
   const vld_config *cfg;
+  /* Shared with the other loops' dispatchers, under *mu: */
+  uv_mutex_t *mu;
   vld_stats *stats;
   vld_shares *shares;
-  uint32_t inflight; /* requests on the thread pool, all connections (--max-queued) */
+  uint32_t *pool_queued; /* requests on the thread pool, all loops (--max-queued) */
+  /* This loop's: */
+  uint32_t inflight;       /* its requests on the thread pool */
   uint64_t loop_window_ns; /* the current window of the loop's time for small heavy requests */
   uint64_t loop_spent_ns;  /* ... and what they took of it */
   void *owner;

@@ -2,7 +2,6 @@
  * its own loop until a stop signal drains it, then close the loop. Runs in the foreground:
  * no fork, no pidfile (SPEC §7). Exit codes: 0 after a stop signal, 1 when the daemon cannot
  * start, 64 on a usage error. */
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,16 +31,6 @@ static int size_thread_pool(uint32_t workers) {
   return setenv("UV_THREADPOOL_SIZE", n, 1);
 }
 
-/* One malloc arena for all workers. glibc otherwise gives each worker thread its own arena,
- * and the tensor-sized blocks freed in one are not reused by the others: resident memory grows
- * with fragmentation across arenas, and fresh pages fault in on every large request. Requests
- * are large and few, so contention on one arena's lock costs less than that. */
-static void tune_malloc(void) {
-#ifdef M_ARENA_MAX
-  mallopt(M_ARENA_MAX, 1);
-#endif
-}
-
 static int serve(const vld_config *cfg) {
   uv_loop_t loop;
   int rc = uv_loop_init(&loop);
@@ -52,6 +41,7 @@ static int serve(const vld_config *cfg) {
   vld_server srv;
   int status = vld_server_start(&srv, &loop, cfg) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
   uv_run(&loop, UV_RUN_DEFAULT);
+  vld_server_join(&srv);
   rc = uv_loop_close(&loop);
   if (rc != 0) {
     vld_log_error("uv_loop_close: %s", uv_strerror(rc));
@@ -76,8 +66,7 @@ int main(int argc, char **argv) {
     vld_log_error("cannot set up the process");
     return EXIT_FAILURE;
   }
-  tune_malloc();
-  vld_mem_init(cfg.max_memory); /* before the loop or cJSON allocate anything */
+  vld_mem_init(cfg.max_memory, vld_config_loops(&cfg)); /* before anything allocates */
   vld_log_info("memory budget: %llu bytes%s", (unsigned long long)vld_mem_budget(),
               cfg.max_memory == 0 ? " (derived from the machine; set with --max-memory)" : "");
   return serve(&cfg);

@@ -1,5 +1,6 @@
 /* memory.c - the allocator wrappers behind the memory budget (memory.h). Counters are C11
- * atomics: workers and the loop allocate at once. The guard is thread-local. */
+ * atomics, fed by per-thread deltas (share_count): workers and the loops allocate at once. The
+ * guard is thread-local. */
 #define _GNU_SOURCE
 #include "memory.h"
 
@@ -42,28 +43,51 @@ static uint64_t block_bytes(void *p) {
   return malloc_usable_size(p) + sizeof(size_t);
 }
 
+/* Each thread counts into a delta of its own and adds it to the shared counter once it reaches
+ * COUNT_BATCH either way: every small block counted straight into one atomic made the event
+ * loops' threads fight over its cache line (two loops lowering small graphs spent more CPU per
+ * request than one). So the shared count is off by less than COUNT_BATCH per thread, next to a
+ * budget of at least 64 MiB; a block of COUNT_BATCH or more is counted at once. */
+#define COUNT_BATCH ((int64_t)64 << 10)
+static _Thread_local int64_t unshared;
+
+static void share_count(void) {
+  int64_t d = unshared;
+  unshared = 0;
+  if (d > 0) {
+    uint64_t now =
+        atomic_fetch_add_explicit(&in_use, (uint64_t)d, memory_order_relaxed) + (uint64_t)d;
+    uint64_t old = atomic_load_explicit(&peak, memory_order_relaxed);
+    while (now > old && !atomic_compare_exchange_weak_explicit(
+                            &peak, &old, now, memory_order_relaxed, memory_order_relaxed)) {
+    }
+  } else if (d < 0) {
+    /* Saturates at 0: a block some library allocated behind our back may be freed through us. */
+    uint64_t n = (uint64_t)-d;
+    uint64_t old = atomic_load_explicit(&in_use, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&in_use, &old, old > n ? old - n : 0,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+    }
+  }
+}
+
 static void count_in(void *p) {
   if (p == NULL) {
     return;
   }
-  uint64_t n = block_bytes(p);
-  uint64_t now = atomic_fetch_add_explicit(&in_use, n, memory_order_relaxed) + n;
-  uint64_t old = atomic_load_explicit(&peak, memory_order_relaxed);
-  while (now > old &&
-         !atomic_compare_exchange_weak_explicit(&peak, &old, now, memory_order_relaxed,
-                                                memory_order_relaxed)) {
+  unshared += (int64_t)block_bytes(p);
+  if (unshared >= COUNT_BATCH) {
+    share_count();
   }
 }
 
-/* Saturates at 0: a block some library allocated behind our back may be freed through us. */
 static void count_out(void *p) {
   if (p == NULL) {
     return;
   }
-  uint64_t n = block_bytes(p);
-  uint64_t old = atomic_load_explicit(&in_use, memory_order_relaxed);
-  while (!atomic_compare_exchange_weak_explicit(&in_use, &old, old > n ? old - n : 0,
-                                                memory_order_relaxed, memory_order_relaxed)) {
+  unshared -= (int64_t)block_bytes(p);
+  if (unshared <= -COUNT_BATCH) {
+    share_count();
   }
 }
 
@@ -208,7 +232,7 @@ uint64_t vld_mem_default(void) {
   return v < 64 * MIB ? 64 * MIB : v;
 }
 
-void vld_mem_init(uint64_t bytes) {
+void vld_mem_init(uint64_t bytes, unsigned arenas) {
   budget = bytes > 0 ? bytes : vld_mem_default();
   cJSON_Hooks hooks = {.malloc_fn = __wrap_malloc, .free_fn = __wrap_free};
   cJSON_InitHooks(&hooks);
@@ -220,13 +244,15 @@ void vld_mem_init(uint64_t bytes) {
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif
 #ifdef M_ARENA_MAX
-  /* One heap for every thread: the small blocks a worker frees (a request's JSON tree, which
-   * glibc keeps in its fast bins) are reused by the next worker rather than held resident in
-   * that worker's own arena while another arena grows; resident memory then follows the
-   * counted bytes (one 16 MiB request of "0,0,..." after another on two workers peaked at
-   * 82 MiB with an arena each at --max-memory 64M). Each thread's cache of small blocks
-   * keeps the lock off the hot path. */
-  mallopt(M_ARENA_MAX, 1);
+  /* One heap per event loop, shared by the workers: the small blocks a worker frees (a
+   * request's JSON tree, which glibc keeps in its fast bins) are reused by the next worker
+   * rather than held resident in that worker's own arena while another arena grows; resident
+   * memory then follows the counted bytes (one 16 MiB request of "0,0,..." after another on two
+   * workers peaked at 82 MiB with an arena each at --max-memory 64M). Each loop's thread takes
+   * its arena before any worker starts (server.c), so two loops lowering small graphs do not
+   * queue on one heap's lock (with one arena for two loops, a tenth of their time went to
+   * waiting for it); each thread's cache of small blocks keeps the lock off the rest. */
+  mallopt(M_ARENA_MAX, (int)(arenas > 0 ? arenas : 1));
 #endif
 }
 

@@ -16,8 +16,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Installs the hooks and sets the budget (0: derived from the machine, see vld_mem_default). */
-void vld_mem_init(uint64_t budget);
+/* Installs the hooks, sets the budget (0: derived from the machine, see vld_mem_default) and
+ * allows glibc arenas malloc heaps (one per event loop). */
+void vld_mem_init(uint64_t budget, unsigned arenas);
 /* Half the physical memory, or three quarters of the cgroup's memory.max when that is lower;
  * never under 64 MiB. */
 uint64_t vld_mem_default(void);

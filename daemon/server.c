@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +35,12 @@
 #include "systemd.h"
 
 enum { LISTEN_BACKLOG = 511, PATH_BUF = 108, HUP_PROBE_MS = 100, MEM_WAIT_MS = 10 };
+enum { LOOP_STACK = 8 << 20 };
 /* File descriptors kept free beyond the connections: the loop's own, the spare that drops a
  * connection, logs and sd_notify. Connections are capped below the soft RLIMIT_NOFILE by this
  * much, so accept never meets EMFILE (where libuv would drop connections without a word). */
 enum { FD_RESERVE = 32, FD_REFUSING = 64 /* room for refused peers being answered */ };
+enum { FD_PER_LOOP = 4 };
 
 /* ---- socket path ---------------------------------------------------------------------- */
 
@@ -207,12 +210,7 @@ static int bind_path(vld_server *srv) {
     return -1;
   }
   memcpy(srv->socket_path, path, sizeof path);
-  rc = uv_pipe_open(&srv->listener, fd);
-  if (rc != 0) {
-    vld_log_error("cannot use the socket %s: %s", path, uv_strerror(rc));
-    close(fd);
-    return -1;
-  }
+  srv->listen_fd = fd;
   struct stat st;
   if (chmod(path, (mode_t)srv->cfg->socket_mode) != 0 || lstat(path, &st) != 0) {
     vld_log_error("chmod %s: %s", path, strerror(errno));
@@ -222,6 +220,50 @@ static int bind_path(vld_server *srv) {
   srv->socket_ino = st.st_ino;
   srv->socket_ctime = st.st_ctim;
   return 0;
+}
+
+/* ---- what the loops share --------------------------------------------------------------- */
+
+static void lock(vld_server *srv) {
+  uv_mutex_lock(&srv->mu);
+}
+
+static void unlock(vld_server *srv) {
+  uv_mutex_unlock(&srv->mu);
+}
+
+typedef enum { CMD_DRAIN, CMD_CLOSE_ALL, CMD_EXPIRE, CMD_FINISH } command;
+
+/* Posts cmd to every loop and wakes it, under the lock. Nothing is posted once the finish is:
+ * a finished loop's wake handle is closed. */
+static void post_locked(vld_server *srv, command cmd) {
+  if (srv->finish_posted) {
+    return;
+  }
+  srv->finish_posted = cmd == CMD_FINISH;
+  for (unsigned i = 0; i < srv->n_shards; i++) {
+    vld_shard *sh = &srv->shards[i];
+    sh->cmd_drain |= cmd == CMD_DRAIN;
+    sh->cmd_close_all |= cmd == CMD_CLOSE_ALL;
+    sh->cmd_expire |= cmd == CMD_EXPIRE;
+    sh->cmd_finish |= cmd == CMD_FINISH;
+    uv_async_send(&sh->wake);
+  }
+}
+
+static void post_all(vld_server *srv, command cmd) {
+  lock(srv);
+  post_locked(srv, cmd);
+  unlock(srv);
+}
+
+/* A connection object was freed: a shutdown is finished once none is left on any loop. */
+static void finish_if_done(vld_server *srv) {
+  lock(srv);
+  if (srv->shutting_down && srv->n_objects == 0) {
+    post_locked(srv, CMD_FINISH);
+  }
+  unlock(srv);
 }
 
 /* ---- admission ------------------------------------------------------------------------ */
@@ -236,17 +278,15 @@ static bool listed(const uint32_t *ids, size_t n, uint32_t id) {
 }
 
 /* Reads the peer's credentials; false when they cannot be read (then the peer is refused). */
-static bool peer_credentials(vld_conn *c) {
-  uv_os_fd_t fd;
+static bool peer_credentials(vld_peer *p) {
   struct ucred cred;
   socklen_t len = sizeof cred;
-  if (uv_fileno((uv_handle_t *)&c->pipe, &fd) != 0 ||
-      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+  if (getsockopt(p->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
     return false;
   }
-  c->pid = cred.pid;
-  c->uid = cred.uid;
-  c->gid = cred.gid;
+  p->pid = cred.pid;
+  p->uid = cred.uid;
+  p->gid = cred.gid;
   return true;
 }
 
@@ -255,23 +295,22 @@ static bool peer_credentials(vld_conn *c) {
  * USER` adds a supplementary group. The group list is read only when --allow-gid is given and
  * the uid and primary gid did not already decide; a list that cannot be read admits nobody by
  * it. It holds at most NGROUPS_MAX (65536) entries, so its buffer is bounded. */
-static bool permitted(const vld_server *srv, const vld_conn *c) {
+static bool permitted(const vld_server *srv, const vld_peer *p) {
   const vld_config *cfg = srv->cfg;
-  if (c->uid == srv->self_uid || listed(cfg->allow_uid, cfg->n_allow_uid, c->uid) ||
-      listed(cfg->allow_gid, cfg->n_allow_gid, c->gid)) {
+  if (p->uid == srv->self_uid || listed(cfg->allow_uid, cfg->n_allow_uid, p->uid) ||
+      listed(cfg->allow_gid, cfg->n_allow_gid, p->gid)) {
     return true;
   }
-  uv_os_fd_t fd;
-  if (cfg->n_allow_gid == 0 || uv_fileno((const uv_handle_t *)&c->pipe, &fd) != 0) {
+  if (cfg->n_allow_gid == 0) {
     return false;
   }
   gid_t small[64];
   gid_t *groups = small;
   socklen_t len = sizeof small;
-  int rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+  int rc = getsockopt(p->fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
   if (rc != 0 && errno == ERANGE && len <= 65536 * sizeof(gid_t) &&
       (groups = malloc(len)) != NULL) {
-    rc = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+    rc = getsockopt(p->fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
   }
   bool found = false;
   for (size_t i = 0; rc == 0 && groups != NULL && i < len / sizeof(gid_t) && !found; i++) {
@@ -286,99 +325,59 @@ static bool permitted(const vld_server *srv, const vld_conn *c) {
 /* Counts a refusal and warns about its condition, at most once per VLD_LOG_LIMIT_MS each (a
  * flood of refused peers must not flood the log); every peer gets a debug line. */
 static void count_refusal(vld_server *srv, vld_refusal why, const char *text) {
+  lock(srv);
   srv->stats.conns_rejected++;
   srv->stats.refused[why]++;
   vld_log_limited(&srv->refusal_log[why], VLD_LOG_WARN, "refusing connections (%s): %s",
                   vld_refusal_names[why], text);
+  unlock(srv);
 }
 
-static void refuse(vld_server *srv, vld_conn *c, vld_refusal why, vl_status code, const char *text) {
+/* Why a peer is not let in. */
+typedef struct verdict {
+  vld_refusal why;
+  vl_status code;
+  char text[128];
+} verdict;
+
+static void refuse(vld_server *srv, vld_conn *c, const verdict *v) {
   vl_error err;
-  vl_error_set(&err, code, "", "%s", text);
-  count_refusal(srv, why, text);
+  vl_error_set(&err, v->code, "", "%s", v->text);
+  count_refusal(srv, v->why, v->text);
   vld_log_debug("conn %llu (uid %u, gid %u, pid %d) refused: %s", (unsigned long long)c->serial,
-               (unsigned)c->uid, (unsigned)c->gid, (int)c->pid, text);
+                (unsigned)c->uid, (unsigned)c->gid, (int)c->pid, v->text);
   vld_conn_refuse(c, &err);
 }
 
-static void admit(vld_server *srv, vld_conn *c) {
-  char why[128];
-  if (!peer_credentials(c)) {
-    refuse(srv, c, VLD_REFUSE_NOT_PERMITTED, VL_ERR_NOT_PERMITTED,
-           "the peer's credentials cannot be read");
-    return;
-  }
-  if (!permitted(srv, c)) {
-    snprintf(why, sizeof why, "uid %u is not permitted to use this daemon", (unsigned)c->uid);
-    refuse(srv, c, VLD_REFUSE_NOT_PERMITTED, VL_ERR_NOT_PERMITTED, why);
-    return;
-  }
-  if (srv->n_conns >= srv->cfg->max_connections) {
-    snprintf(why, sizeof why, "too many connections (limit %u)", srv->cfg->max_connections);
-    refuse(srv, c, VLD_REFUSE_CONNECTIONS, VL_ERR_OVERLOADED, why);
-    return;
-  }
-  vld_uid_use *u = vld_shares_find(&srv->shares, c->uid);
-  if (u == NULL) {
-    refuse(srv, c, VLD_REFUSE_NOMEM, VL_ERR_OVERLOADED, "out of memory");
-    return;
-  }
-  if (u->conns >= srv->cfg->max_conns_per_uid) {
-    snprintf(why, sizeof why, "too many connections of uid %u (limit %u per user)",
-             (unsigned)c->uid, srv->cfg->max_conns_per_uid);
+/* Gives back the connection slot of a peer admitted to sh, and its user's. Under the lock. */
+static void release_slot(vld_shard *sh, uid_t uid) {
+  vld_server *srv = sh->srv;
+  srv->n_conns--;
+  sh->n_conns--;
+  vld_uid_use *u = vld_shares_find(&srv->shares, uid); /* present: it counts the peer */
+  if (u != NULL) {
+    u->conns--;
     vld_shares_forget(&srv->shares, u);
-    refuse(srv, c, VLD_REFUSE_UID, VL_ERR_OVERLOADED, why);
-    return;
   }
-  u->conns++;
-  c->counted = true;
-  srv->n_conns++;
-  srv->stats.conns_total++;
-  vld_log_debug("conn %llu: uid %u pid %d connected", (unsigned long long)c->serial,
-               (unsigned)c->uid, (int)c->pid);
-  vld_conn_start(c);
-}
-
-static void drop_connection(vld_server *srv);
-
-static void on_spare_closed(uv_handle_t *h) {
-  vld_server *srv = h->data;
-  srv->spare_busy = false;
-  if (srv->accept_pending && srv->listening) {
-    drop_connection(srv); /* libuv holds that connection and pauses accepting until taken */
-  }
-}
-
-/* Without memory for a connection, accept it into the spare handle and close it at once, so
- * that the listener keeps going. */
-static void drop_connection(vld_server *srv) {
-  if (srv->spare_busy) {
-    srv->accept_pending = true;
-    return;
-  }
-  srv->accept_pending = false;
-  uv_pipe_init(srv->loop, &srv->spare, 0);
-  srv->spare.data = srv;
-  srv->spare_busy = true;
-  uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&srv->spare);
-  uv_close((uv_handle_t *)&srv->spare, on_spare_closed);
 }
 
 /* ---- the connections' callbacks ------------------------------------------------------- */
 
-static void link_conn(vld_server *srv, vld_conn *c) {
-  c->serial = ++srv->next_serial;
-  c->next = srv->conns;
-  if (srv->conns != NULL) {
-    srv->conns->prev = c;
+static void link_conn(vld_shard *sh, vld_conn *c) {
+  lock(sh->srv);
+  c->serial = ++sh->srv->next_serial;
+  sh->srv->n_objects++;
+  unlock(sh->srv);
+  c->next = sh->conns;
+  if (sh->conns != NULL) {
+    sh->conns->prev = c;
   }
-  srv->conns = c;
-  srv->n_open++;
+  sh->conns = c;
 }
 
 static void conn_on_frame(vld_conn *c, vl_frame *frame) {
-  vld_server *srv = c->owner;
-  vld_dispatch_frame(&srv->dispatch, c, frame);
+  vld_shard *sh = c->owner;
+  vld_dispatch_frame(&sh->dispatch, c, frame);
 }
 
 /* ---- the memory queue ------------------------------------------------------------------ *
@@ -387,7 +386,10 @@ static void conn_on_frame(vld_conn *c, vl_frame *frame) {
  * that waits, so a large frame is not starved by smaller ones. The order is fair across users
  * (start-time fair queueing): a user's next waiting frame gets the ticket after both the last
  * admitted one and that user's previous one, so a user with ten waiting connections and a user
- * with one take turns rather than the ten going first. Equal tickets keep arrival order. */
+ * with one take turns rather than the ten going first. Equal tickets keep arrival order.
+ * The queue is one for all loops, under the lock; a connection's own loop is the only one that
+ * queues, dequeues or resumes it (so its mem_queued is read there without the lock), and each
+ * loop's timer resumes its own connections when they reach the head. */
 
 static void mem_dequeue(vld_server *srv, vld_conn *c) {
   if (!c->mem_queued) {
@@ -413,7 +415,7 @@ static void mem_enqueue(vld_server *srv, vld_conn *c) {
   if (u != NULL) {
     u->mem_ticket = c->mem_ticket;
   }
-  c->mem_since_ms = uv_now(srv->loop);
+  c->mem_since_ms = uv_now(c->pipe.loop);
   vld_conn *prev = NULL, *at = srv->mem_head;
   while (at != NULL && at->mem_ticket <= c->mem_ticket) {
     prev = at;
@@ -437,58 +439,64 @@ static void mem_enqueue(vld_server *srv, vld_conn *c) {
 }
 
 static bool conn_admit_memory(vld_conn *c, uint64_t bytes) {
-  vld_server *srv = c->owner;
-  if (!c->mem_queued) {
-    if (srv->mem_head == NULL && vld_mem_fits(bytes)) {
-      return true;
+  vld_server *srv = ((vld_shard *)c->owner)->srv;
+  bool admitted = false;
+  lock(srv);
+  if (!c->mem_queued && srv->mem_head == NULL && vld_mem_fits(bytes)) {
+    admitted = true;
+  } else {
+    if (!c->mem_queued) {
+      mem_enqueue(srv, c);
     }
-    mem_enqueue(srv, c);
+    if (srv->mem_head == c && vld_mem_fits(bytes)) {
+      mem_dequeue(srv, c);
+      srv->mem_vtime = c->mem_ticket;
+      srv->stats.memory_waits_admitted++;
+      admitted = true;
+    }
   }
-  if (srv->mem_head != c || !vld_mem_fits(bytes)) {
-    return false;
-  }
-  mem_dequeue(srv, c);
-  srv->mem_vtime = c->mem_ticket;
-  srv->stats.memory_waits_admitted++;
-  return true;
+  unlock(srv);
+  return admitted;
 }
 
 static void conn_on_closing(vld_conn *c) {
-  mem_dequeue(c->owner, c);
+  vld_server *srv = ((vld_shard *)c->owner)->srv;
+  lock(srv);
+  mem_dequeue(srv, c);
+  unlock(srv);
   vld_dispatch_cancel(c);
 }
 
 /* The socket is closed: its descriptor and its connection slot (and its user's) are free, even
  * while running work still holds c (that work will not be answered). */
 static void conn_on_closed(vld_conn *c) {
-  vld_server *srv = c->owner;
+  vld_shard *sh = c->owner;
+  vld_server *srv = sh->srv;
+  lock(srv);
   srv->n_open--;
   if (c->counted) {
     c->counted = false;
-    srv->n_conns--;
-    vld_uid_use *u = vld_shares_find(&srv->shares, c->uid); /* present: it counts c */
-    if (u != NULL) {
-      u->conns--;
-      vld_shares_forget(&srv->shares, u);
-    }
+    release_slot(sh, c->uid);
   }
+  unlock(srv);
 }
 
-static void finish_if_done(vld_server *srv);
-static void watch_memory(vld_server *srv);
-static void watch_hangups(vld_server *srv);
+static void watch_memory(vld_shard *sh);
 
 static void conn_on_free(vld_conn *c) {
-  vld_server *srv = c->owner;
+  vld_shard *sh = c->owner;
   if (c->prev != NULL) {
     c->prev->next = c->next;
   } else {
-    srv->conns = c->next;
+    sh->conns = c->next;
   }
   if (c->next != NULL) {
     c->next->prev = c->prev;
   }
-  finish_if_done(srv);
+  lock(sh->srv);
+  sh->srv->n_objects--;
+  unlock(sh->srv);
+  finish_if_done(sh->srv);
 }
 
 static void conn_on_wait_memory(vld_conn *c) {
@@ -496,9 +504,11 @@ static void conn_on_wait_memory(vld_conn *c) {
 }
 
 static void conn_on_stream_error(vld_conn *c, const vl_error *err) {
-  vld_server *srv = c->owner;
+  vld_server *srv = ((vld_shard *)c->owner)->srv;
   if (err->code == VL_ERR_OVERLOADED) {
+    lock(srv);
     srv->stats.shed[VLD_SHED_MEMORY]++; /* a frame that can never fit the budget */
+    unlock(srv);
   }
 }
 
@@ -512,39 +522,196 @@ static const vld_conn_callbacks conn_callbacks = {
     .on_stream_error = conn_on_stream_error,
 };
 
-static void on_connection(uv_stream_t *listener, int status) {
-  vld_server *srv = listener->data;
+/* ---- accepting -------------------------------------------------------------------------- *
+ * The first loop accepts (accept4 on the listening socket, polled) and decides on each peer in
+ * the order they connected: its credentials, the access lists, --max-connections and the
+ * user's share, whose slots it takes at once. A refused peer is answered on the first loop; an
+ * admitted one goes to the loop with the fewest connections (ties take turns), which serves it
+ * from then on. */
+
+enum { ACCEPT_BATCH = 64, ACCEPT_RETRY_MS = 50 };
+
+/* Serves p on sh: a connection of sh from now on. admitted: its slots are taken (else v says
+ * why it is refused). During a shutdown an admitted peer not yet served is closed unread, as if
+ * never accepted. */
+static void take_peer(vld_shard *sh, const vld_peer *p, bool admitted, const verdict *v) {
+  vld_server *srv = sh->srv;
+  lock(srv);
+  bool stopping = admitted && srv->shutting_down;
+  unlock(srv);
+  vld_conn *c = stopping ? NULL : vld_conn_new(sh->loop, &srv->conn_limits, &conn_callbacks, sh);
+  if (c == NULL) {
+    close(p->fd);
+    lock(srv);
+    srv->n_open--;
+    if (admitted) {
+      release_slot(sh, p->uid);
+    }
+    unlock(srv);
+    if (!stopping) {
+      count_refusal(srv, VLD_REFUSE_NOMEM, "out of memory: dropping a new connection");
+    }
+    return;
+  }
+  c->pid = p->pid;
+  c->uid = p->uid;
+  c->gid = p->gid;
+  c->counted = admitted;
+  link_conn(sh, c);
+  int rc = uv_pipe_open(&c->pipe, p->fd);
+  if (rc != 0) {
+    vld_log_warn("accept: %s", uv_strerror(rc));
+    close(p->fd);
+    vld_conn_close(c); /* on_closed gives its places back */
+    return;
+  }
+  if (!admitted) {
+    refuse(srv, c, v);
+    return;
+  }
+  vld_log_debug("conn %llu: uid %u pid %d connected (loop %u)", (unsigned long long)c->serial,
+                (unsigned)c->uid, (int)c->pid, sh->index);
+  vld_conn_start(c);
+}
+
+/* Under the lock. */
+static vld_shard *pick_shard(vld_server *srv) {
+  vld_shard *best = NULL;
+  for (unsigned k = 0; k < srv->n_shards; k++) {
+    vld_shard *sh = &srv->shards[(srv->next_shard + k) % srv->n_shards];
+    if (best == NULL || sh->n_conns < best->n_conns) {
+      best = sh;
+    }
+  }
+  srv->next_shard = (best->index + 1) % srv->n_shards;
+  return best;
+}
+
+/* Room in sh's queue of peers to take, under the lock; false on out-of-memory. */
+static bool reserve_adopt(vld_shard *sh) {
+  if (sh->n_adopt < sh->cap_adopt) {
+    return true;
+  }
+  size_t cap = sh->cap_adopt > 0 ? sh->cap_adopt * 2 : 16;
+  vld_peer *a = realloc(sh->adopt, cap * sizeof *a);
+  if (a == NULL) {
+    return false;
+  }
+  sh->adopt = a;
+  sh->cap_adopt = cap;
+  return true;
+}
+
+/* Decides on the peer of an accepted socket; when admitted, takes its slots and gives the loop
+ * that will serve it (NULL: refused, v says why). */
+static vld_shard *decide(vld_server *srv, vld_peer *p, verdict *v) {
+  v->code = VL_ERR_OVERLOADED;
+  if (!peer_credentials(p)) {
+    *v = (verdict){VLD_REFUSE_NOT_PERMITTED, VL_ERR_NOT_PERMITTED,
+                   "the peer's credentials cannot be read"};
+    return NULL;
+  }
+  if (!permitted(srv, p)) {
+    v->why = VLD_REFUSE_NOT_PERMITTED;
+    v->code = VL_ERR_NOT_PERMITTED;
+    snprintf(v->text, sizeof v->text, "uid %u is not permitted to use this daemon",
+             (unsigned)p->uid);
+    return NULL;
+  }
+  vld_shard *to = NULL;
+  lock(srv);
+  vld_uid_use *u = NULL;
+  if (srv->n_conns >= srv->cfg->max_connections) {
+    v->why = VLD_REFUSE_CONNECTIONS;
+    snprintf(v->text, sizeof v->text, "too many connections (limit %u)", srv->cfg->max_connections);
+  } else if ((u = vld_shares_find(&srv->shares, p->uid)) == NULL) {
+    v->why = VLD_REFUSE_NOMEM;
+    snprintf(v->text, sizeof v->text, "out of memory");
+  } else if (u->conns >= srv->cfg->max_conns_per_uid) {
+    vld_shares_forget(&srv->shares, u);
+    v->why = VLD_REFUSE_UID;
+    snprintf(v->text, sizeof v->text, "too many connections of uid %u (limit %u per user)",
+             (unsigned)p->uid, srv->cfg->max_conns_per_uid);
+  } else if ((to = pick_shard(srv)) != &srv->shards[0] && !reserve_adopt(to)) {
+    vld_shares_forget(&srv->shares, u);
+    to = NULL;
+    v->why = VLD_REFUSE_NOMEM;
+    snprintf(v->text, sizeof v->text, "out of memory");
+  } else {
+    u->conns++;
+    srv->n_conns++;
+    to->n_conns++;
+    srv->stats.conns_total++;
+    if (to != &srv->shards[0]) {
+      to->adopt[to->n_adopt++] = *p;
+      uv_async_send(&to->wake);
+    }
+  }
+  unlock(srv);
+  return to;
+}
+
+static void on_listen_ready(uv_poll_t *p, int status, int events);
+
+static void on_accept_retry(uv_timer_t *t) {
+  vld_server *srv = t->data;
+  if (srv->listening) {
+    uv_poll_start(&srv->listener, UV_READABLE, on_listen_ready);
+  }
+}
+
+/* accept failed for want of a resource (EMFILE, ENFILE, ENOBUFS, ENOMEM): the socket stays
+ * readable, so stop polling it a while rather than spin. */
+static void pause_accepting(vld_server *srv) {
+  uv_poll_stop(&srv->listener);
+  uv_timer_start(&srv->accept_retry, on_accept_retry, ACCEPT_RETRY_MS, 0);
+}
+
+static void on_listen_ready(uv_poll_t *h, int status, int events) {
+  vld_server *srv = h->data;
   char text[160];
+  (void)events;
   if (status < 0) {
     snprintf(text, sizeof text, "accept: %s", uv_strerror(status));
     count_refusal(srv, VLD_REFUSE_ACCEPT_ERROR, text);
+    pause_accepting(srv);
     return;
   }
-  if (srv->n_open >= srv->fd_cap) {
-    snprintf(text, sizeof text,
-             "%u connections are open, as many as the file descriptor limit of %llu allows; "
-             "dropping new ones unanswered",
-             srv->n_open, (unsigned long long)srv->nofile);
-    count_refusal(srv, VLD_REFUSE_FD_LIMIT, text);
-    drop_connection(srv);
-    return;
+  for (int i = 0; i < ACCEPT_BATCH; i++) {
+    int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0 && (errno == EINTR || errno == ECONNABORTED)) {
+      continue;
+    }
+    if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return;
+    }
+    if (fd < 0) {
+      snprintf(text, sizeof text, "accept: %s", strerror(errno));
+      count_refusal(srv, VLD_REFUSE_ACCEPT_ERROR, text);
+      pause_accepting(srv);
+      return;
+    }
+    lock(srv);
+    bool room = srv->n_open < srv->fd_cap;
+    srv->n_open += room;
+    uint32_t n_open = srv->n_open;
+    unlock(srv);
+    if (!room) {
+      snprintf(text, sizeof text,
+               "%u connections are open, as many as the file descriptor limit of %llu allows; "
+               "dropping new ones unanswered",
+               n_open, (unsigned long long)srv->nofile);
+      count_refusal(srv, VLD_REFUSE_FD_LIMIT, text);
+      close(fd);
+      continue;
+    }
+    vld_peer peer = {.fd = fd};
+    verdict v;
+    vld_shard *to = decide(srv, &peer, &v);
+    if (to == NULL || to == &srv->shards[0]) {
+      take_peer(&srv->shards[0], &peer, to != NULL, &v);
+    }
   }
-  vld_conn *c = vld_conn_new(srv->loop, &srv->conn_limits, &conn_callbacks, srv);
-  if (c != NULL) {
-    link_conn(srv, c);
-  }
-  if (c == NULL) {
-    count_refusal(srv, VLD_REFUSE_NOMEM, "out of memory: dropping a new connection");
-    drop_connection(srv);
-    return;
-  }
-  int rc = uv_accept(listener, (uv_stream_t *)&c->pipe);
-  if (rc != 0) {
-    vld_log_warn("accept: %s", uv_strerror(rc));
-    vld_conn_close(c);
-    return;
-  }
-  admit(srv, c);
 }
 
 /* ---- shutdown ------------------------------------------------------------------------- */
@@ -555,11 +722,20 @@ static void close_if_open(uv_handle_t *h) {
   }
 }
 
-/* The last connection is gone during a shutdown: close the server's own handles. */
-static void finish(vld_server *srv) {
-  if (srv->finished) {
+/* The last connection of every loop is gone during a shutdown (or the start failed): close the
+ * loop's handles, so that it ends; the first loop also closes the server's. */
+static void finish_shard(vld_shard *sh) {
+  if (sh->finished) {
     return;
   }
+  sh->finished = true;
+  close_if_open((uv_handle_t *)&sh->wake);
+  close_if_open((uv_handle_t *)&sh->hup_probe);
+  close_if_open((uv_handle_t *)&sh->mem_wait);
+  if (sh->index != 0) {
+    return;
+  }
+  vld_server *srv = sh->srv;
   srv->finished = true;
   close_if_open((uv_handle_t *)&srv->sigterm);
   close_if_open((uv_handle_t *)&srv->sigint);
@@ -568,22 +744,21 @@ static void finish(vld_server *srv) {
   }
   close_if_open((uv_handle_t *)&srv->drain);
   close_if_open((uv_handle_t *)&srv->watchdog);
-  close_if_open((uv_handle_t *)&srv->hup_probe);
-  close_if_open((uv_handle_t *)&srv->mem_wait);
-  vld_shares_free(&srv->shares);
+  close_if_open((uv_handle_t *)&srv->accept_retry);
   vld_log_info("stopped");
 }
 
-/* A connection was freed: a shutdown is finished once no connection is left. */
-static void finish_if_done(vld_server *srv) {
-  if (srv->shutting_down && srv->conns == NULL) {
-    finish(srv);
+static void close_all(vld_shard *sh) {
+  for (vld_conn *c = sh->conns; c != NULL; c = c->next) {
+    vld_conn_close(c);
   }
 }
 
-static void close_all(vld_server *srv) {
-  for (vld_conn *c = srv->conns; c != NULL; c = c->next) {
-    vld_conn_close(c);
+static void drain_shard(vld_shard *sh) {
+  for (vld_conn *c = sh->conns; c != NULL;) {
+    vld_conn *next = c->next; /* drain may close c, never free it: its handles hold a ref */
+    vld_conn_drain(c);
+    c = next;
   }
 }
 
@@ -592,12 +767,8 @@ static void close_all(vld_server *srv) {
  * rather than run; running ones finish and are answered (the process could not exit before
  * they end anyway), after which their connections close as they drain, or at their idle
  * timeout if the client stops reading. */
-static void on_drain_timeout(uv_timer_t *t) {
-  vld_server *srv = t->data;
-  vld_log_warn("drain timeout of %llu ms: %u connections, %u requests in flight; queued requests "
-              "are answered -32007, running ones finish",
-              (unsigned long long)srv->cfg->drain_timeout_ms, srv->n_conns, srv->dispatch.inflight);
-  for (vld_conn *c = srv->conns; c != NULL;) {
+static void expire_shard(vld_shard *sh) {
+  for (vld_conn *c = sh->conns; c != NULL;) {
     vld_conn *next = c->next; /* closing never frees c: its handles hold a ref */
     bool answered = vld_conn_drain_pending(c);
     if (answered) {
@@ -610,6 +781,48 @@ static void on_drain_timeout(uv_timer_t *t) {
       vld_conn_close(c);
     }
     c = next;
+  }
+}
+
+static void on_drain_timeout(uv_timer_t *t) {
+  vld_server *srv = t->data;
+  lock(srv);
+  vld_log_warn("drain timeout of %llu ms: %u connections, %u requests in flight; queued requests "
+               "are answered -32007, running ones finish",
+               (unsigned long long)srv->cfg->drain_timeout_ms, srv->n_conns, srv->pool_queued);
+  post_locked(srv, CMD_EXPIRE);
+  unlock(srv);
+}
+
+/* Commands from the first loop, and sockets to take. */
+static void on_wake(uv_async_t *a) {
+  vld_shard *sh = a->data;
+  vld_server *srv = sh->srv;
+  lock(srv);
+  vld_peer *peers = sh->adopt;
+  size_t n = sh->n_adopt;
+  sh->adopt = NULL;
+  sh->n_adopt = sh->cap_adopt = 0;
+  bool drain = sh->cmd_drain, all = sh->cmd_close_all, expire = sh->cmd_expire;
+  bool fin = sh->cmd_finish;
+  sh->cmd_drain = sh->cmd_close_all = sh->cmd_expire = sh->cmd_finish = false;
+  unlock(srv);
+  for (size_t i = 0; i < n; i++) {
+    take_peer(sh, &peers[i], true, NULL);
+  }
+  free(peers);
+  if (drain) {
+    drain_shard(sh);
+    finish_if_done(srv);
+  }
+  if (all) {
+    close_all(sh);
+  }
+  if (expire) {
+    expire_shard(sh);
+  }
+  if (fin) {
+    finish_shard(sh);
   }
 }
 
@@ -643,37 +856,41 @@ static bool path_is_ours(const vld_server *srv) {
 }
 
 static void stop_listening(vld_server *srv) {
-  if (!srv->listening) {
-    return;
+  if (srv->listening) {
+    srv->listening = false;
+    uv_close((uv_handle_t *)&srv->listener, NULL);
+    uv_timer_stop(&srv->accept_retry);
   }
-  srv->listening = false;
-  uv_close((uv_handle_t *)&srv->listener, NULL);
   /* New clients fail fast instead of queueing. Only the file we bound: another daemon may have
    * bound a new socket at the path since ours was removed. */
-  if (srv->socket_path[0] != '\0' && path_is_ours(srv)) {
+  if (srv->socket_path[0] != '\0' && srv->listen_fd >= 0 && path_is_ours(srv)) {
     unlink(srv->socket_path);
+  }
+  if (srv->listen_fd >= 0) {
+    close(srv->listen_fd);
+    srv->listen_fd = -1;
   }
   unlock_path(srv);
 }
 
 void vld_server_shutdown(vld_server *srv) {
-  if (srv->shutting_down) {
+  lock(srv);
+  bool again = srv->shutting_down;
+  srv->shutting_down = true;
+  uint32_t conns = srv->n_conns, queued = srv->pool_queued;
+  unlock(srv);
+  if (again) {
     vld_log_warn("second stop signal: closing every connection now");
-    close_all(srv);
+    post_all(srv, CMD_CLOSE_ALL);
     return;
   }
-  srv->shutting_down = true;
   char status[96];
-  snprintf(status, sizeof status, "STOPPING=1\nSTATUS=draining %u requests", srv->dispatch.inflight);
+  snprintf(status, sizeof status, "STOPPING=1\nSTATUS=draining %u requests", queued);
   vld_systemd_notify(status);
-  vld_log_info("stopping: %u connections, %u requests in flight", srv->n_conns, srv->dispatch.inflight);
+  vld_log_info("stopping: %u connections, %u requests in flight", conns, queued);
   stop_listening(srv);
   uv_timer_start(&srv->drain, on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
-  for (vld_conn *c = srv->conns; c != NULL;) {
-    vld_conn *next = c->next; /* drain may close c, never free it: its handles hold a ref */
-    vld_conn_drain(c);
-    c = next;
-  }
+  post_all(srv, CMD_DRAIN);
   finish_if_done(srv);
 }
 
@@ -705,43 +922,59 @@ static void release_idle_memory(void) {
 
 /* A connection that is not being read (over its limits, or after a half-close) would notice
  * its peer leaving only when a response fails to be written, after all its queued work ran
- * for nobody. So while work is on the pool, look for hung-up peers of such connections. */
+ * for nobody. So while work of this loop is on the pool, look for hung-up peers of such
+ * connections. */
 static void on_hup_probe(uv_timer_t *t) {
-  vld_server *srv = t->data;
-  for (vld_conn *c = srv->conns; c != NULL; c = c->next) {
+  vld_shard *sh = t->data;
+  for (vld_conn *c = sh->conns; c != NULL; c = c->next) {
     if (c->inflight > 0 && !c->reading) {
       vld_conn_probe_hangup(c); /* may close c, never frees it: its handles hold a ref */
     }
   }
-  if (srv->dispatch.inflight == 0) {
+  if (sh->dispatch.inflight == 0) {
     uv_timer_stop(t);
     release_idle_memory();
   }
 }
 
-/* Connections paused for memory (their next frame, or the whole daemon over the budget) get
- * another try as memory is released; the timer stops once nothing waits. */
+/* This loop's connections paused for memory (their next frame, or the whole daemon over the
+ * budget) get another try as memory is released; the timer stops once none of them waits. */
 static void on_mem_wait(uv_timer_t *t) {
-  vld_server *srv = t->data;
+  vld_shard *sh = t->data;
+  vld_server *srv = sh->srv;
   /* Waiting connections whose peer left close (and leave the queue); a refused one leaves it. */
-  for (vld_conn *c = srv->mem_head, *next; c != NULL; c = next) {
-    next = c->mem_next;
-    if (c->input_done) {
+  for (vld_conn *c = sh->conns; c != NULL; c = c->next) {
+    if (c->mem_queued && c->input_done) {
+      lock(srv);
       mem_dequeue(srv, c);
-    } else {
+      unlock(srv);
+    } else if (c->mem_queued) {
       vld_conn_probe_hangup(c); /* may close c (on_closing dequeues it), never frees it */
     }
   }
-  /* Admit from the head while frames fit: each settle asks for its frame's memory again. */
-  for (vld_conn *c = srv->mem_head; c != NULL; c = srv->mem_head) {
+  /* Admit from the head while frames fit and the head is ours: each settle asks for its frame's
+   * memory again. Another loop's head is that loop's to admit. */
+  for (;;) {
+    lock(srv);
+    vld_conn *c = srv->mem_head;
+    bool ours = c != NULL && c->owner == sh;
+    unlock(srv);
+    if (!ours) {
+      break;
+    }
     vld_conn_settle(c);
-    if (srv->mem_head == c) {
+    lock(srv);
+    bool stuck = srv->mem_head == c;
+    unlock(srv);
+    if (stuck) {
       break; /* it still does not fit: nobody behind it goes first */
     }
   }
-  bool waiting = srv->mem_head != NULL;
-  for (vld_conn *c = srv->conns; c != NULL; c = c->next) {
-    if (!c->reading && !c->closing && !c->mem_queued) {
+  bool waiting = false;
+  for (vld_conn *c = sh->conns; c != NULL; c = c->next) {
+    if (c->mem_queued) {
+      waiting = true;
+    } else if (!c->reading && !c->closing) {
       vld_conn_settle(c); /* may close c, never frees it: its handles hold a ref */
       waiting |= !c->closing && (c->mem_queued || (c->writes > 0 && !vld_mem_fits(0)));
     }
@@ -751,15 +984,15 @@ static void on_mem_wait(uv_timer_t *t) {
   }
 }
 
-static void watch_memory(vld_server *srv) {
-  if (!srv->finished && !uv_is_active((uv_handle_t *)&srv->mem_wait)) {
-    uv_timer_start(&srv->mem_wait, on_mem_wait, MEM_WAIT_MS, MEM_WAIT_MS);
+static void watch_memory(vld_shard *sh) {
+  if (!sh->finished && !uv_is_active((uv_handle_t *)&sh->mem_wait)) {
+    uv_timer_start(&sh->mem_wait, on_mem_wait, MEM_WAIT_MS, MEM_WAIT_MS);
   }
 }
 
-static void watch_hangups(vld_server *srv) {
-  if (!srv->finished && !uv_is_active((uv_handle_t *)&srv->hup_probe)) {
-    uv_timer_start(&srv->hup_probe, on_hup_probe, HUP_PROBE_MS, HUP_PROBE_MS);
+static void watch_hangups(vld_shard *sh) {
+  if (!sh->finished && !uv_is_active((uv_handle_t *)&sh->hup_probe)) {
+    uv_timer_start(&sh->hup_probe, on_hup_probe, HUP_PROBE_MS, HUP_PROBE_MS);
   }
 }
 
@@ -776,45 +1009,52 @@ static void on_work_queued(void *owner) {
 
 /* The "stats" method: the counters and what only the server knows. */
 static cJSON *stats_result(void *owner) {
-  vld_server *srv = owner;
+  vld_server *srv = ((vld_shard *)owner)->srv;
   const char *names[VLD_STATS_MAX_METHODS];
   size_t n = vld_dispatch_method_count();
   n = n < VLD_STATS_MAX_METHODS ? n : VLD_STATS_MAX_METHODS;
   for (size_t i = 0; i < n; i++) {
     names[i] = vld_dispatch_method_name(i);
   }
+  lock(srv);
   vld_stats_view v = {.method_names = names,
                       .n_methods = n,
                       .conns_current = srv->n_conns,
                       .conns_waiting_for_memory = srv->n_mem_waiting,
-                      .requests_in_flight = srv->dispatch.inflight,
+                      .requests_in_flight = srv->pool_queued,
                       .now_ns = uv_hrtime(),
                       .open_files_limit = srv->nofile,
                       .memory_budget = vld_mem_budget(),
                       .memory_in_use = vld_mem_in_use(),
                       .memory_peak = vld_mem_peak()};
-  return vld_stats_to_json(&srv->stats, &v);
+  cJSON *result = vld_stats_to_json(&srv->stats, &v);
+  unlock(srv);
+  return result;
 }
 
 /* ---- start ---------------------------------------------------------------------------- */
 
 static int start_listening(vld_server *srv) {
-  uv_pipe_init(srv->loop, &srv->listener, 0);
-  srv->listener.data = srv;
-  srv->listening = true;
   int fd = vld_systemd_listen_fd();
-  int rc = 0;
   if (fd == -2) {
     return -1;
   }
   if (fd >= 0) {
-    rc = uv_pipe_open(&srv->listener, fd);
+    srv->listen_fd = fd;
     vld_log_info("using the socket passed by systemd (fd %d)", fd);
   } else if (bind_path(srv) != 0) {
     return -1;
   }
+  /* non-blocking: a peer that leaves between the poll and accept must not block the loop */
+  int flags = fcntl(srv->listen_fd, F_GETFL);
+  int rc = flags >= 0 && fcntl(srv->listen_fd, F_SETFL, flags | O_NONBLOCK) == 0 ? 0 : -errno;
   if (rc == 0) {
-    rc = uv_listen((uv_stream_t *)&srv->listener, LISTEN_BACKLOG, on_connection);
+    rc = uv_poll_init(srv->loop, &srv->listener, srv->listen_fd);
+  }
+  if (rc == 0) {
+    srv->listener.data = srv;
+    srv->listening = true;
+    rc = uv_poll_start(&srv->listener, UV_READABLE, on_listen_ready);
   }
   unlock_path(srv); /* listening (or failed): the next daemon's probe sees which */
   if (rc != 0) {
@@ -832,14 +1072,12 @@ static void start_handles(vld_server *srv) {
   }
   uv_timer_init(srv->loop, &srv->drain);
   uv_timer_init(srv->loop, &srv->watchdog);
-  uv_timer_init(srv->loop, &srv->hup_probe);
-  uv_timer_init(srv->loop, &srv->mem_wait);
-  srv->hup_probe.data = srv;
-  srv->mem_wait.data = srv;
+  uv_timer_init(srv->loop, &srv->accept_retry);
   srv->sigterm.data = srv;
   srv->sigint.data = srv;
   srv->drain.data = srv;
   srv->watchdog.data = srv;
+  srv->accept_retry.data = srv;
   uint64_t usec = vld_systemd_watchdog_usec();
   if (usec > 0) {
     uint64_t ms = usec / 2000 > 0 ? usec / 2000 : 1;
@@ -863,10 +1101,11 @@ static unsigned fds_open(void) {
 }
 
 /* Raises the soft RLIMIT_NOFILE to what --max-connections needs (as far as the hard limit
- * allows) and caps open connections below it, so accept never runs out of descriptors. */
-static void size_fd_limit(vld_server *srv) {
+ * allows) and caps open connections below it, so accept never runs out of descriptors. Each
+ * further loop holds a few descriptors of its own (epoll, its wake-up eventfd). */
+static void size_fd_limit(vld_server *srv, unsigned loops) {
   struct rlimit rl;
-  uint64_t base = (uint64_t)fds_open() + FD_RESERVE;
+  uint64_t base = (uint64_t)fds_open() + FD_RESERVE + (uint64_t)FD_PER_LOOP * loops;
   uint64_t need = base + FD_REFUSING + srv->cfg->max_connections;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
     rl.rlim_cur = rl.rlim_max = 1024;
@@ -902,38 +1141,151 @@ static int start_signals(vld_server *srv) {
   return 0;
 }
 
+static int init_shard(vld_server *srv, unsigned i, uv_loop_t *loop) {
+  vld_shard *sh = &srv->shards[i];
+  sh->srv = srv;
+  sh->index = i;
+  sh->loop = loop;
+  int rc = uv_async_init(loop, &sh->wake, on_wake);
+  if (rc != 0) {
+    return rc;
+  }
+  sh->wake.data = sh;
+  /* libuv keeps a descriptor per loop (/dev/null, given up to accept past EMFILE) from the loop's
+   * first stream on: opened now, the descriptors open after start are the daemon's baseline. */
+  uv_pipe_init(loop, &sh->first_stream, 0);
+  uv_close((uv_handle_t *)&sh->first_stream, NULL);
+  uv_timer_init(loop, &sh->hup_probe);
+  uv_timer_init(loop, &sh->mem_wait);
+  sh->hup_probe.data = sh;
+  sh->mem_wait.data = sh;
+  sh->dispatch = (vld_dispatcher){.loop = loop,
+                                  .cfg = srv->cfg,
+                                  .mu = &srv->mu,
+                                  .stats = &srv->stats,
+                                  .shares = &srv->shares,
+                                  .pool_queued = &srv->pool_queued,
+                                  .owner = sh,
+                                  .on_queued = on_work_queued,
+                                  .stats_result = stats_result};
+  return 0;
+}
+
+static void shard_main(void *arg) {
+  vld_shard *sh = arg;
+  char name[16];
+  snprintf(name, sizeof name, "viewlowerd-l%u", sh->index);
+  pthread_setname_np(pthread_self(), name);
+  free(malloc(1)); /* takes this thread's malloc arena now, before any worker (memory.c) */
+  uv_sem_post(&sh->srv->shard_started);
+  uv_run(sh->loop, UV_RUN_DEFAULT);
+}
+
+/* Starts the loops past the first, each on a thread with the main thread's stack size (a
+ * small request runs on its loop); fewer, with a warning, when one cannot start. */
+static void start_shards(vld_server *srv, unsigned want) {
+  uv_thread_options_t opt = {.flags = UV_THREAD_HAS_STACK_SIZE, .stack_size = LOOP_STACK};
+  if (want > 1 && uv_sem_init(&srv->shard_started, 0) != 0) {
+    vld_log_warn("cannot start further event loops: no semaphore");
+    return;
+  }
+  for (unsigned i = 1; i < want; i++) {
+    vld_shard *sh = &srv->shards[i];
+    if (uv_loop_init(&sh->own_loop) != 0) {
+      break;
+    }
+    if (init_shard(srv, i, &sh->own_loop) != 0) {
+      uv_loop_close(&sh->own_loop);
+      break;
+    }
+    lock(srv);
+    srv->n_shards = i + 1;
+    unlock(srv);
+    if (uv_thread_create_ex(&sh->thread, &opt, shard_main, sh) != 0) {
+      lock(srv);
+      srv->n_shards = i;
+      unlock(srv);
+      finish_shard(sh);
+      uv_run(&sh->own_loop, UV_RUN_DEFAULT);
+      uv_loop_close(&sh->own_loop);
+      break;
+    }
+    sh->thread_started = true;
+    uv_sem_wait(&srv->shard_started);
+  }
+  if (want > 1) {
+    uv_sem_destroy(&srv->shard_started);
+  }
+  if (srv->n_shards < want) {
+    vld_log_warn("started %u of %u event loops", srv->n_shards, want);
+  }
+}
+
 int vld_server_start(vld_server *srv, uv_loop_t *loop, const vld_config *cfg) {
   memset(srv, 0, sizeof *srv);
   srv->loop = loop;
   srv->cfg = cfg;
   srv->lock_fd = -1;
+  srv->listen_fd = -1;
   srv->self_uid = geteuid();
+  if (uv_mutex_init_recursive(&srv->mu) != 0) {
+    vld_log_error("cannot create a mutex");
+    return -1;
+  }
+  srv->mu_ready = true;
   srv->conn_limits = (vld_conn_limits){.max_frame_bytes = cfg->max_frame_bytes,
                                        .max_inflight = cfg->max_inflight,
                                        .max_write_queue = cfg->max_write_queue,
                                        .idle_timeout_ms = cfg->idle_timeout_ms};
-  srv->dispatch = (vld_dispatcher){.loop = loop,
-                                   .cfg = cfg,
-                                   .stats = &srv->stats,
-                                   .shares = &srv->shares,
-                                   .owner = srv,
-                                   .on_queued = on_work_queued,
-                                   .stats_result = stats_result};
   vld_stats_init(&srv->stats, uv_hrtime());
+  unsigned loops = vld_config_loops(cfg);
+  if (init_shard(srv, 0, loop) != 0) {
+    vld_log_error("cannot set up the event loop");
+    return -1;
+  }
+  srv->n_shards = 1;
   start_handles(srv);
-  size_fd_limit(srv);
+  size_fd_limit(srv, loops);
   if (start_signals(srv) != 0 || start_listening(srv) != 0) {
     stop_listening(srv);
     srv->shutting_down = true;
-    finish(srv);
+    finish_shard(&srv->shards[0]);
     return -1;
   }
+  start_shards(srv, loops);
   char status[160];
   snprintf(status, sizeof status, "READY=1\nSTATUS=listening on %s",
            srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd");
   vld_systemd_notify(status);
-  vld_log_info("listening on %s (%u workers, max %u connections, max %u queued)",
-              srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd",
-              cfg->workers, cfg->max_connections, cfg->max_queued);
+  vld_log_info("listening on %s (%u event loops, %u workers, max %u connections, max %u queued)",
+               srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd",
+               srv->n_shards, cfg->workers, cfg->max_connections, cfg->max_queued);
   return 0;
+}
+
+void vld_server_join(vld_server *srv) {
+  for (unsigned i = 1; i < srv->n_shards; i++) {
+    vld_shard *sh = &srv->shards[i];
+    if (sh->thread_started) {
+      uv_thread_join(&sh->thread);
+      int rc = uv_loop_close(&sh->own_loop);
+      if (rc != 0) {
+        vld_log_error("uv_loop_close (loop %u): %s", i, uv_strerror(rc));
+      }
+    }
+  }
+  for (unsigned i = 0; i < srv->n_shards; i++) {
+    vld_shard *sh = &srv->shards[i];
+    for (size_t k = 0; k < sh->n_adopt; k++) {
+      close(sh->adopt[k].fd);
+    }
+    free(sh->adopt);
+    sh->adopt = NULL;
+    sh->n_adopt = sh->cap_adopt = 0;
+  }
+  vld_shares_free(&srv->shares);
+  if (srv->mu_ready) {
+    uv_mutex_destroy(&srv->mu);
+    srv->mu_ready = false;
+  }
 }
