@@ -1,5 +1,6 @@
-/* main.c - viewlowerd: parse flags, size the thread pool, ignore SIGPIPE, run the server on
- * its own loop until a stop signal drains it, then close the loop. Runs in the foreground:
+/* main.c - viewlowerd: parse flags, size the thread pool, ignore SIGPIPE, run the server (its
+ * first event loop on this thread, the others on threads of their own) until a stop signal
+ * drains it, then close the loops. Runs in the foreground:
  * no fork, no pidfile (SPEC §7). Exit codes: 0 after a stop signal, 1 when the daemon cannot
  * start, 64 on a usage error. */
 #include <signal.h>
@@ -39,10 +40,12 @@ static int serve(const vld_config *cfg) {
     return EXIT_FAILURE;
   }
   vld_server srv;
+  vld_mem_cache_begin(); /* the main thread runs the first event loop */
   int status = vld_server_start(&srv, &loop, cfg) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
   uv_run(&loop, UV_RUN_DEFAULT);
   vld_server_join(&srv);
   rc = uv_loop_close(&loop);
+  vld_mem_cache_end();
   if (rc != 0) {
     vld_log_error("uv_loop_close: %s", uv_strerror(rc));
     return EXIT_FAILURE;
@@ -66,7 +69,7 @@ int main(int argc, char **argv) {
     vld_log_error("cannot set up the process");
     return EXIT_FAILURE;
   }
-  vld_mem_init(cfg.max_memory, vld_config_loops(&cfg)); /* before anything allocates */
+  vld_mem_init(cfg.max_memory); /* before the loop or cJSON allocate anything */
   vld_log_info("memory budget: %llu bytes%s", (unsigned long long)vld_mem_budget(),
               cfg.max_memory == 0 ? " (derived from the machine; set with --max-memory)" : "");
   return serve(&cfg);

@@ -100,6 +100,97 @@ static bool admit(size_t n) {
   return false;
 }
 
+/* ---- the event loops' block cache -----------------------------------------------------------
+ * Every thread allocates from one glibc arena (vld_mem_init), so two event loops lowering small
+ * graphs (hundreds of small blocks a request) queued on its lock: a tenth of their time went to
+ * waiting for it, and two loops answered no more than one. A loop's thread therefore keeps the
+ * small blocks it frees, up to CACHE_DEPTH of each glibc size and CACHE_BYTES in all, and hands
+ * them out again without the lock (realloc too, for blocks that grow through those sizes). They
+ * are glibc's blocks all the while, counted as in use
+ * (they are: the daemon holds them), so realloc, malloc_usable_size and a free by another
+ * thread need nothing special. Size classes follow glibc's usable sizes (16 k + 8): class k
+ * holds blocks of at least 16 k + 8 usable bytes, which is all a request of that much needs.
+ * Off under AddressSanitizer, whose quarantine of freed blocks must see every free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CACHE_ON 0
+#endif
+#endif
+#ifndef CACHE_ON
+#define CACHE_ON 1
+#endif
+enum { CACHE_CLASSES = 256, CACHE_DEPTH = 64, CACHE_BYTES = 512 << 10 };
+enum { PREFILL_CLASSES = 32, PREFILL_DEPTH = 32 };
+
+typedef struct cached_block {
+  struct cached_block *next;
+} cached_block;
+
+static _Thread_local bool caching;
+static _Thread_local cached_block *cache_head[CACHE_CLASSES];
+static _Thread_local uint8_t cache_len[CACHE_CLASSES];
+static _Thread_local size_t cache_bytes;
+
+/* The class whose blocks fit n bytes: the least k with 16 k + 8 >= n. */
+static size_t class_for(size_t n) {
+  return n <= 24 ? 1 : (n - 8 + 15) / 16;
+}
+
+static void *cache_take(size_t n) {
+  size_t k = class_for(n);
+  if (!caching || k >= CACHE_CLASSES || cache_head[k] == NULL) {
+    return NULL;
+  }
+  cached_block *b = cache_head[k];
+  cache_head[k] = b->next;
+  cache_len[k]--;
+  cache_bytes -= 16 * k + 8;
+  return b;
+}
+
+/* Keeps p (usable bytes u) for this thread; false when the cache is full for it. */
+static bool cache_keep(void *p, size_t u) {
+  size_t k = u >= 8 ? (u - 8) / 16 : 0; /* its blocks have at least 16 k + 8 bytes */
+  if (!caching || k == 0 || k >= CACHE_CLASSES || cache_len[k] >= CACHE_DEPTH ||
+      cache_bytes + 16 * k + 8 > CACHE_BYTES) {
+    return false;
+  }
+  cached_block *b = p;
+  b->next = cache_head[k];
+  cache_head[k] = b;
+  cache_len[k]++;
+  cache_bytes += 16 * k + 8;
+  return true;
+}
+
+void vld_mem_cache_begin(void) {
+  caching = CACHE_ON;
+  for (size_t k = 1; caching && k <= PREFILL_CLASSES; k++) {
+    for (size_t i = 0; i < PREFILL_DEPTH; i++) {
+      void *p = __wrap_malloc(16 * k + 8);
+      if (p == NULL || !cache_keep(p, malloc_usable_size(p))) {
+        __wrap_free(p);
+        break;
+      }
+    }
+  }
+}
+
+void vld_mem_cache_end(void) {
+  caching = false;
+  for (size_t k = 0; k < CACHE_CLASSES; k++) {
+    while (cache_head[k] != NULL) {
+      cached_block *b = cache_head[k];
+      cache_head[k] = b->next;
+      __wrap_free(b);
+    }
+    cache_len[k] = 0;
+  }
+  cache_bytes = 0;
+}
+
 /* Large blocks (frame bodies, tensors, response payloads: each a fresh map, see vld_mem_init)
  * are asked to be backed by transparent huge pages where the system offers them on request:
  * their first touch then takes one fault per 2 MiB instead of one per 4 KiB page, which was
@@ -122,10 +213,14 @@ static void hint_huge(void *p, size_t n) {
 }
 
 void *__wrap_malloc(size_t n) {
+  void *p = cache_take(n);
+  if (p != NULL) {
+    return p;
+  }
   if (!admit(n)) {
     return NULL;
   }
-  void *p = __real_malloc(n);
+  p = __real_malloc(n);
   hint_huge(p, n);
   count_in(p);
   return p;
@@ -142,7 +237,30 @@ void *__wrap_calloc(size_t k, size_t n) {
   return p;
 }
 
+/* realloc on a loop's thread, from its cache: a block that grows (a text being written) takes
+ * a cached one and leaves the old one to the cache; a small one that shrinks stays as it is.
+ * NULL when the cache cannot serve it. */
+static void *cache_realloc(void *p, size_t n) {
+  size_t u = malloc_usable_size(p);
+  if (u > 16 * (CACHE_CLASSES - 1) + 8) {
+    return NULL;
+  }
+  if (n <= u) {
+    return p;
+  }
+  void *q = cache_take(n);
+  if (q != NULL) {
+    memcpy(q, p, u);
+    __wrap_free(p);
+  }
+  return q;
+}
+
 void *__wrap_realloc(void *p, size_t n) {
+  void *c = p != NULL && n > 0 && caching ? cache_realloc(p, n) : NULL;
+  if (c != NULL) {
+    return c;
+  }
   size_t old = p != NULL ? malloc_usable_size(p) : 0;
   if (n > old && !admit(n - old)) {
     return NULL;
@@ -158,6 +276,9 @@ void *__wrap_realloc(void *p, size_t n) {
 }
 
 void __wrap_free(void *p) {
+  if (p != NULL && caching && cache_keep(p, malloc_usable_size(p))) {
+    return;
+  }
   count_out(p);
   __real_free(p);
 }
@@ -232,7 +353,7 @@ uint64_t vld_mem_default(void) {
   return v < 64 * MIB ? 64 * MIB : v;
 }
 
-void vld_mem_init(uint64_t bytes, unsigned arenas) {
+void vld_mem_init(uint64_t bytes) {
   budget = bytes > 0 ? bytes : vld_mem_default();
   cJSON_Hooks hooks = {.malloc_fn = __wrap_malloc, .free_fn = __wrap_free};
   cJSON_InitHooks(&hooks);
@@ -244,15 +365,14 @@ void vld_mem_init(uint64_t bytes, unsigned arenas) {
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif
 #ifdef M_ARENA_MAX
-  /* One heap per event loop, shared by the workers: the small blocks a worker frees (a
-   * request's JSON tree, which glibc keeps in its fast bins) are reused by the next worker
-   * rather than held resident in that worker's own arena while another arena grows; resident
-   * memory then follows the counted bytes (one 16 MiB request of "0,0,..." after another on two
-   * workers peaked at 82 MiB with an arena each at --max-memory 64M). Each loop's thread takes
-   * its arena before any worker starts (server.c), so two loops lowering small graphs do not
-   * queue on one heap's lock (with one arena for two loops, a tenth of their time went to
-   * waiting for it); each thread's cache of small blocks keeps the lock off the rest. */
-  mallopt(M_ARENA_MAX, (int)(arenas > 0 ? arenas : 1));
+  /* One heap for every thread: the small blocks a worker frees (a request's JSON tree, which
+   * glibc keeps in its fast bins) are reused by the next worker rather than held resident in
+   * that worker's own arena while another arena grows; resident memory then follows the
+   * counted bytes (one 16 MiB request of "0,0,..." after another on two workers peaked at
+   * 82 MiB with an arena each at --max-memory 64M; with an arena per event loop, shared by the
+   * workers, 84 MiB). Each thread's cache of small blocks, and the event loops' own (above),
+   * keep the lock off the hot path. */
+  mallopt(M_ARENA_MAX, 1);
 #endif
 }
 

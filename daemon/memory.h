@@ -16,9 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Installs the hooks, sets the budget (0: derived from the machine, see vld_mem_default) and
- * allows glibc arenas malloc heaps (one per event loop). */
-void vld_mem_init(uint64_t budget, unsigned arenas);
+/* Installs the hooks and sets the budget (0: derived from the machine, see vld_mem_default). */
+void vld_mem_init(uint64_t budget);
 /* Half the physical memory, or three quarters of the cgroup's memory.max when that is lower;
  * never under 64 MiB. */
 uint64_t vld_mem_default(void);
@@ -28,6 +27,12 @@ uint64_t vld_mem_in_use(void);
 uint64_t vld_mem_peak(void);
 /* Would bytes more stay within the budget? */
 bool vld_mem_fits(uint64_t bytes);
+
+/* An event loop's thread keeps the small blocks it frees for its next allocations, bounded
+ * (memory.c), from vld_mem_cache_begin on; vld_mem_cache_end gives them back (before the
+ * thread ends). Never on a worker: the guard below must see every allocation. */
+void vld_mem_cache_begin(void);
+void vld_mem_cache_end(void);
 
 /* Allocations of this thread beyond the budget fail from now on, until vld_mem_guard_end, which
  * returns whether one did fail meanwhile. */

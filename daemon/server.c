@@ -1176,9 +1176,10 @@ static void shard_main(void *arg) {
   char name[16];
   snprintf(name, sizeof name, "viewlowerd-l%u", sh->index);
   pthread_setname_np(pthread_self(), name);
-  free(malloc(1)); /* takes this thread's malloc arena now, before any worker (memory.c) */
-  uv_sem_post(&sh->srv->shard_started);
+  vld_mem_cache_begin();
+  uv_sem_post(&sh->srv->shard_started); /* named and running */
   uv_run(sh->loop, UV_RUN_DEFAULT);
+  vld_mem_cache_end();
 }
 
 /* Starts the loops past the first, each on a thread with the main thread's stack size (a
@@ -1246,13 +1247,18 @@ int vld_server_start(vld_server *srv, uv_loop_t *loop, const vld_config *cfg) {
   srv->n_shards = 1;
   start_handles(srv);
   size_fd_limit(srv, loops);
-  if (start_signals(srv) != 0 || start_listening(srv) != 0) {
+  /* every loop runs before the socket accepts: a client that connects finds the daemon whole */
+  bool signals = start_signals(srv) == 0;
+  if (signals) {
+    start_shards(srv, loops);
+  }
+  if (!signals || start_listening(srv) != 0) {
     stop_listening(srv);
     srv->shutting_down = true;
+    post_all(srv, CMD_FINISH);
     finish_shard(&srv->shards[0]);
     return -1;
   }
-  start_shards(srv, loops);
   char status[160];
   snprintf(status, sizeof status, "READY=1\nSTATUS=listening on %s",
            srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd");

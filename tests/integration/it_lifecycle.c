@@ -430,6 +430,83 @@ static void sigterm_answers_every_request_in_flight_and_exits_0(void **state) {
   daemon_cleanup(&d);
 }
 
+/* The daemon's threads named like the loops past the first ("viewlowerd-l1", ...). */
+static int loop_threads(pid_t pid) {
+  char path[320], comm[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *dir = opendir(path);
+  assert_non_null(dir);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%s/comm", (int)pid, e->d_name);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) continue; /* a thread that just ended */
+    n += fgets(comm, sizeof comm, f) != NULL && strncmp(comm, "viewlowerd-l", 12) == 0;
+    fclose(f);
+  }
+  closedir(dir);
+  return n;
+}
+
+/* --loops 3 runs two loops on threads of their own (--loops 1 none). A new connection goes to
+ * the loop with the fewest, so six clients at once reach every loop (the readiness probe of
+ * daemon_start may still hold one connection somewhere: a loop at one connection still gets
+ * a client before any loop gets three). Each client's requests are answered on its loop, and
+ * SIGTERM drains all loops: every request in flight is answered, each connection then closes,
+ * and the daemon exits 0. */
+static void connections_spread_over_the_loops_and_every_loop_drains(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  static const char *const one[] = {"--loops", "1", NULL};
+  daemon_start(&d, one);
+  assert_int_equal(loop_threads(d.pid), 0);
+  stop_and_clean(&d);
+  daemon_prepare(&d);
+  static const char *const args[] = {"--loops", "3", "--workers", "2", "--drain-timeout-ms",
+                                     "600000",  NULL};
+  daemon_start(&d, args);
+  assert_int_equal(loop_threads(d.pid), 2);
+  enum { LOOPS = 3, CLIENTS = 6 };
+  int before[LOOPS];
+  char text[32];
+  for (int k = 0; k < LOOPS; k++) {
+    snprintf(text, sizeof text, "connected (loop %d)", k);
+    before[k] = daemon_log_count(&d, text);
+  }
+  vl_client *c[CLIENTS];
+  for (int i = 0; i < CLIENTS; i++) {
+    c[i] = client_open(&d);
+    send_heavy_then_ping(c[i], 1); /* answered: the connection is in, on its loop */
+  }
+  for (int k = 0; k < LOOPS; k++) {
+    snprintf(text, sizeof text, "connected (loop %d)", k);
+    assert_true(daemon_log_count(&d, text) - before[k] >= 1);
+  }
+  kill(d.pid, SIGTERM);
+  vl_error err;
+  for (int i = 0; i < CLIENTS; i++) {
+    uint64_t id = 0;
+    cJSON *r = NULL;
+    vl_status s = vl_client_recv(c[i], &id, &r, NULL, &err);
+    if (s != VL_OK) {
+      daemon_dump_log(&d);
+      fail_msg("client %d: %s: %s", i, vl_status_kind(s), err.message);
+    }
+    assert_int_equal(id, 1);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "equal")));
+    cJSON_Delete(r);
+    assert_int_equal(vl_client_ping(c[i], &err), VL_ERR_IO); /* closed once drained */
+    vl_client_close(c[i]);
+  }
+  assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
+  d.pid = -1;
+  assert_true(daemon_log_contains(&d, "stopped"));
+  assert_int_equal(access(d.sock, F_OK), -1);
+  daemon_cleanup(&d);
+}
+
 static void the_drain_timeout_bounds_the_shutdown(void **state) {
   (void)state;
   daemon_proc d;
@@ -505,6 +582,7 @@ int main(void) {
       cmocka_unit_test(notify_reaches_an_abstract_socket_with_watchdog_pings),
       cmocka_unit_test(sigterm_answers_every_request_in_flight_and_exits_0),
       cmocka_unit_test(the_drain_timeout_bounds_the_shutdown),
+      cmocka_unit_test(connections_spread_over_the_loops_and_every_loop_drains),
   };
   return harness_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
