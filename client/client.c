@@ -3,7 +3,14 @@
  * The socket is non-blocking; every wait is a poll bounded by the call's deadline, so a call
  * never blocks longer than the client's timeout. Sends use sendmsg with MSG_NOSIGNAL (no
  * SIGPIPE reaches the application). A transport failure marks the client broken: the byte
- * stream may be mid-frame, so nothing more can be read or written on it. */
+ * stream may be mid-frame, so nothing more can be read or written on it.
+ *
+ * Reads go through a receive buffer of RECV_BUF_SIZE bytes: one recv takes whatever the socket
+ * holds, often all the frames of a pipelined batch the daemon wrote at once, and the header,
+ * JSON and payload of each response are served from it. Bytes in rbuf[rpos, rend) are the
+ * stream's next bytes, read before the socket and before any poll for input. A wanted run at
+ * least as long as the buffer (a large payload) that finds the buffer drained is received
+ * straight into its destination, never through the buffer. */
 #include "viewlower/client.h"
 
 #include <errno.h>
@@ -28,9 +35,15 @@ struct vl_client {
   uint64_t next_id;
   size_t pending; /* sent with vl_client_send, not yet received */
   bool broken;
+  uint8_t *rbuf; /* RECV_BUF_SIZE bytes; rbuf[rpos, rend) received, not yet consumed */
+  size_t rpos, rend;
 };
 
-enum { DISCARD_CHUNK = 65536 };
+/* 64 KiB, allocated at connect: a pipelined batch of typical responses (a lowered graph's is a
+ * few KiB) fits in one recv, and it is small beside the socket's own buffer (208 KiB by
+ * default). Runs this long or longer are received in place. Dropped payloads pass through it
+ * too (there is no scratch array on the stack). */
+enum { RECV_BUF_SIZE = 65536 };
 
 /* ---- deadlines and raw I/O ---------------------------------------------------------------- */
 
@@ -106,15 +119,16 @@ static vl_status send_all(vl_client *c, struct iovec *iov, int n, int64_t deadli
   return VL_OK;
 }
 
-/* Receives exactly len bytes into p. */
-static vl_status recv_exact(vl_client *c, void *p, size_t len, int64_t deadline, vl_error *err) {
-  uint8_t *at = p;
-  while (len > 0) {
-    ssize_t r = recv(c->fd, at, len, 0);
+/* One recv of at most cap (> 0) bytes into p, waiting for input until the deadline; *got is
+ * then at least 1. End of stream is a transport failure: it only happens mid-frame or where a
+ * response is due. */
+static vl_status recv_some(vl_client *c, void *p, size_t cap, size_t *got, int64_t deadline,
+                           vl_error *err) {
+  for (;;) {
+    ssize_t r = recv(c->fd, p, cap, 0);
     if (r > 0) {
-      at += r;
-      len -= (size_t)r;
-      continue;
+      *got = (size_t)r;
+      return VL_OK;
     }
     if (r == 0) {
       return transport_fail(c, err, VL_ERR_IO, "the daemon closed the connection", "");
@@ -130,34 +144,64 @@ static vl_status recv_exact(vl_client *c, void *p, size_t len, int64_t deadline,
       return s;
     }
   }
+}
+
+/* Refills the drained buffer with one recv. */
+static vl_status fill(vl_client *c, int64_t deadline, vl_error *err) {
+  c->rpos = 0;
+  c->rend = 0;
+  return recv_some(c, c->rbuf, RECV_BUF_SIZE, &c->rend, deadline, err);
+}
+
+/* Moves up to len buffered bytes to p (NULL: drops them); returns how many. */
+static size_t take(vl_client *c, uint8_t *p, size_t len) {
+  size_t n = c->rend - c->rpos;
+  n = n < len ? n : len;
+  if (p != NULL) {
+    memcpy(p, c->rbuf + c->rpos, n);
+  }
+  c->rpos += n;
+  return n;
+}
+
+/* Receives exactly len bytes into p, or drops them when p is NULL: the buffered ones first. */
+static vl_status recv_exact(vl_client *c, void *p, size_t len, int64_t deadline, vl_error *err) {
+  uint8_t *at = p;
+  while (len > 0) {
+    size_t n = 0;
+    vl_status s = VL_OK;
+    if (c->rpos < c->rend) {
+      n = take(c, at, len);
+    } else if (at != NULL && len >= RECV_BUF_SIZE) {
+      s = recv_some(c, at, len, &n, deadline, err); /* in place: no second copy */
+    } else {
+      s = fill(c, deadline, err);
+    }
+    if (s != VL_OK) {
+      return s;
+    }
+    at = at != NULL ? at + n : NULL;
+    len -= n;
+  }
   return VL_OK;
 }
 
 /* Reads len payload bytes into out (appended), or drops them when out is NULL. */
 static vl_status recv_payload(vl_client *c, vl_buf *out, size_t len, int64_t deadline,
                               vl_error *err) {
-  if (out != NULL) {
-    size_t old = out->len;
-    void *p = vl_buf_extend(out, len);
-    if (p == NULL) {
-      return transport_fail(c, err, VL_ERR_NOMEM, "cannot allocate the response payload", "");
-    }
-    vl_status s = recv_exact(c, p, len, deadline, err);
-    if (s != VL_OK) {
-      out->len = old;
-    }
-    return s;
+  if (out == NULL) {
+    return recv_exact(c, NULL, len, deadline, err);
   }
-  uint8_t scratch[DISCARD_CHUNK];
-  while (len > 0) {
-    size_t n = len < sizeof scratch ? len : sizeof scratch;
-    vl_status s = recv_exact(c, scratch, n, deadline, err);
-    if (s != VL_OK) {
-      return s;
-    }
-    len -= n;
+  size_t old = out->len;
+  void *p = vl_buf_extend(out, len);
+  if (p == NULL) {
+    return transport_fail(c, err, VL_ERR_NOMEM, "cannot allocate the response payload", "");
   }
-  return VL_OK;
+  vl_status s = recv_exact(c, p, len, deadline, err);
+  if (s != VL_OK) {
+    out->len = old;
+  }
+  return s;
 }
 
 /* ---- connecting ------------------------------------------------------------------------- */
@@ -282,6 +326,11 @@ vl_status vl_client_connect(const char *socket_path, int timeout_ms, vl_client *
   c->timeout_ms = timeout_ms;
   c->max_frame_bytes = VL_CLIENT_DEFAULT_MAX_FRAME_BYTES;
   c->next_id = 1;
+  c->rbuf = malloc(RECV_BUF_SIZE);
+  if (c->rbuf == NULL) {
+    free(c);
+    return vl_error_set(err, VL_ERR_NOMEM, "", "cannot allocate a client");
+  }
   struct sockaddr_un sa;
   if (s == VL_OK) {
     s = open_socket(socket_path, &sa, &c->fd, err);
@@ -304,6 +353,7 @@ void vl_client_close(vl_client *c) {
   if (c->fd >= 0) {
     close(c->fd);
   }
+  free(c->rbuf);
   free(c);
 }
 
