@@ -167,11 +167,17 @@ static bool cache_keep(void *p, size_t u) {
 
 void vld_mem_cache_begin(void) {
   caching = CACHE_ON;
+  /* straight from glibc, one after another: __wrap_malloc would hand back the block just kept */
   for (size_t k = 1; caching && k <= PREFILL_CLASSES; k++) {
     for (size_t i = 0; i < PREFILL_DEPTH; i++) {
-      void *p = __wrap_malloc(16 * k + 8);
-      if (p == NULL || !cache_keep(p, malloc_usable_size(p))) {
-        __wrap_free(p);
+      void *p = __real_malloc(16 * k + 8);
+      if (p == NULL) {
+        break;
+      }
+      count_in(p);
+      if (!cache_keep(p, malloc_usable_size(p))) {
+        count_out(p);
+        __real_free(p);
         break;
       }
     }
