@@ -736,7 +736,6 @@ static void finish_shard(vld_shard *sh) {
     return;
   }
   vld_server *srv = sh->srv;
-  srv->finished = true;
   close_if_open((uv_handle_t *)&srv->sigterm);
   close_if_open((uv_handle_t *)&srv->sigint);
   for (size_t i = 0; i < VLD_N_IGNORED_SIGNALS; i++) {

@@ -71,7 +71,6 @@ struct vld_server {
   uv_timer_t watchdog;
   uv_timer_t accept_retry; /* accept failed (EMFILE, ENOMEM...): listen again a little later */
   bool listening;
-  bool finished;
   char socket_path[108]; /* the socket file we bound, removed at shutdown ("" if none) */
   dev_t socket_dev;      /* ... if it is still that file */
   ino_t socket_ino;
