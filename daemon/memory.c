@@ -105,7 +105,9 @@ static bool admit(size_t n) {
  * graphs (hundreds of small blocks a request) queued on its lock: a tenth of their time went to
  * waiting for it, and two loops answered no more than one. A loop's thread therefore keeps the
  * small blocks it frees, up to CACHE_DEPTH of each glibc size and CACHE_BYTES in all, and hands
- * them out again without the lock (realloc too, for blocks that grow through those sizes). They
+ * them out again without the lock (calloc too, zeroed here, and realloc, for blocks that grow
+ * through those sizes: calloc left to glibc made half the daemon's time on small lowerings a wait
+ * for the lock, 20k answers/s from two loops against 39k/s with it cached). They
  * are glibc's blocks all the while, counted as in use
  * (they are: the daemon holds them), so realloc, malloc_usable_size and a free by another
  * thread need nothing special. Size classes follow glibc's usable sizes (16 k + 8): class k
@@ -234,10 +236,17 @@ void *__wrap_malloc(size_t n) {
 
 void *__wrap_calloc(size_t k, size_t n) {
   size_t total;
-  if (__builtin_mul_overflow(k, n, &total) || !admit(total)) {
+  if (__builtin_mul_overflow(k, n, &total)) {
     return NULL;
   }
-  void *p = __real_calloc(k, n);
+  void *p = cache_take(total);
+  if (p != NULL) {
+    return memset(p, 0, total);
+  }
+  if (!admit(total)) {
+    return NULL;
+  }
+  p = __real_calloc(k, n);
   hint_huge(p, total);
   count_in(p);
   return p;
