@@ -106,9 +106,9 @@ static bool admit(size_t n) {
  * waiting for it, and two loops answered no more than one. A loop's thread therefore keeps the
  * small blocks it frees, up to CACHE_DEPTH of each glibc size and CACHE_BYTES in all, and hands
  * them out again without the lock (calloc too, zeroed here, and realloc, for blocks that grow
- * through those sizes: calloc left to glibc made half the daemon's time on small lowerings a wait
- * for the lock, 20k answers/s from two loops against 39k/s with it cached). They
- * are glibc's blocks all the while, counted as in use
+ * through those sizes; calloc left to glibc kept 15% of the daemon's time on small lowerings in
+ * the lock's wake-ups, and two loops answered 20k/s against 39k/s with it cached). They are
+ * glibc's blocks all the while, counted as in use
  * (they are: the daemon holds them), so realloc, malloc_usable_size and a free by another
  * thread need nothing special. Size classes follow glibc's usable sizes (16 k + 8): class k
  * holds blocks of at least 16 k + 8 usable bytes, which is all a request of that much needs.
