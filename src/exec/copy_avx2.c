@@ -8,9 +8,10 @@
  * 32-byte store per destination row, no cross-lane permute; walked by VL__TILE_BODY_RECT, the
  * rows after the last stripe and thinner planes on 8x8 2-byte blocks), 8x8 of 4 bytes (8
  * registers, 16), 4x4 of 8 bytes (4 registers, 4). The last block of a row or column overlaps
- * the one before it (VL__TILE_BODY). Narrow planes (images): 3 channels of 1- and 2-byte
- * elements by blends and one shuffle per channel on 256-bit registers, 4 channels with the
- * SSSE3 kernels in VEX encoding. */
+ * the one before it (VL__TILE_BODY). Narrow planes (images) on 256-bit registers: 3 channels
+ * of 2-byte elements by word blends and one shuffle per channel, of bytes by shuffles that
+ * gather two channels at once, unpacks and dword blends (the fewest operations found for Zen
+ * 1's two shuffle pipes); 4 channels with the SSSE3 kernels in VEX encoding. */
 #include "exec/copy_kernels.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)
@@ -165,59 +166,110 @@ VL__SSSE3_NARROW(3, 2, u16)
 VL__SSSE3_NARROW4(1, u8)
 VL__SSSE3_NARROW4(2, u16)
 
-/* Three channels of E-byte elements by blends (exec/copy_shuffle.h), 32 / E pixels a step: each
- * 256-bit register holds one 48-byte group per lane, so a step is 3 loads (and 3 inserts), 6
- * blends and 3 shuffles, 3 stores (split) or 3 loads, 3 shuffles, 6 blends, 3 lane permutes and
- * 3 stores (merge), against 18 shuffles and 12 ORs for the same 96 bytes above (blends do not
- * take the shuffle units); the 128-bit kernels above take the pixels after the last whole step.
- * Against those alone, side by side (medians of 7): 224^2 uint8 images 1.62x (split) and 1.51x
- * (merge), 1080p 1.19x and 1.22x, 1080p int16 1.09x and 0.98x. */
 #define MASK256(F, C, E, k, v) _mm256_broadcastsi128_si256(VL__MASK(F, C, E, k, v))
-#define BLEND3(a, b, c, m1, m2) _mm256_blendv_epi8(_mm256_blendv_epi8(a, b, m1), c, m2)
-#define AVX2_NARROW3(E, sfx)                                                                       \
-  static void split3b_##sfx(char *d, const char *s, int64_t n, ptrdiff_t dx) {                     \
-    enum { P = 32 / E };                                                                           \
-    int64_t y = 0;                                                                                 \
-    for (; y + P <= n; y += P, s += 96) {                                                          \
-      __m256i a = LOAD2(s, s + 48), b = LOAD2(s + 16, s + 64), c = LOAD2(s + 32, s + 80);          \
-      __m256i t0 =                                                                                 \
-          BLEND3(a, b, c, MASK256(VL__SELECT3, 3, E, 0, 1), MASK256(VL__SELECT3, 3, E, 0, 2));     \
-      __m256i t1 =                                                                                 \
-          BLEND3(a, b, c, MASK256(VL__SELECT3, 3, E, 1, 1), MASK256(VL__SELECT3, 3, E, 1, 2));     \
-      __m256i t2 =                                                                                 \
-          BLEND3(a, b, c, MASK256(VL__SELECT3, 3, E, 2, 1), MASK256(VL__SELECT3, 3, E, 2, 2));     \
-      STORE32(d + y * E, _mm256_shuffle_epi8(t0, MASK256(VL__SPLIT3_GATHER, 3, E, 0, 0)));         \
-      STORE32(d + dx + y * E, _mm256_shuffle_epi8(t1, MASK256(VL__SPLIT3_GATHER, 3, E, 1, 0)));    \
-      STORE32(d + 2 * dx + y * E,                                                                  \
-              _mm256_shuffle_epi8(t2, MASK256(VL__SPLIT3_GATHER, 3, E, 2, 0)));                    \
-    }                                                                                              \
-    if (y < n) split3_##sfx(d + y * E, s, n - y, dx);                                              \
-  }                                                                                                \
-  static void merge3b_##sfx(char *d, const char *s, int64_t n, ptrdiff_t sy) {                     \
-    enum { P = 32 / E };                                                                           \
-    int64_t x = 0;                                                                                 \
-    for (; x + P <= n; x += P, d += 96) {                                                          \
-      __m256i r = _mm256_shuffle_epi8(LOAD32(s + x * E), MASK256(VL__MERGE3_GATHER, 3, E, 0, 0));  \
-      __m256i g =                                                                                  \
-          _mm256_shuffle_epi8(LOAD32(s + sy + x * E), MASK256(VL__MERGE3_GATHER, 3, E, 1, 0));     \
-      __m256i b =                                                                                  \
-          _mm256_shuffle_epi8(LOAD32(s + 2 * sy + x * E), MASK256(VL__MERGE3_GATHER, 3, E, 2, 0)); \
-      __m256i o0 =                                                                                 \
-          BLEND3(r, g, b, MASK256(VL__SELECT3, 3, E, 1, 0), MASK256(VL__SELECT3, 3, E, 2, 0));     \
-      __m256i o1 =                                                                                 \
-          BLEND3(r, g, b, MASK256(VL__SELECT3, 3, E, 1, 1), MASK256(VL__SELECT3, 3, E, 2, 1));     \
-      __m256i o2 =                                                                                 \
-          BLEND3(r, g, b, MASK256(VL__SELECT3, 3, E, 1, 2), MASK256(VL__SELECT3, 3, E, 2, 2));     \
-      /* lane 0 of o0, o1, o2 is the first 48 bytes, lane 1 the next 48 */                         \
-      STORE32(d, _mm256_permute2x128_si256(o0, o1, 0x20));                                         \
-      STORE32(d + 32, _mm256_permute2x128_si256(o2, o0, 0x30));                                    \
-      STORE32(d + 64, _mm256_permute2x128_si256(o1, o2, 0x31));                                    \
-    }                                                                                              \
-    if (x < n) merge3_##sfx(d, s + x * E, n - x, sy);                                              \
-  }
 
-AVX2_NARROW3(1, u8)
-AVX2_NARROW3(2, u16)
+/* Three channels of 2-byte elements by blends (exec/copy_shuffle.h), 16 pixels a step: each
+ * 256-bit register holds one 48-byte group per lane, so a step is 3 loads (and 3 inserts), 6
+ * word blends and 3 shuffles, 3 stores (split) or 3 loads, 3 shuffles, 6 word blends and 6
+ * 16-byte stores (merge), against 18 shuffles and 12 ORs for the same 96 bytes above (blends do
+ * not take the shuffle units); the 128-bit kernels above take the pixels after the last whole
+ * step. The slots are whole words, so the blends take immediates (SELECT3_W: bit i set where
+ * word i of vector v holds channel k). Byte-mask blends (vpblendvb) run at half the rate of
+ * these on Zen 1 and a lane permute (vperm2i128) takes three cycles there, so the merge stores
+ * each lane on its own. */
+#define SELECT3_W(k, v)                                                                            \
+  ((((8 * (v) + 0) % 3 == (k)) << 0) | (((8 * (v) + 1) % 3 == (k)) << 1) |                         \
+   (((8 * (v) + 2) % 3 == (k)) << 2) | (((8 * (v) + 3) % 3 == (k)) << 3) |                         \
+   (((8 * (v) + 4) % 3 == (k)) << 4) | (((8 * (v) + 5) % 3 == (k)) << 5) |                         \
+   (((8 * (v) + 6) % 3 == (k)) << 6) | (((8 * (v) + 7) % 3 == (k)) << 7))
+/* Slot by slot, the one of a, b, c whose slot holds channel k1 of vector v1 (b) or k2 of v2 (c),
+ * else a. */
+#define BLEND3W(a, b, c, k1, v1, k2, v2)                                                           \
+  _mm256_blend_epi16(_mm256_blend_epi16(a, b, SELECT3_W(k1, v1)), c, SELECT3_W(k2, v2))
+static void split3b_u16(char *d, const char *s, int64_t n, ptrdiff_t dx) {
+  int64_t y = 0;
+  for (; y + 16 <= n; y += 16, s += 96) {
+    __m256i a = LOAD2(s, s + 48), b = LOAD2(s + 16, s + 64), c = LOAD2(s + 32, s + 80);
+    __m256i t0 = BLEND3W(a, b, c, 0, 1, 0, 2), t1 = BLEND3W(a, b, c, 1, 1, 1, 2);
+    __m256i t2 = BLEND3W(a, b, c, 2, 1, 2, 2);
+    STORE32(d + y * 2, _mm256_shuffle_epi8(t0, MASK256(VL__SPLIT3_GATHER, 3, 2, 0, 0)));
+    STORE32(d + dx + y * 2, _mm256_shuffle_epi8(t1, MASK256(VL__SPLIT3_GATHER, 3, 2, 1, 0)));
+    STORE32(d + 2 * dx + y * 2, _mm256_shuffle_epi8(t2, MASK256(VL__SPLIT3_GATHER, 3, 2, 2, 0)));
+  }
+  if (y < n) split3_u16(d + y * 2, s, n - y, dx);
+}
+static void merge3b_u16(char *d, const char *s, int64_t n, ptrdiff_t sy) {
+  int64_t x = 0;
+  for (; x + 16 <= n; x += 16, d += 96) {
+    __m256i r = _mm256_shuffle_epi8(LOAD32(s + x * 2), MASK256(VL__MERGE3_GATHER, 3, 2, 0, 0));
+    __m256i g = _mm256_shuffle_epi8(LOAD32(s + sy + x * 2), MASK256(VL__MERGE3_GATHER, 3, 2, 1, 0));
+    __m256i b =
+        _mm256_shuffle_epi8(LOAD32(s + 2 * sy + x * 2), MASK256(VL__MERGE3_GATHER, 3, 2, 2, 0));
+    /* lane 0 of each output vector is in the first 48 bytes, lane 1 in the next 48 */
+    STORE2(d, d + 48, BLEND3W(r, g, b, 1, 0, 2, 0));
+    STORE2(d + 16, d + 64, BLEND3W(r, g, b, 1, 1, 2, 1));
+    STORE2(d + 32, d + 80, BLEND3W(r, g, b, 1, 2, 2, 2));
+  }
+  if (x < n) merge3_u16(d, s + x * 2, n - x, sy);
+}
+
+/* Three channels of bytes, 32 pixels a step (one 48-byte group per 128-bit lane), with as few
+ * operations as the shuffle units allow (Zen 1: two 128-bit shuffle pipes; ANDs, ORs and dword
+ * blends on all four). Split: two shuffles each gather P = R0-7 | G0-7 from vectors a, b and
+ * Q = G8-15 | R8-15 from b, c; R is P's low half and Q's high half (a dword blend) and G the
+ * middle of Q:P (alignr); B is three shuffles ORed, as in the 128-bit kernel. Merge: unpacks
+ * interleave R and G (an alignr of the two gives the pairs of the middle 16 output bytes), one
+ * shuffle puts each 16 bytes' pairs in place, leaving the B slots zero, and B, put in place by
+ * one shuffle for all three, is ANDed into them (SELECT3_B). Per 96 bytes that is 8 shuffles
+ * and 5 other operations (split) or 7 and 6 (merge). The word kernels' form on bytes needs 6
+ * byte-mask blends beside its 3 shuffles, or 15 ANDs and ORs in their place. 224^2 images, side
+ * by side on Zen 1 (medians of 5): split 0.44x -> 0.53x memcpy, merge 0.38x -> 0.57x; the AND
+ * and OR form of the word kernels reached 0.47x and 0.48x. */
+#define SPLIT_RG(C, E, k, v, j)                                                                    \
+  VL__IN16(3 * ((k) == 0 ? (j) % 8 : 8 + (j) % 8) + (((j) < 8) == ((k) == 0) ? 0 : 1) - 16 * (v))
+#define MERGE_RG_BASE(v) ((v) == 0 ? 0 : (v) == 1 ? 10 : 16)
+#define MERGE_RG(C, E, k, v, j)                                                                    \
+  ((16 * (v) + (j)) % 3 == 2                                                                       \
+       ? (char)-128                                                                                \
+       : (char)(2 * ((16 * (v) + (j)) / 3) + (16 * (v) + (j)) % 3 - MERGE_RG_BASE(v)))
+#define SELECT3_B(C, E, k, v, j) (VL__SELECT3(C, E, k, v, j) ? (char)-1 : 0)
+static void split3b_u8(char *d, const char *s, int64_t n, ptrdiff_t dx) {
+  int64_t y = 0;
+  for (; y + 32 <= n; y += 32, s += 96) {
+    __m256i a = LOAD2(s, s + 48), b = LOAD2(s + 16, s + 64), c = LOAD2(s + 32, s + 80);
+    __m256i p = _mm256_or_si256(_mm256_shuffle_epi8(a, MASK256(SPLIT_RG, 3, 1, 0, 0)),
+                                _mm256_shuffle_epi8(b, MASK256(SPLIT_RG, 3, 1, 0, 1)));
+    __m256i q = _mm256_or_si256(_mm256_shuffle_epi8(b, MASK256(SPLIT_RG, 3, 1, 1, 1)),
+                                _mm256_shuffle_epi8(c, MASK256(SPLIT_RG, 3, 1, 1, 2)));
+    __m256i bl =
+        _mm256_or_si256(_mm256_or_si256(_mm256_shuffle_epi8(a, MASK256(VL__SPLIT_AT, 3, 1, 2, 0)),
+                                        _mm256_shuffle_epi8(b, MASK256(VL__SPLIT_AT, 3, 1, 2, 1))),
+                        _mm256_shuffle_epi8(c, MASK256(VL__SPLIT_AT, 3, 1, 2, 2)));
+    STORE32(d + y, _mm256_blend_epi32(p, q, 0xCC));
+    STORE32(d + dx + y, _mm256_alignr_epi8(q, p, 8));
+    STORE32(d + 2 * dx + y, bl);
+  }
+  if (y < n) split3_u8(d + y, s, n - y, dx);
+}
+static void merge3b_u8(char *d, const char *s, int64_t n, ptrdiff_t sy) {
+  int64_t x = 0;
+  for (; x + 32 <= n; x += 32, d += 96) {
+    __m256i r = LOAD32(s + x), g = LOAD32(s + sy + x);
+    __m256i b = _mm256_shuffle_epi8(LOAD32(s + 2 * sy + x), MASK256(VL__MERGE3_GATHER, 3, 1, 2, 0));
+    __m256i lo = _mm256_unpacklo_epi8(r, g), hi = _mm256_unpackhi_epi8(r, g);
+    __m256i mid = _mm256_alignr_epi8(hi, lo, 10);
+    __m256i o0 = _mm256_or_si256(_mm256_shuffle_epi8(lo, MASK256(MERGE_RG, 3, 1, 0, 0)),
+                                 _mm256_and_si256(b, MASK256(SELECT3_B, 3, 1, 2, 0)));
+    __m256i o1 = _mm256_or_si256(_mm256_shuffle_epi8(mid, MASK256(MERGE_RG, 3, 1, 0, 1)),
+                                 _mm256_and_si256(b, MASK256(SELECT3_B, 3, 1, 2, 1)));
+    __m256i o2 = _mm256_or_si256(_mm256_shuffle_epi8(hi, MASK256(MERGE_RG, 3, 1, 0, 2)),
+                                 _mm256_and_si256(b, MASK256(SELECT3_B, 3, 1, 2, 2)));
+    STORE2(d, d + 48, o0);
+    STORE2(d + 16, d + 64, o1);
+    STORE2(d + 32, d + 80, o2);
+  }
+  if (x < n) merge3_u8(d, s + x, n - x, sy);
+}
 
 const vl__copy_kernels vl__copy_kernels_avx2 = {
     .tile = {tile_u8x32, tile_u16x16, tile_u32, tile_u64},

@@ -6,9 +6,10 @@
  * kernels in VEX encoding (copy_avx2.c); the same shuffles on 256-bit registers (two groups,
  * one per lane) measured slower on cache-resident images (0.39x against 0.47x memcpy
  * deinterleaving 224^2 uint8, 0.48x against 0.65x interleaving) and no faster at 1080p; the
- * AVX2 level's 3-channel kernels use blends instead, which leave the shuffle units to one
- * shuffle per channel, and call these for their tails. The AVX-512 level has its own 3-channel byte
- * kernels (copy_avx512.c) and calls these for the pixels before and after its 64-pixel steps. */
+ * AVX2 level's 3-channel kernels use blends and two-channel gathers instead, which leave the
+ * shuffle units fewer shuffles, and call these for their tails. The AVX-512 level has its own
+ * 3-channel byte kernels (copy_avx512.c) and calls these for the pixels before and after its
+ * 64-pixel steps. */
 #include "exec/copy_kernels.h"
 
 #if defined(__x86_64__) && defined(__SSSE3__)
