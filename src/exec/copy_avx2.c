@@ -1,13 +1,13 @@
 /* copy_avx2.c - the AVX2 level of the copy engine (built with -mavx2 on x86-64).
  *
  * Transposes: blocks in 256-bit registers where each register is loaded as two 128-bit halves
- * from rows i and i + K/2, so the in-lane unpacks of AVX2 do the transpose: 32 rows x 16 bytes
- * (16 registers, 64 unpacks, one 32-byte store per destination row; planes thinner than that
- * on 16x16 blocks of 8 registers, 24 unpacks, the two lanes joined by 128-bit unpacks), 16
- * rows x 8 of 2 bytes (one
- * 32-byte store per destination row, no cross-lane permute; walked by VL__TILE_BODY_RECT, the
- * rows after the last stripe and thinner planes on 8x8 2-byte blocks), 8x8 of 4 bytes (8
- * registers, 16), 4x4 of 8 bytes (4 registers, 4). The last block of a row or column overlaps
+ * from rows i and i + K/2, so the in-lane unpacks of AVX2 do the transpose: 16x16 bytes (8
+ * registers, 24 unpacks, the two lanes joined by 128-bit unpacks at the 16-byte stores; a block
+ * of 32 rows x 16 in 16 registers with one 32-byte store per destination row ran 1.06x as fast
+ * on Zen 3, but this one is 1.24x as fast as that on Zen 1, uint8 768x196), 16 rows x 8 of 2
+ * bytes (one 32-byte store per destination row, no cross-lane permute; walked by
+ * VL__TILE_BODY_RECT, the rows after the last stripe and thinner planes on 8x8 2-byte blocks),
+ * 8x8 of 4 bytes (8 registers, 16), 4x4 of 8 bytes (4 registers, 4). The last block of a row or column overlaps
  * the one before it (VL__TILE_BODY). Narrow planes (images) on 256-bit registers: 3 channels
  * of 2-byte elements by word blends and one shuffle per channel, of bytes by shuffles that
  * gather two channels at once, unpacks and dword blends (the fewest operations found for Zen
@@ -87,15 +87,6 @@ static void block_u8(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
     for (int x = 0; x < (N); x++) _mm256_storeu_si256((__m256i *)(void *)(d + x * dx), r[x]);      \
   } while (0)
 
-/* 32 source rows of 16 bytes: register i holds rows i and i + 16, so four rounds of in-lane
- * byte interleaves leave column x of all 32 rows in register x, one 32-byte store per
- * destination row: half the stores of the 16x16 block and no lane fix-up (1.06x as fast on
- * uint8 768x196, 1.11x on 8x64x112x112: medians of 7 runs, the two engines side by side in one
- * process, each timed over 4 MiB batches). */
-static void block_u8x32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
-  VL__INTERLEAVE_BLOCK(16, 4, _mm256_unpacklo_epi8, _mm256_unpackhi_epi8);
-}
-
 static void block_u16(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   __m256i t[4], a[4];
   for (int i = 0; i < 4; i++) t[i] = LOAD2(s + i * sy, s + (i + 4) * sy);
@@ -141,13 +132,6 @@ VL__LEVEL_TILE(u8, 16, 1, 0)
 VL__LEVEL_TILE(u16, 8, 2, 1)
 VL__LEVEL_TILE(u32, 8, 4, 2)
 VL__LEVEL_TILE(u64, 4, 8, 3)
-
-/* 16 x 32 blocks, the last of each row and column moved back to end at the edge (1.10x as
- * fast as stripes that leave the rows after the last one to 16x16 blocks, on uint8 768x196);
- * planes thinner than a block take the 16x16 blocks. */
-static void tile_u8x32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
-  VL__TILE_BODY2(16, 32, 1, block_u8x32, tile_u8, d, s, nx, ny, dx, sy);
-}
 
 /* 16-row stripes of 8 x 16 blocks; the rows after the last stripe and planes thinner than a
  * block take the 8 x 8 blocks (at least 8 rows: RK). */
@@ -272,7 +256,7 @@ static void merge3b_u8(char *d, const char *s, int64_t n, ptrdiff_t sy) {
 }
 
 const vl__copy_kernels vl__copy_kernels_avx2 = {
-    .tile = {tile_u8x32, tile_u16x16, tile_u32, tile_u64},
+    .tile = {tile_u8, tile_u16x16, tile_u32, tile_u64},
     /* Tiles of 512 rows, 2-byte ones 256 bytes wide, 4- and 8-byte ones 512 (against the
      * engine's 128: f16 768x196 0.48x -> 0.51x memcpy, f32 768x196 0.53x -> 0.58x, f64
      * 384x196 0.64x -> 0.74x in the engine microbench) */
