@@ -7,11 +7,11 @@
  * on Zen 3, but this one is 1.24x as fast as that on Zen 1, uint8 768x196), 16 rows x 8 of 2
  * bytes (one 32-byte store per destination row, no cross-lane permute; walked by
  * VL__TILE_BODY_RECT, the rows after the last stripe and thinner planes on 8x8 2-byte blocks),
- * 8x8 of 4 bytes (8 registers, 16), 4x4 of 8 bytes (4 registers, 4). The last block of a row or column overlaps
- * the one before it (VL__TILE_BODY). Narrow planes (images) on 256-bit registers: 3 channels
- * of 2-byte elements by word blends and one shuffle per channel, of bytes by shuffles that
- * gather two channels at once, unpacks and dword blends (the fewest operations found for Zen
- * 1's two shuffle pipes); 4 channels with the SSSE3 kernels in VEX encoding. */
+ * 8x8 of 4 bytes (8 registers, 16), 4x4 of 8 bytes (4 registers, 4). The last block of a row or
+ * column overlaps the one before it (VL__TILE_BODY). Narrow planes (images) on 256-bit
+ * registers: 3 channels of 2-byte elements by word blends and one shuffle per channel, of bytes
+ * by shuffles that gather two channels at once, unpacks and dword blends (the fewest operations
+ * found for Zen 1's two shuffle pipes); 4 channels with the SSSE3 kernels in VEX encoding. */
 #include "exec/copy_kernels.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)
