@@ -329,8 +329,10 @@ for i in 1 2 3 4 5 6 7 8; do ctl verify "$T/medium.json" --seed "$i" >/dev/null 
 wait_in_flight 4
 inv=$(prop $svc InvocationID)
 systemctl kill --kill-whom=main -s SIGTERM $svc
+# the record, and STOPPING=1 (systemd reads it on its own socket, not in order with the journal)
 for _ in $(seq 300); do
-  daemon_records _SYSTEMD_INVOCATION_ID="$inv" | grep -q '^6 stopping: ' && break
+  daemon_records _SYSTEMD_INVOCATION_ID="$inv" | grep -q '^6 stopping: ' &&
+    [ "$(systemctl is-active $svc)" = deactivating ] && break
   sleep 0.1
 done
 eq "the service while a begun frame holds the drain (STOPPING=1)" "$(systemctl is-active $svc)" deactivating
