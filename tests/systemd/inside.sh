@@ -324,7 +324,7 @@ EOF
 holder=$!
 in_use() { ctl stats | grep -o '"in_use_bytes":[0-9]*' | cut -d: -f2; }
 for _ in $(seq 600); do [ "$(in_use 2>/dev/null || echo 0)" -ge $((16 << 20)) ] && break; sleep 0.1; done
-[ "$(in_use)" -ge $((16 << 20)) ] || fail "the daemon never took the held frame's header: $(ctl stats)"
+[ "$(in_use)" -ge $((16 << 20)) ] || fail "the daemon never took the held frame's header: $(ctl stats); the client: $(cat "$T/holder")"
 for i in 1 2 3 4 5 6 7 8; do ctl verify "$T/medium.json" --seed "$i" >/dev/null 2>&1 & done
 wait_in_flight 4
 inv=$(prop $svc InvocationID)
