@@ -108,21 +108,10 @@ static bool admit(size_t n) {
  * them out again without the lock (calloc too, zeroed here, and realloc, for blocks that grow
  * through those sizes; calloc left to glibc kept 15% of the daemon's time on small lowerings in
  * the lock's wake-ups, and two loops answered 20k/s against 39k/s with it cached). They are
- * glibc's blocks all the while, counted as in use
- * (they are: the daemon holds them), so realloc, malloc_usable_size and a free by another
- * thread need nothing special. Size classes follow glibc's usable sizes (16 k + 8): class k
+ * glibc's blocks all the while, counted as in use (they are: the daemon holds them), so
+ * realloc, malloc_usable_size and a free by another thread need nothing special. Size classes follow glibc's usable sizes (16 k + 8): class k
  * holds blocks of at least 16 k + 8 usable bytes, which is all a request of that much needs.
- * Off under AddressSanitizer, whose quarantine of freed blocks must see every free. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CACHE_ON 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CACHE_ON 0
-#endif
-#endif
-#ifndef CACHE_ON
-#define CACHE_ON 1
-#endif
+ * Off under AddressSanitizer (VLD_MEM_CACHE_ON, memory.h). */
 enum { CACHE_CLASSES = 256, CACHE_DEPTH = 64, CACHE_BYTES = 512 << 10 };
 enum { PREFILL_CLASSES = 32, PREFILL_DEPTH = 32 };
 
@@ -168,7 +157,7 @@ static bool cache_keep(void *p, size_t u) {
 }
 
 void vld_mem_cache_begin(void) {
-  caching = CACHE_ON;
+  caching = VLD_MEM_CACHE_ON;
   /* straight from glibc, one after another: __wrap_malloc would hand back the block just kept */
   for (size_t k = 1; caching && k <= PREFILL_CLASSES; k++) {
     for (size_t i = 0; i < PREFILL_DEPTH; i++) {

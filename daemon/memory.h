@@ -32,6 +32,18 @@ bool vld_mem_fits(uint64_t bytes);
  * (memory.c), from vld_mem_cache_begin on; vld_mem_cache_end gives them back (before the
  * thread ends). Never on a worker: the guard below must see every allocation. */
 void vld_mem_cache_begin(void);
+/* 1 where that cache is on: not under AddressSanitizer, whose quarantine of freed blocks must
+ * see every free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define VLD_MEM_CACHE_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VLD_MEM_CACHE_ON 0
+#endif
+#endif
+#ifndef VLD_MEM_CACHE_ON
+#define VLD_MEM_CACHE_ON 1
+#endif
 void vld_mem_cache_end(void);
 
 /* Allocations of this thread beyond the budget fail from now on, until vld_mem_guard_end, which

@@ -12,18 +12,6 @@
 
 #include "memory.h"
 
-/* The cache is off under AddressSanitizer (memory.c): blocks are then never handed back. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CACHE_ON 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CACHE_ON 0
-#endif
-#endif
-#ifndef CACHE_ON
-#define CACHE_ON 1
-#endif
-
 static int setup(void **state) {
   (void)state;
   vld_mem_cache_begin();
@@ -58,7 +46,7 @@ static void calloc_from_the_cache_is_zeroed(void **state) {
     free(p);
     unsigned char *q = calloc(1, n);
     assert_non_null(q);
-    if (CACHE_ON && n <= 520) {
+    if (VLD_MEM_CACHE_ON && n <= 520) {
       assert_ptr_equal(q, p);
     }
     assert_true(all_zero(q, n));
