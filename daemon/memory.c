@@ -109,9 +109,10 @@ static bool admit(size_t n) {
  * through those sizes; calloc left to glibc kept 15% of the daemon's time on small lowerings in
  * the lock's wake-ups, and two loops answered 20k/s against 39k/s with it cached). They are
  * glibc's blocks all the while, counted as in use (they are: the daemon holds them), so
- * realloc, malloc_usable_size and a free by another thread need nothing special. Size classes follow glibc's usable sizes (16 k + 8): class k
- * holds blocks of at least 16 k + 8 usable bytes, which is all a request of that much needs.
- * Off under AddressSanitizer (VLD_MEM_CACHE_ON, memory.h). */
+ * realloc, malloc_usable_size and a free by another thread need nothing special. Size classes
+ * follow glibc's usable sizes (16 k + 8): class k holds blocks of at least 16 k + 8 usable
+ * bytes, which is all a request of that much needs. Off under AddressSanitizer
+ * (VLD_MEM_CACHE_ON, memory.h). */
 enum { CACHE_CLASSES = 256, CACHE_DEPTH = 64, CACHE_BYTES = 512 << 10 };
 enum { PREFILL_CLASSES = 32, PREFILL_DEPTH = 32 };
 
