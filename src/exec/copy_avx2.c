@@ -8,10 +8,13 @@
  * bytes (one 32-byte store per destination row, no cross-lane permute; walked by
  * VL__TILE_BODY_RECT, the rows after the last stripe and thinner planes on 8x8 2-byte blocks),
  * 8x8 of 4 bytes (8 registers, 16), 4x4 of 8 bytes (4 registers, 4). The last block of a row or
- * column overlaps the one before it (VL__TILE_BODY). Narrow planes (images) on 256-bit
- * registers: 3 channels of 2-byte elements by word blends and one shuffle per channel, of bytes
- * by shuffles that gather two channels at once, unpacks and dword blends (the fewest operations
- * found for Zen 1's two shuffle pipes); 4 channels with the SSSE3 kernels in VEX encoding. */
+ * column overlaps the one before it (VL__TILE_BODY). The streamed transposes of 4- and 8-byte
+ * elements (copies of 2 MiB and more) run the same transposes twice per block, so each
+ * destination row gets one whole 64-byte line, streamed out from the registers. Narrow planes
+ * (images) on 256-bit registers: 3 channels of 2-byte elements by word blends and one shuffle per
+ * channel, of bytes by shuffles that gather two channels at once, unpacks and dword blends (the
+ * fewest operations found for Zen 1's two shuffle pipes); 4 channels with the SSSE3 kernels in VEX
+ * encoding. */
 #include "exec/copy_kernels.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)
@@ -128,6 +131,50 @@ static void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   }
 }
 
+/* 16 source rows of 8 floats as 8 whole destination lines, streamed out from the registers:
+ * each half of 4 columns is two 4 x 4 lane transposes (rows 0-7, then 8-15), and a column's two
+ * results are the two halves of one line, stored back to back so the line leaves complete. */
+static void block_stream_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
+  for (int h = 0; h < 2; h++) { /* columns 4h .. 4h + 3 */
+    __m256 r[2][4];
+    for (int v = 0; v < 2; v++) { /* source rows 8v .. 8v + 7 */
+      const char *c = s + 16 * h + 8 * v * sy;
+      __m256 t0 = LOAD2PS(c, c + 4 * sy), t1 = LOAD2PS(c + sy, c + 5 * sy);
+      __m256 t2 = LOAD2PS(c + 2 * sy, c + 6 * sy), t3 = LOAD2PS(c + 3 * sy, c + 7 * sy);
+      __m256 a0 = _mm256_unpacklo_ps(t0, t1), a1 = _mm256_unpackhi_ps(t0, t1);
+      __m256 a2 = _mm256_unpacklo_ps(t2, t3), a3 = _mm256_unpackhi_ps(t2, t3);
+      r[v][0] = _mm256_shuffle_ps(a0, a2, 0x44);
+      r[v][1] = _mm256_shuffle_ps(a0, a2, 0xEE);
+      r[v][2] = _mm256_shuffle_ps(a1, a3, 0x44);
+      r[v][3] = _mm256_shuffle_ps(a1, a3, 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {
+      float *o = (float *)(void *)(d + (4 * h + j) * dx);
+      _mm256_stream_ps(o, r[0][j]);
+      _mm256_stream_ps(o + 8, r[1][j]);
+    }
+  }
+}
+
+/* 8 source rows of 4 doubles as 4 whole destination lines, the same way: two 2 x 2 lane
+ * transposes per pair of columns (rows 0-3, then 4-7), a column's two results one line. */
+static void block_stream_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
+  for (int h = 0; h < 2; h++) { /* columns 2h, 2h + 1 */
+    __m256d r[2][2];
+    for (int v = 0; v < 2; v++) { /* source rows 4v .. 4v + 3 */
+      const char *c = s + 16 * h + 4 * v * sy;
+      __m256d t0 = LOAD2PD(c, c + 2 * sy), t1 = LOAD2PD(c + sy, c + 3 * sy);
+      r[v][0] = _mm256_unpacklo_pd(t0, t1);
+      r[v][1] = _mm256_unpackhi_pd(t0, t1);
+    }
+    for (int j = 0; j < 2; j++) {
+      double *o = (double *)(void *)(d + (2 * h + j) * dx);
+      _mm256_stream_pd(o, r[0][j]);
+      _mm256_stream_pd(o + 4, r[1][j]);
+    }
+  }
+}
+
 VL__LEVEL_TILE(u8, 16, 1, 0)
 VL__LEVEL_TILE(u16, 8, 2, 1)
 VL__LEVEL_TILE(u32, 8, 4, 2)
@@ -138,6 +185,38 @@ VL__LEVEL_TILE(u64, 4, 8, 3)
 static void tile_u16x16(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
                         ptrdiff_t sy) {
   VL__TILE_BODY_RECT(8, 16, 8, 2, block_u16x16, tile_u16, d, s, nx, ny, dx, sy);
+}
+
+/* The streamed float transpose: 8-column blocks walked down y (16 rows, one line of each
+ * destination row, at a time), so each destination row's lines leave in order; the last block
+ * of x moves back to end at the edge and streams a few lines again with the values they
+ * already hold. A plane thinner than a block goes to the tile, with plain stores. */
+static void stream_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
+  if (nx < 8) {
+    tile_u32(d, s, nx, ny, dx, sy);
+    return;
+  }
+  for (int64_t x = 0;; x += 8) {
+    if (x > nx - 8) x = nx - 8;
+    for (int64_t y = 0; y < ny; y += 16)
+      block_stream_u32(d + x * dx + y * 4, s + x * 4 + y * sy, dx, sy);
+    if (x == nx - 8) break;
+  }
+}
+
+/* The streamed double transpose, walked as stream_u32 in 4-column blocks of 8 rows. */
+static void stream_u64(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
+  if (nx < 4) {
+    tile_u64(d, s, nx, ny, dx, sy);
+    return;
+  }
+  for (int64_t x = 0;; x += 4) {
+    if (x > nx - 4) x = nx - 4;
+    for (int64_t y = 0; y < ny; y += 8) {
+      block_stream_u64(d + x * dx + y * 8, s + x * 8 + y * sy, dx, sy);
+    }
+    if (x == nx - 4) break;
+  }
 }
 
 /* ---- narrow planes ---------------------------------------------------------------------------
@@ -264,6 +343,7 @@ const vl__copy_kernels vl__copy_kernels_avx2 = {
     .tile_bytes = {0, 256, 512, 512},
     .split = {{NULL, split3b_u8, split4_u8}, {NULL, split3b_u16, split4_u16}},
     .merge = {{NULL, merge3b_u8, NULL}, {NULL, merge3b_u16, NULL}},
+    .stream = {NULL, NULL, stream_u32, stream_u64},
 };
 #elif defined(__x86_64__)
 const vl__copy_kernels vl__copy_kernels_avx2 = {.tile = {NULL}};

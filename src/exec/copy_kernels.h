@@ -31,6 +31,11 @@ typedef struct vl__copy_kernels {
    * 512 rows of 128 bytes). */
   uint16_t tile_rows[4], tile_bytes[4];
   vl__narrow_fn split[4][VL__NARROW_MAX - 1], merge[4][VL__NARROW_MAX - 1]; /* [size][NX - 2] */
+  /* Streamed transposes that write whole destination lines straight from registers with
+   * non-temporal stores, as the tile of the same row but with d on a 64-byte line, dx a
+   * multiple of 64 and ny * size a multiple of 64; the caller fences. NULL: the engine
+   * transposes into a buffer and streams that out. Used only with this table's own tile. */
+  vl__tile_fn stream[4];
 } vl__copy_kernels;
 
 /* The portable kernels (copy_portable.c): every entry set. Its tiles also serve the planes
