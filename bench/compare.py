@@ -9,8 +9,10 @@ For each copy case, viewlower-bench measures ours, memcpy and the naive loop (in
 rounds, bench/bench.c) and right after it this script measures the same copy in PyTorch and
 NumPy (interleaved rounds, each sample a batch moving >= 4 MiB, one untimed call first), so the
 columns of a case are taken within seconds of each other. A library without the case's dtype
-gets null. Then viewlowerd is started on a temporary socket: viewlower-bench --daemon measures
-the in-process and blob figures, viewlower-load the socket rate of small lowers.
+gets null. Then viewlowerd is started on a temporary socket, with the --worker-nice of the
+shipped unit (systemd/viewlowerd.service), so the daemon measured is the one a system runs:
+viewlower-bench --daemon measures the in-process and blob figures, viewlower-load the socket
+rate of small lowers. The figures carry the flag as "worker_nice".
 
 Prints one JSON object: SPEC section 9's, each copy entry with torch_gbps, torch_all_gbps,
 numpy_gbps (medians; *_best_gbps from the fastest sample) and their ratios to memcpy, plus
@@ -152,11 +154,25 @@ def run_json(args):
     return json.loads(out)
 
 
+def unit_worker_nice():
+    """The --worker-nice=N of the shipped unit's ExecStart (0 when it sets none)."""
+    unit = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "systemd",
+                        "viewlowerd.service")
+    with open(unit, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("ExecStart="):
+                for arg in line.split():
+                    if arg.startswith("--worker-nice="):
+                        return int(arg.split("=", 1)[1])
+    return 0
+
+
 def daemon_figures(build, quick, bench_args):
     tmp = tempfile.mkdtemp(prefix="viewlower-bench-")
     sock = os.path.join(tmp, "viewlower.sock")
+    nice = unit_worker_nice()
     daemon = subprocess.Popen([os.path.join(build, "daemon", "viewlowerd"), "--socket", sock,
-                               "--log-level", "warn"])
+                               "--log-level", "warn", "--worker-nice", str(nice)])
     try:
         for _ in range(200):
             if os.path.exists(sock):
@@ -167,6 +183,7 @@ def daemon_figures(build, quick, bench_args):
         load = run_json([os.path.join(build, "tools", "viewlower-load"), "--socket", sock,
                          "--clients", str(clients), "--pipeline", "4", "--kinds", "lower",
                          "--duration-ms", "1000" if quick else "3000", "--timeout-ms", "60000"])
+        figures["worker_nice"] = nice
         figures["lower_small_rps_socket"] = load["requests_per_s"]
         figures["socket_clients"] = clients
         figures["socket_unexpected"] = load["unexpected"] + load["lost"] + load["transport_errors"]
