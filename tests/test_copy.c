@@ -16,11 +16,15 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h> /* _mm_sfence after the streamed kernels */
+#endif
 
 #include <cmocka.h>
 
 #include "budget.h" /* random case counts sized for the build */
 
+#include "exec/copy_kernels.h" /* the AVX-512 tables, called directly */
 #include "viewlower/copy.h"
 #include "viewlower/layout.h"
 #include "viewlower/tensor.h"
@@ -870,6 +874,79 @@ static void narrow_planes_match_reference_in_both_directions(void **state) {
   }
 }
 
+/* Both AVX-512 tables (copy_avx512.c: masked windows for Intel cores, inserts and streamed
+ * transposes for AMD ones) called directly on any CPU that runs the level, so the table the
+ * engine does not pick on this vendor is checked too: every tile against the portable tile on
+ * random planes with random strides and destination offsets, every streamed transpose on the
+ * planes its contract allows (d on a line, dx a multiple of 64, 8 destination rows, ny * size a
+ * multiple of 64), the 3-channel split and merge against a byte loop. Bytes outside each
+ * destination element stay as they were. */
+static void both_avx512_tables_match_the_portable_kernels(void **state) {
+  (void)state;
+#if defined(__x86_64__)
+  if (!vl_copy_level_supported(VL_COPY_AVX512)) {
+    skip();
+    return;
+  }
+  const vl__copy_kernels *tables[] = {&vl__copy_kernels_avx512, &vl__copy_kernels_avx512_amd};
+  uint64_t rs = 0x5eed5eedull;
+  enum { CAP = 1 << 20 };
+  char *src = aligned_alloc(64, CAP), *got = aligned_alloc(64, CAP), *want = aligned_alloc(64, CAP);
+  assert_non_null(src);
+  assert_non_null(got);
+  assert_non_null(want);
+  fill_random_bytes(&rs, src, CAP);
+  uint64_t cases = vl_test_cases(300);
+  for (uint64_t c = 0; c < cases; c++) {
+    const vl__copy_kernels *t = tables[c % 2];
+    size_t row = (size_t)rnd_below(&rs, 4), e = (size_t)1 << row;
+    bool stream = t->stream[row] != NULL && rnd_below(&rs, 3) == 0;
+    int64_t nx = stream ? 8 : 1 + rnd_below(&rs, 200), ny = 1 + rnd_below(&rs, 200);
+    ptrdiff_t off = (ptrdiff_t)(rnd_below(&rs, 64) / (int64_t)e) * (ptrdiff_t)e;
+    if (stream) {
+      ny = (1 + rnd_below(&rs, 4)) * (int64_t)(64 / e);
+      off = 0;
+    }
+    ptrdiff_t dx = (ptrdiff_t)((ny + rnd_below(&rs, 40)) * (int64_t)e);
+    if (stream) dx = (dx + 63) / 64 * 64;
+    ptrdiff_t sy = (ptrdiff_t)((nx + rnd_below(&rs, 40)) * (int64_t)e);
+    assert_true(off + nx * dx <= CAP && ny * sy <= CAP);
+    memset(got, 0xA5, (size_t)(off + nx * dx));
+    memset(want, 0xA5, (size_t)(off + nx * dx));
+    vl__copy_tiles_portable[row](want + off, src, nx, ny, dx, sy);
+    if (stream) {
+      t->stream[row](got + off, src, nx, ny, dx, sy);
+      _mm_sfence();
+    } else {
+      t->tile[row](got + off, src, nx, ny, dx, sy);
+    }
+    assert_memory_equal(got, want, (size_t)(off + nx * dx));
+  }
+  for (uint64_t c = 0; c < cases; c++) {
+    const vl__copy_kernels *t = tables[c % 2];
+    int64_t n = 1 + rnd_below(&rs, 700);
+    ptrdiff_t off = (ptrdiff_t)rnd_below(&rs, 64), stride = (ptrdiff_t)(n + rnd_below(&rs, 70));
+    memset(got, 0xA5, (size_t)(off + 3 * stride));
+    memset(want, 0xA5, (size_t)(off + 3 * stride));
+    for (int64_t i = 0; i < n; i++)
+      for (int k = 0; k < 3; k++) want[off + k * stride + i] = src[3 * i + k];
+    t->split[0][1](got + off, src, n, stride);
+    assert_memory_equal(got, want, (size_t)(off + 3 * stride));
+    memset(got, 0xA5, (size_t)(off + 3 * n));
+    memset(want, 0xA5, (size_t)(off + 3 * n));
+    for (int64_t i = 0; i < n; i++)
+      for (int k = 0; k < 3; k++) want[off + 3 * i + k] = src[k * stride + i];
+    t->merge[0][1](got + off, src, n, stride);
+    assert_memory_equal(got, want, (size_t)(off + 3 * n));
+  }
+  free(src);
+  free(got);
+  free(want);
+#else
+  skip();
+#endif
+}
+
 static void dispatch_levels_have_names_and_unrunnable_levels_fall_back(void **state) {
   (void)state;
   vl_copy_level l;
@@ -950,6 +1027,7 @@ int main(void) {
       cmocka_unit_test(transposes_at_block_edges_stay_inside_their_buffers),
       cmocka_unit_test(transposes_with_line_multiple_rows_match_at_every_offset),
       cmocka_unit_test(narrow_planes_match_reference_in_both_directions),
+      cmocka_unit_test(both_avx512_tables_match_the_portable_kernels),
       cmocka_unit_test(dispatch_levels_have_names_and_unrunnable_levels_fall_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -187,32 +187,14 @@ static void tile_u16x16(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_
   VL__TILE_BODY_RECT(8, 16, 8, 2, block_u16x16, tile_u16, d, s, nx, ny, dx, sy);
 }
 
-/* The streamed transposes: KX-column blocks of KY rows (one line of each destination row)
- * walked down y, so each destination row's lines leave in order; the last block of x moves
- * back to end at the edge and streams a few lines again with the values they already hold. A
- * plane thinner than a block goes to the tile, with plain stores. */
-#define STREAM_BODY(KX, KY, E, block, small, d, s, nx, ny, dx, sy)                                 \
-  do {                                                                                             \
-    if ((nx) < (KX)) {                                                                             \
-      small(d, s, nx, ny, dx, sy);                                                                 \
-      break;                                                                                       \
-    }                                                                                              \
-    for (int64_t x = 0;; x += (KX)) {                                                              \
-      if (x > (nx) - (KX)) x = (nx) - (KX);                                                        \
-      for (int64_t y = 0; y < (ny); y += (KY))                                                     \
-        block((d) + x * (dx) + y * (E), (s) + x * (E) + y * (sy), dx, sy);                         \
-      if (x == (nx) - (KX)) break;                                                                 \
-    }                                                                                              \
-  } while (0)
-
 /* floats: 8 columns of 16 rows a block */
 static void stream_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
-  STREAM_BODY(8, 16, 4, block_stream_u32, tile_u32, d, s, nx, ny, dx, sy);
+  VL__STREAM_BODY(8, 16, 4, block_stream_u32, tile_u32, d, s, nx, ny, dx, sy);
 }
 
 /* doubles: 4 columns of 8 rows a block */
 static void stream_u64(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
-  STREAM_BODY(4, 8, 8, block_stream_u64, tile_u64, d, s, nx, ny, dx, sy);
+  VL__STREAM_BODY(4, 8, 8, block_stream_u64, tile_u64, d, s, nx, ny, dx, sy);
 }
 
 /* ---- narrow planes ---------------------------------------------------------------------------

@@ -98,6 +98,24 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
     }                                                                                              \
   } while (0)
 
+/* The body of a streamed transpose (the stream entries): KX-column blocks of KY rows (one line
+ * of each destination row) walked down y, so each destination row's lines leave in order; the last
+ * block of x moves back to end at the edge and streams a few lines again with the values they
+ * already hold. A plane thinner than a block goes to the tile, with plain stores. */
+#define VL__STREAM_BODY(KX, KY, E, block, small, d, s, nx, ny, dx, sy)                             \
+  do {                                                                                             \
+    if ((nx) < (KX)) {                                                                             \
+      small(d, s, nx, ny, dx, sy);                                                                 \
+      break;                                                                                       \
+    }                                                                                              \
+    for (int64_t x = 0;; x += (KX)) {                                                              \
+      if (x > (nx) - (KX)) x = (nx) - (KX);                                                        \
+      for (int64_t y = 0; y < (ny); y += (KY))                                                     \
+        block((d) + x * (dx) + y * (E), (s) + x * (E) + y * (sy), dx, sy);                         \
+      if (x == (nx) - (KX)) break;                                                                 \
+    }                                                                                              \
+  } while (0)
+
 /* A level's tile kernel tile_<sfx> over its K x K block block_<sfx> (VL__TILE_BODY); a plane
  * thinner than K goes to the portable tile of table row ROW (element size E = 1 << ROW). */
 #define VL__LEVEL_TILE(sfx, K, E, ROW)                                                             \
@@ -123,5 +141,8 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
 extern const vl__copy_kernels vl__copy_kernels_ssse3;
 extern const vl__copy_kernels vl__copy_kernels_avx2;
 extern const vl__copy_kernels vl__copy_kernels_avx512;
+/* The AVX-512 kernels as AMD cores run them best (copy_avx512.c); level_table in copy.c picks it.
+ */
+extern const vl__copy_kernels vl__copy_kernels_avx512_amd;
 
 #endif
