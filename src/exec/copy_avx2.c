@@ -33,6 +33,7 @@
   _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd((const double *)(const void *)(p))),    \
                        _mm_loadu_pd((const double *)(const void *)(q)), 1)
 #define STOREPD(p, v) _mm256_storeu_pd((double *)(void *)(p), (v))
+#define STOREPS(p, v) _mm256_storeu_ps((float *)(void *)(p), (v))
 #define LOAD32(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define STORE32(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
 /* Stores lane 0 of v at p and lane 1 at q. */
@@ -118,7 +119,7 @@ static void block_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
     const char *c = s + 16 * h;
     __m256 t0 = LOAD2PS(c, c + 4 * sy), t1 = LOAD2PS(c + sy, c + 5 * sy);
     __m256 t2 = LOAD2PS(c + 2 * sy, c + 6 * sy), t3 = LOAD2PS(c + 3 * sy, c + 7 * sy);
-    VL__LANE_TRANSPOSE4_PS(256, t0, t1, t2, t3, d + 4 * h * dx, dx);
+    VL__LANE_TRANSPOSE4_PS(256, STOREPS, t0, t1, t2, t3, d + 4 * h * dx, dx);
   }
 }
 

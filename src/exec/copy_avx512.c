@@ -75,9 +75,9 @@ VL__ROWS_BLOCK(u16, 16, 8, 3)
 
 #define LOAD4PS(p, step) _mm512_castsi512_ps(load4(p, step, ins))
 #define LOAD4PD(p, step) _mm512_castsi512_pd(load4(p, step, ins))
-/* A block's 64-byte row: a plain store, or (stream) a non-temporal one of a whole line. */
-#define STORE64PS(p, v, stream)                                                                    \
-  ((stream) ? _mm512_stream_ps((float *)(void *)(p), v) : _mm512_storeu_ps((float *)(void *)(p), v))
+/* A block's 64-byte rows: plain stores, or non-temporal ones of whole lines (streamed). */
+#define STOREU64PS(p, v) _mm512_storeu_ps((float *)(void *)(p), v)
+#define STREAM64PS(p, v) _mm512_stream_ps((float *)(void *)(p), v)
 #define STORE64PD(p, v, stream)                                                                    \
   ((stream) ? _mm512_stream_pd((double *)(void *)(p), v)                                           \
             : _mm512_storeu_pd((double *)(void *)(p), v))
@@ -90,13 +90,10 @@ INLINE void block_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy, bool i
     const char *c = s + 16 * g;
     __m512 t0 = LOAD4PS(c, 4 * sy), t1 = LOAD4PS(c + sy, 4 * sy);
     __m512 t2 = LOAD4PS(c + 2 * sy, 4 * sy), t3 = LOAD4PS(c + 3 * sy, 4 * sy);
-    __m512 a0 = _mm512_unpacklo_ps(t0, t1), a1 = _mm512_unpackhi_ps(t0, t1);
-    __m512 a2 = _mm512_unpacklo_ps(t2, t3), a3 = _mm512_unpackhi_ps(t2, t3);
-    char *o = d + 4 * g * dx;
-    STORE64PS(o, _mm512_shuffle_ps(a0, a2, 0x44), stream);
-    STORE64PS(o + dx, _mm512_shuffle_ps(a0, a2, 0xEE), stream);
-    STORE64PS(o + 2 * dx, _mm512_shuffle_ps(a1, a3, 0x44), stream);
-    STORE64PS(o + 3 * dx, _mm512_shuffle_ps(a1, a3, 0xEE), stream);
+    if (stream)
+      VL__LANE_TRANSPOSE4_PS(512, STREAM64PS, t0, t1, t2, t3, d + 4 * g * dx, dx);
+    else
+      VL__LANE_TRANSPOSE4_PS(512, STOREU64PS, t0, t1, t2, t3, d + 4 * g * dx, dx);
   }
 }
 
@@ -145,9 +142,8 @@ VL__RECT_TILE(tile_u64_m, 8, 8, 4, 8, block_u64_m, 3)
 VL__RECT_TILE(tile_u64_i, 8, 8, 4, 8, block_u64_i, 3)
 
 /* The streamed transposes (AMD table): blocks of 8 columns of 16 floats or 8 of 8 doubles (one
- * line of each of 8 destination rows) walked down y, so each
- * destination row's lines leave in order (VL__STREAM_BODY); planes thinner than a block take the
- * tile, with plain stores. */
+ * line of each of 8 destination rows) walked down y, so each destination row's lines leave in
+ * order (VL__STREAM_BODY); planes thinner than a block take the tile, with plain stores. */
 static void stream_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx, ptrdiff_t sy) {
   VL__STREAM_BODY(8, 16, 4, block_u32_s, tile_u32_i, d, s, nx, ny, dx, sy);
 }
@@ -250,9 +246,10 @@ const vl__copy_kernels vl__copy_kernels_avx512 = {
     .split = {{NULL, split3_u8_m, NULL}},
     .merge = {{NULL, merge3_u8, NULL}}};
 
-/* AMD Zen 5, inserts: 4- and 8-byte tiles 512 rows x 512 bytes and 2-byte ones 512 x 256, as the
- * AVX2 level's (one block high x 1 KiB, the Intel shape, measured 0.43x against 0.54x memcpy on
- * f32 768x196 and 0.43x against 0.57x on f64 384x196 there). */
+/* AMD (measured on Zen 5), inserts: 4- and 8-byte tiles 512 rows x 512 bytes and 2-byte ones
+ * 512 x 256, as the AVX2 level's. On Zen 5 the Intel shape (one block high x 1 KiB) measured
+ * 0.43x against these shapes' 0.54x memcpy on f32 768x196, and 0.43x against 0.57x on f64
+ * 384x196. */
 const vl__copy_kernels vl__copy_kernels_avx512_amd = {
     .tile = {tile_u8_i, tile_u16_i, tile_u32_i, tile_u64_i},
     .tile_rows = {0, 512, 512, 512},

@@ -99,9 +99,9 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
   } while (0)
 
 /* The body of a streamed transpose (the stream entries): KX-column blocks of KY rows (one line
- * of each destination row) walked down y, so each destination row's lines leave in order; the last
- * block of x moves back to end at the edge and streams a few lines again with the values they
- * already hold. A plane thinner than a block goes to the tile, with plain stores. */
+ * of each destination row) walked down y, so each destination row's lines leave in order; the
+ * last block of x moves back to end at the edge and streams a few lines again with the values
+ * they already hold. A plane thinner than a block goes to the tile, with plain stores. */
 #define VL__STREAM_BODY(KX, KY, E, block, small, d, s, nx, ny, dx, sy)                             \
   do {                                                                                             \
     if ((nx) < (KX)) {                                                                             \
@@ -125,24 +125,24 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
   }
 
 /* The 4 x 4 transpose of 32-bit words within each 128-bit lane of the registers t0..t3 (one
- * source row each), stored as four destination rows dx bytes apart from o: the step both the
- * AVX2 (W = 256) and the AVX-512 (W = 512) float blocks end in, in their intrinsics' names. */
-#define VL__LANE_TRANSPOSE4_PS(W, t0, t1, t2, t3, o, dx)                                           \
+ * source row each), stored as four destination rows dx bytes apart from o by STORE(p, v): the
+ * step both the AVX2 (W = 256) and the AVX-512 (W = 512) float blocks end in, in their
+ * intrinsics' names. */
+#define VL__LANE_TRANSPOSE4_PS(W, STORE, t0, t1, t2, t3, o, dx)                                    \
   do {                                                                                             \
     __m##W a0_ = _mm##W##_unpacklo_ps(t0, t1), a1_ = _mm##W##_unpackhi_ps(t0, t1);                 \
     __m##W a2_ = _mm##W##_unpacklo_ps(t2, t3), a3_ = _mm##W##_unpackhi_ps(t2, t3);                 \
-    _mm##W##_storeu_ps((float *)(void *)(o), _mm##W##_shuffle_ps(a0_, a2_, 0x44));                 \
-    _mm##W##_storeu_ps((float *)(void *)((o) + (dx)), _mm##W##_shuffle_ps(a0_, a2_, 0xEE));        \
-    _mm##W##_storeu_ps((float *)(void *)((o) + 2 * (dx)), _mm##W##_shuffle_ps(a1_, a3_, 0x44));    \
-    _mm##W##_storeu_ps((float *)(void *)((o) + 3 * (dx)), _mm##W##_shuffle_ps(a1_, a3_, 0xEE));    \
+    STORE((o), _mm##W##_shuffle_ps(a0_, a2_, 0x44));                                               \
+    STORE((o) + (dx), _mm##W##_shuffle_ps(a0_, a2_, 0xEE));                                        \
+    STORE((o) + 2 * (dx), _mm##W##_shuffle_ps(a1_, a3_, 0x44));                                    \
+    STORE((o) + 3 * (dx), _mm##W##_shuffle_ps(a1_, a3_, 0xEE));                                    \
   } while (0)
 
 /* Defined only on x86-64 (each is all NULL where its file was built without its flags). */
 extern const vl__copy_kernels vl__copy_kernels_ssse3;
 extern const vl__copy_kernels vl__copy_kernels_avx2;
 extern const vl__copy_kernels vl__copy_kernels_avx512;
-/* The AVX-512 kernels as AMD cores run them best (copy_avx512.c); level_table in copy.c picks it.
- */
+/* The AVX-512 kernels as AMD cores run them best (copy_avx512.c); level_table picks it. */
 extern const vl__copy_kernels vl__copy_kernels_avx512_amd;
 
 #endif
