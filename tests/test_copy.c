@@ -926,16 +926,16 @@ static void both_avx512_tables_match_the_portable_kernels(void **state) {
     const vl__copy_kernels *t = tables[c % 2];
     int64_t n = 1 + rnd_below(&rs, 700);
     ptrdiff_t off = (ptrdiff_t)rnd_below(&rs, 64), stride = (ptrdiff_t)(n + rnd_below(&rs, 70));
+    /* channel k of pixel i: at 3 i + k interleaved, at k * stride + i in planes */
+    const int64_t shape[] = {3, n}, planes[] = {stride, 1}, pixels[] = {1, 3};
     memset(got, 0xA5, (size_t)(off + 3 * stride));
     memset(want, 0xA5, (size_t)(off + 3 * stride));
-    for (int64_t i = 0; i < n; i++)
-      for (int k = 0; k < 3; k++) want[off + k * stride + i] = src[3 * i + k];
+    reference_strided(1, 2, shape, want + off, planes, src, pixels, 3 * n);
     t->split[0][1](got + off, src, n, stride);
     assert_memory_equal(got, want, (size_t)(off + 3 * stride));
     memset(got, 0xA5, (size_t)(off + 3 * n));
     memset(want, 0xA5, (size_t)(off + 3 * n));
-    for (int64_t i = 0; i < n; i++)
-      for (int k = 0; k < 3; k++) want[off + 3 * i + k] = src[k * stride + i];
+    reference_strided(1, 2, shape, want + off, pixels, src, planes, 3 * n);
     t->merge[0][1](got + off, src, n, stride);
     assert_memory_equal(got, want, (size_t)(off + 3 * n));
   }

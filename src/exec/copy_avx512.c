@@ -28,16 +28,16 @@
 
 #define LOAD16(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 
-/* Four 16-byte quarters, quarter q from p + q * step. Quarter 0 is a plain load; quarters 1..3
- * are zero-masked 64-byte loads placed so that only quarter q's 16 bytes are enabled, then
- * ORed in: masked-off bytes are never read (they cannot fault), and unlike inserts
- * (vinserti32x4, the shuffle port) these cost load ports and one logic op per two quarters,
- * leaving the shuffle port to the transpose. */
 #define INLINE static inline __attribute__((always_inline))
 
-/* On AMD Zen 5 the same four quarters are one load and three inserts from memory: masked loads
- * there cost more than the inserts save (u8 768x196 0.29x -> 0.31x memcpy, 224^2 images 0.48x ->
- * 0.63x, f64 384x196 0.37x -> 0.43x with the same tiles). */
+/* Four 16-byte quarters, quarter q from p + q * step. With insert (the AMD table), one load and
+ * three inserts from memory. Without (the Intel table), quarter 0 is a plain load and quarters
+ * 1..3 are zero-masked 64-byte loads placed so that only quarter q's 16 bytes are enabled, then
+ * ORed in: masked-off bytes are never read (they cannot fault), and unlike inserts
+ * (vinserti32x4, the shuffle port) these cost load ports and one logic op per two quarters,
+ * leaving the shuffle port to the transpose. On AMD Zen 5 masked loads cost more than the
+ * inserts they save (u8 768x196 0.29x -> 0.31x memcpy, 224^2 images 0.48x -> 0.63x, f64 384x196
+ * 0.37x -> 0.43x with the same tiles). */
 INLINE __m512i load4(const char *p, ptrdiff_t step, bool insert) {
   if (insert) {
     __m512i r = _mm512_castsi128_si512(LOAD16(p));
@@ -75,9 +75,9 @@ VL__ROWS_BLOCK(u16, 16, 8, 3)
 
 #define LOAD4PS(p, step) _mm512_castsi512_ps(load4(p, step, ins))
 #define LOAD4PD(p, step) _mm512_castsi512_pd(load4(p, step, ins))
-/* A block's 64-byte rows: plain stores, or non-temporal ones of whole lines (streamed). */
-#define STOREU64PS(p, v) _mm512_storeu_ps((float *)(void *)(p), v)
-#define STREAM64PS(p, v) _mm512_stream_ps((float *)(void *)(p), v)
+/* A block's 64-byte rows: plain stores, or (stream) non-temporal ones of whole lines. */
+#define STORE64PS(p, v, stream)                                                                    \
+  ((stream) ? _mm512_stream_ps((float *)(void *)(p), v) : _mm512_storeu_ps((float *)(void *)(p), v))
 #define STORE64PD(p, v, stream)                                                                    \
   ((stream) ? _mm512_stream_pd((double *)(void *)(p), v)                                           \
             : _mm512_storeu_pd((double *)(void *)(p), v))
@@ -86,15 +86,14 @@ VL__ROWS_BLOCK(u16, 16, 8, 3)
  * destination rows as the engine streams per call) */
 INLINE void block_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy, bool ins, bool stream,
                       int cols) {
+#define ROW_STORE(p, v) STORE64PS(p, v, stream)
   for (int g = 0; g < cols; g++) { /* columns 4g .. 4g + 3; lane k holds rows 4k .. 4k + 3 */
     const char *c = s + 16 * g;
     __m512 t0 = LOAD4PS(c, 4 * sy), t1 = LOAD4PS(c + sy, 4 * sy);
     __m512 t2 = LOAD4PS(c + 2 * sy, 4 * sy), t3 = LOAD4PS(c + 3 * sy, 4 * sy);
-    if (stream)
-      VL__LANE_TRANSPOSE4_PS(512, STREAM64PS, t0, t1, t2, t3, d + 4 * g * dx, dx);
-    else
-      VL__LANE_TRANSPOSE4_PS(512, STOREU64PS, t0, t1, t2, t3, d + 4 * g * dx, dx);
+    VL__LANE_TRANSPOSE4_PS(512, ROW_STORE, t0, t1, t2, t3, d + 4 * g * dx, dx);
   }
+#undef ROW_STORE
 }
 
 INLINE void block_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy, bool ins, bool stream) {
