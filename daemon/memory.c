@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,8 +92,139 @@ static void count_out(void *p) {
   }
 }
 
+/* ---- the large blocks kept for reuse --------------------------------------------------------
+ * A block of KEEP_MIN or more is a fresh map of its own (vld_mem_init), so each 64 MiB blob
+ * round trip took two such maps (the frame body, the output tensor) and faulted in and zeroed
+ * 128 MiB: a third of the daemon's time went to the kernel's page clearing, and on a 2-core VM
+ * a round trip took 28 ms, or up to 240 ms when its pages came fresh from the host. The last
+ * KEEP_SLOTS large blocks freed are therefore kept mapped, up to keep_cap() bytes in all (a
+ * quarter of the budget, at most KEEP_MAX), and a request for n bytes takes the smallest kept
+ * block of n to n + n/4 usable bytes. Kept bytes are not in use (vld_mem_in_use leaves them
+ * out) but are resident, beside the heap's freed pages that are not trimmed yet. So a block is
+ * kept only while in use and kept bytes stay within half the budget, and what the heap holds
+ * from the system (heap_held) too; and an allocation (admit) and vld_mem_fits first give them
+ * all back when in use, kept and the new bytes would pass half the budget. Peak resident memory
+ * under the budget tests (it_budget.c) is as before: the kept blocks live only in the half of
+ * the budget a load of large requests leaves unused. Any thread may keep or take, under one lock:
+ * there are a few such blocks a request. Off under AddressSanitizer, as the small cache below. */
+enum { KEEP_SLOTS = 4 };
+#define KEEP_MIN ((size_t)4 << 20)
+#define KEEP_MAX ((uint64_t)256 << 20)
+
+static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *kept[KEEP_SLOTS]; /* oldest first */
+static size_t kept_usable[KEEP_SLOTS];
+static size_t kept_n;
+static _Atomic uint64_t kept_bytes; /* their block_bytes, read without the lock */
+
+void vld_mem_release_kept(void) {
+  void *out[KEEP_SLOTS];
+  size_t n;
+  pthread_mutex_lock(&keep_lock);
+  n = kept_n;
+  memcpy(out, kept, n * sizeof *out);
+  kept_n = 0;
+  atomic_store_explicit(&kept_bytes, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&keep_lock);
+  for (size_t i = 0; i < n; i++) {
+    __real_free(out[i]);
+  }
+}
+
+static uint64_t keep_cap(void) {
+  return budget / 4 < KEEP_MAX ? budget / 4 : KEEP_MAX;
+}
+
+/* Before n bytes more: the kept blocks go back when in use, kept and n would pass half the
+ * budget. */
+static void keep_make_room(uint64_t n) {
+  uint64_t k = atomic_load_explicit(&kept_bytes, memory_order_relaxed);
+  if (k == 0) {
+    return;
+  }
+  uint64_t held = atomic_load_explicit(&in_use, memory_order_relaxed) + k;
+  if (held > budget / 2 || n > budget / 2 - held) {
+    vld_mem_release_kept();
+  }
+}
+
+/* What the heap holds from the system, free parts included (they stay resident until trimmed),
+ * and the maps of large blocks, kept ones included: more than is in use. */
+static uint64_t heap_held(void) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+  struct mallinfo2 mi = mallinfo2();
+  return (uint64_t)mi.arena + (uint64_t)mi.hblkhd;
+#else
+  return atomic_load_explicit(&in_use, memory_order_relaxed) +
+         atomic_load_explicit(&kept_bytes, memory_order_relaxed);
+#endif
+}
+
+/* A kept block of n to n + n/4 usable bytes (the smallest), or NULL. */
+static void *keep_take(size_t n) {
+  void *p = NULL;
+  if (!VLD_MEM_CACHE_ON || n < KEEP_MIN ||
+      atomic_load_explicit(&kept_bytes, memory_order_relaxed) == 0) {
+    return NULL;
+  }
+  pthread_mutex_lock(&keep_lock);
+  size_t best = kept_n;
+  for (size_t i = 0; i < kept_n; i++) {
+    if (kept_usable[i] >= n && kept_usable[i] - n <= n / 4 &&
+        (best == kept_n || kept_usable[i] < kept_usable[best])) {
+      best = i;
+    }
+  }
+  if (best < kept_n) {
+    p = kept[best];
+    atomic_fetch_sub_explicit(&kept_bytes, kept_usable[best] + sizeof(size_t),
+                              memory_order_relaxed);
+    memmove(&kept[best], &kept[best + 1], (kept_n - best - 1) * sizeof *kept);
+    memmove(&kept_usable[best], &kept_usable[best + 1], (kept_n - best - 1) * sizeof *kept_usable);
+    kept_n--;
+  }
+  pthread_mutex_unlock(&keep_lock);
+  return p;
+}
+
+/* Keeps p (usable bytes u, already counted out), in place of the oldest kept blocks while the
+ * slots or keep_cap() are full, if the budget allows; false when it is not kept. */
+static bool keep_put(void *p, size_t u) {
+  void *evicted[KEEP_SLOTS];
+  size_t n_evicted = 0;
+  bool put = false;
+  uint64_t bytes = u + sizeof(size_t);
+  if (!VLD_MEM_CACHE_ON || u < KEEP_MIN || bytes > keep_cap()) {
+    return false;
+  }
+  pthread_mutex_lock(&keep_lock);
+  while (kept_n > 0 &&
+         (kept_n == KEEP_SLOTS ||
+          atomic_load_explicit(&kept_bytes, memory_order_relaxed) + bytes > keep_cap())) {
+    evicted[n_evicted++] = kept[0];
+    atomic_fetch_sub_explicit(&kept_bytes, kept_usable[0] + sizeof(size_t), memory_order_relaxed);
+    kept_n--;
+    memmove(&kept[0], &kept[1], kept_n * sizeof *kept);
+    memmove(&kept_usable[0], &kept_usable[1], kept_n * sizeof *kept_usable);
+  }
+  uint64_t k = atomic_load_explicit(&kept_bytes, memory_order_relaxed);
+  if (atomic_load_explicit(&in_use, memory_order_relaxed) + k + bytes <= budget / 2 &&
+      heap_held() <= budget / 2) {
+    kept[kept_n] = p;
+    kept_usable[kept_n++] = u;
+    atomic_fetch_add_explicit(&kept_bytes, bytes, memory_order_relaxed);
+    put = true;
+  }
+  pthread_mutex_unlock(&keep_lock);
+  for (size_t i = 0; i < n_evicted; i++) {
+    __real_free(evicted[i]);
+  }
+  return put;
+}
+
 /* May this thread take n more bytes? Outside a guard always (the loop's own small blocks). */
 static bool admit(size_t n) {
+  keep_make_room(n);
   if (!guarded || atomic_load_explicit(&in_use, memory_order_relaxed) + n <= budget) {
     return true;
   }
@@ -218,8 +350,11 @@ void *__wrap_malloc(size_t n) {
   if (!admit(n)) {
     return NULL;
   }
-  p = __real_malloc(n);
-  hint_huge(p, n);
+  p = keep_take(n);
+  if (p == NULL) {
+    p = __real_malloc(n);
+    hint_huge(p, n);
+  }
   count_in(p);
   return p;
 }
@@ -236,8 +371,13 @@ void *__wrap_calloc(size_t k, size_t n) {
   if (!admit(total)) {
     return NULL;
   }
-  p = __real_calloc(k, n);
-  hint_huge(p, total);
+  p = keep_take(total);
+  if (p != NULL) {
+    memset(p, 0, total);
+  } else {
+    p = __real_calloc(k, n);
+    hint_huge(p, total);
+  }
   count_in(p);
   return p;
 }
@@ -281,11 +421,17 @@ void *__wrap_realloc(void *p, size_t n) {
 }
 
 void __wrap_free(void *p) {
-  if (p != NULL && caching && cache_keep(p, malloc_usable_size(p))) {
+  if (p == NULL) {
+    return;
+  }
+  size_t u = malloc_usable_size(p);
+  if (caching && cache_keep(p, u)) {
     return;
   }
   count_out(p);
-  __real_free(p);
+  if (!keep_put(p, u)) {
+    __real_free(p);
+  }
 }
 
 void *__wrap_aligned_alloc(size_t align, size_t n) {
@@ -393,7 +539,12 @@ uint64_t vld_mem_peak(void) {
   return atomic_load_explicit(&peak, memory_order_relaxed);
 }
 
+uint64_t vld_mem_kept(void) {
+  return atomic_load_explicit(&kept_bytes, memory_order_relaxed);
+}
+
 bool vld_mem_fits(uint64_t bytes) {
+  keep_make_room(bytes);
   uint64_t now = vld_mem_in_use();
   return now <= budget && bytes <= budget - now;
 }

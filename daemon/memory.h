@@ -25,6 +25,11 @@ uint64_t vld_mem_default(void);
 uint64_t vld_mem_budget(void);
 uint64_t vld_mem_in_use(void);
 uint64_t vld_mem_peak(void);
+/* Bytes of large blocks freed and kept mapped for the next large requests (memory.c): resident
+ * but not in use, and given back before they would push resident memory past the budget. */
+uint64_t vld_mem_kept(void);
+/* Gives the kept blocks back to the system (an idle daemon). */
+void vld_mem_release_kept(void);
 /* Would bytes more stay within the budget? */
 bool vld_mem_fits(uint64_t bytes);
 

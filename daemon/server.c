@@ -35,6 +35,7 @@
 #include "systemd.h"
 
 enum { LISTEN_BACKLOG = 511, PATH_BUF = 108, HUP_PROBE_MS = 100, MEM_WAIT_MS = 10 };
+enum { KEEP_IDLE_PROBES = 10 };
 enum { LOOP_STACK = 8 << 20 };
 /* File descriptors kept free beyond the connections: the loop's own, the spare that drops a
  * connection, logs and sd_notify. Connections are capped below the soft RLIMIT_NOFILE by this
@@ -912,7 +913,9 @@ static void on_ignored_signal(uv_signal_t *s, int signum) {
 /* The pool just went idle: hand the heap's free pages back to the system. Tensor buffers of a
  * burst leave the heap fragmented at its high-water mark, which a daemon that idles between
  * bursts would otherwise keep resident. Runs at most once per busy-to-idle transition of the
- * probe below (>= HUP_PROBE_MS apart), never under steady load. */
+ * probe below (>= HUP_PROBE_MS apart), never under steady load. The large blocks memory.c
+ * keeps for the next large request follow once the pool has stayed idle for KEEP_IDLE_PROBES
+ * probes (a second): a client sending one blob after another keeps them. */
 static void release_idle_memory(void) {
 #ifdef __GLIBC__
   malloc_trim(0);
@@ -930,9 +933,18 @@ static void on_hup_probe(uv_timer_t *t) {
       vld_conn_probe_hangup(c); /* may close c, never frees it: its handles hold a ref */
     }
   }
-  if (sh->dispatch.inflight == 0) {
-    uv_timer_stop(t);
+  if (sh->dispatch.inflight > 0) {
+    sh->idle_probes = 0;
+    return;
+  }
+  if (sh->idle_probes++ == 0) {
     release_idle_memory();
+  }
+  if (sh->idle_probes >= KEEP_IDLE_PROBES) {
+    /* a second idle: the large blocks kept for the next large request go back too */
+    uv_timer_stop(t);
+    sh->idle_probes = 0;
+    vld_mem_release_kept();
   }
 }
 

@@ -1,6 +1,7 @@
 /* test_daemon_memory.c - the daemon's allocator wrappers (daemon/memory.c), linked with the
  * same -Wl,--wrap options as viewlowerd: the loop's block cache serves malloc, calloc (zeroed)
- * and growing realloc, and the budget's guard refuses what would pass the budget. */
+ * and growing realloc, large blocks are kept for reuse within the budget, and the budget's
+ * guard refuses what would pass the budget. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <malloc.h>
 
 #include "memory.h"
 
@@ -105,6 +107,85 @@ static void guard_refuses_calloc_past_the_budget(void **state) {
   free(p);
 }
 
+#define MIB ((size_t)1 << 20)
+
+/* What a block counts (memory.c): its usable bytes and glibc's header word. */
+static uint64_t counted(void *p) {
+  return malloc_usable_size(p) + sizeof(size_t);
+}
+
+/* A large block freed stays mapped, kept out of the bytes in use, and serves the next request
+ * of its size (calloc zeroes it); a request it is far too large for, or too small for, gets a
+ * block of its own. */
+static void a_large_block_is_kept_and_reused(void **state) {
+  (void)state;
+  unsigned char *p = malloc(8 * MIB);
+  assert_non_null(p);
+  memset(p, 0xA5, 8 * MIB);
+  uintptr_t at = (uintptr_t)p;
+  uint64_t bytes = counted(p), before = vld_mem_in_use();
+  free(p);
+  assert_int_equal(vld_mem_in_use(), before - bytes);
+  if (!VLD_MEM_CACHE_ON) {
+    assert_int_equal(vld_mem_kept(), 0);
+    return;
+  }
+  assert_int_equal(vld_mem_kept(), bytes);
+  unsigned char *big = malloc(12 * MIB); /* the kept block is too small */
+  assert_non_null(big);
+  assert_true((uintptr_t)big != at);
+  unsigned char *q = calloc(1, 7 * MIB); /* 8 MiB is within a quarter of 7 */
+  assert_true((uintptr_t)q == at);
+  assert_int_equal(vld_mem_kept(), 0);
+  assert_true(all_zero(q, 7 * MIB));
+  uintptr_t big_at = (uintptr_t)big;
+  uint64_t big_bytes = counted(big);
+  free(big);
+  assert_int_equal(vld_mem_kept(), big_bytes);
+  unsigned char *r = malloc(5 * MIB); /* 12 MiB is more than a quarter over 5 */
+  assert_non_null(r);
+  assert_true((uintptr_t)r != big_at);
+  free(q);
+  free(r);
+  vld_mem_release_kept();
+  assert_int_equal(vld_mem_kept(), 0);
+}
+
+/* Kept bytes stay within a quarter of the 64 MiB budget (the oldest block makes way), and go
+ * back to the system before a request would pass the budget with them. */
+static void kept_blocks_stay_within_the_budget(void **state) {
+  (void)state;
+  void *b[3];
+  for (int i = 0; i < 3; i++) {
+    b[i] = malloc(7 * MIB);
+    assert_non_null(b[i]);
+  }
+  uint64_t each = counted(b[0]);
+  for (int i = 0; i < 3; i++) {
+    free(b[i]);
+    assert_true(vld_mem_kept() <= vld_mem_budget() / 4);
+  }
+  if (VLD_MEM_CACHE_ON) {
+    assert_int_equal(vld_mem_kept(), 2 * each);
+  }
+  uint64_t room = vld_mem_budget() - vld_mem_in_use();
+  assert_true(vld_mem_fits(room - MIB)); /* fits with nothing kept */
+  assert_int_equal(vld_mem_kept(), 0);
+  /* under the guard too: a block that fits only once the kept one is gone */
+  void *k = malloc(7 * MIB);
+  assert_non_null(k);
+  free(k);
+  room = vld_mem_budget() - vld_mem_in_use();
+  vld_mem_guard_begin();
+  void *p = malloc(room - 2 * MIB);
+  bool refused = vld_mem_guard_end();
+  assert_non_null(p);
+  assert_false(refused);
+  assert_int_equal(vld_mem_kept(), 0);
+  free(p);
+  vld_mem_release_kept();
+}
+
 int main(void) {
   vld_mem_init(64u << 20);
   const struct CMUnitTest tests[] = {
@@ -112,6 +193,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(calloc_overflow_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(realloc_keeps_the_bytes, setup, teardown),
       cmocka_unit_test(guard_refuses_calloc_past_the_budget),
+      cmocka_unit_test(a_large_block_is_kept_and_reused),
+      cmocka_unit_test(kept_blocks_stay_within_the_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

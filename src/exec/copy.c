@@ -18,6 +18,7 @@
 
 #include "exec/copy_kernels.h"
 #include "exec/kernel_internal.h"
+#include "layout/tensor_internal.h"
 
 /* Loops the engine handles at once. Each kept dim has size >= 2, so a copy that fits in memory
  * has far fewer than 64 of them; more are peeled off one by one (see vl_copy_strided). */
@@ -745,7 +746,7 @@ vl_status vl_view_copy(const vl_tensor *self, const int64_t *size, size_t size_r
     }
     memcpy(spec.dim_order, out_dim_order, size_rank);
   }
-  st = vl_tensor_new(&spec, lim, &t, err);
+  st = vl__tensor_new_for_overwrite(&spec, lim, &t, err); /* the copy writes every byte */
   if (st != VL_OK) return st;
   st = vl_view_copy_out(self, size, size_rank, t, err);
   if (st != VL_OK) {

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout/tensor_internal.h"
+
 /* ---- dim orders: the orders a spec may declare (SPEC §1) ---- */
 
 void vl_dim_order_default(uint8_t *order, uint8_t rank) {
@@ -172,15 +174,16 @@ vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, in
  * aligned, it would be cleared once more by hand. */
 #define TENSOR_ALIGN 64
 #define TENSOR_ALIGNED_MAX ((size_t)1 << 20)
-static void *tensor_storage(size_t nbytes) {
-  if (nbytes >= TENSOR_ALIGNED_MAX) return calloc(nbytes, 1);
+static void *tensor_storage(size_t nbytes, bool zero) {
+  if (nbytes >= TENSOR_ALIGNED_MAX) return zero ? calloc(nbytes, 1) : malloc(nbytes);
   size_t n = (nbytes + TENSOR_ALIGN - 1) / TENSOR_ALIGN * TENSOR_ALIGN; /* a multiple (C11) */
   void *p = aligned_alloc(TENSOR_ALIGN, n > 0 ? n : TENSOR_ALIGN);
-  if (p != NULL) memset(p, 0, n);
+  if (p != NULL && zero) memset(p, 0, n);
   return p;
 }
 
-vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **out, vl_error *err) {
+static vl_status tensor_new(const vl_spec *spec, const vl_limits *lim, bool zero, vl_tensor **out,
+                            vl_error *err) {
   int64_t nbytes;
   if (!vl_spec_nbytes(spec, &nbytes)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "/shape", "byte size overflows 63 bits");
@@ -197,7 +200,7 @@ vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **o
   if (t == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
   t->spec = *spec;
   t->nbytes = nbytes;
-  t->data = tensor_storage((size_t)nbytes);
+  t->data = tensor_storage((size_t)nbytes, zero);
   if (t->data == NULL) {
     free(t);
     return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory allocating %lld bytes",
@@ -205,6 +208,15 @@ vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **o
   }
   *out = t;
   return VL_OK;
+}
+
+vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **out, vl_error *err) {
+  return tensor_new(spec, lim, true, out, err);
+}
+
+vl_status vl__tensor_new_for_overwrite(const vl_spec *spec, const vl_limits *lim, vl_tensor **out,
+                                       vl_error *err) {
+  return tensor_new(spec, lim, false, out, err);
 }
 
 void vl_tensor_free(vl_tensor *t) {

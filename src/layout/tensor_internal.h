@@ -1,0 +1,14 @@
+/* tensor_internal.h - tensor construction for the core's own kernels. */
+#ifndef VL_LAYOUT_TENSOR_INTERNAL_H
+#define VL_LAYOUT_TENSOR_INTERNAL_H
+
+#include "viewlower/tensor.h"
+
+/* vl_tensor_new without the zero fill, for a caller that writes every one of the tensor's
+ * nbytes before anything reads them (view_copy's output). Clearing 64 MiB that the copy then
+ * overwrites took a tenth of a blob round trip through the daemon. Same checks, errors and
+ * alignment as vl_tensor_new. */
+vl_status vl__tensor_new_for_overwrite(const vl_spec *spec, const vl_limits *lim, vl_tensor **out,
+                                       vl_error *err);
+
+#endif
