@@ -247,45 +247,84 @@ static bool admit(size_t n) {
  * (VLD_MEM_CACHE_ON, memory.h). */
 enum { CACHE_CLASSES = 256, CACHE_DEPTH = 64, CACHE_BYTES = 512 << 10 };
 enum { PREFILL_CLASSES = 32, PREFILL_DEPTH = 32 };
+/* Past the 16-byte classes, four of powers of two, 8 to 64 KiB (the JSON reader's tapes, the
+ * printed texts of a small lowering): with only small blocks cached, the two loops still met on
+ * the heap's lock over these, one futex call per three small lowerings. A loop's request of
+ * 4 KiB to 64 KiB is rounded up to its power of two, so that its block fits its class. */
+enum { BIG_CLASSES = 4, BIG_MIN_LOG2 = 13, BIG_DEPTH = 4, BIG_BYTES = 512 << 10 };
+enum { ALL_CLASSES = CACHE_CLASSES + BIG_CLASSES };
+#define SMALL_MAX ((size_t)16 * (CACHE_CLASSES - 1) + 8)
+#define BIG_MAX ((size_t)1 << (BIG_MIN_LOG2 + BIG_CLASSES - 1))
 
 typedef struct cached_block {
   struct cached_block *next;
 } cached_block;
 
 static _Thread_local bool caching;
-static _Thread_local cached_block *cache_head[CACHE_CLASSES];
-static _Thread_local uint8_t cache_len[CACHE_CLASSES];
-static _Thread_local size_t cache_bytes;
+static _Thread_local cached_block *cache_head[ALL_CLASSES];
+static _Thread_local uint8_t cache_len[ALL_CLASSES];
+static _Thread_local size_t cache_bytes, cache_big_bytes;
 
-/* The class whose blocks fit n bytes: the least k with 16 k + 8 >= n. */
+/* The bytes every block of class k has. */
+static size_t class_size(size_t k) {
+  return k < CACHE_CLASSES ? 16 * k + 8 : (size_t)1 << (k - CACHE_CLASSES + BIG_MIN_LOG2);
+}
+
+/* The class whose blocks fit n bytes (the least k with class_size(k) >= n); ALL_CLASSES when
+ * none does. */
 static size_t class_for(size_t n) {
-  return n <= 24 ? 1 : (n - 8 + 15) / 16;
+  if (n <= SMALL_MAX) {
+    return n <= 24 ? 1 : (n - 8 + 15) / 16;
+  }
+  for (size_t k = CACHE_CLASSES; k < ALL_CLASSES; k++) {
+    if (class_size(k) >= n) {
+      return k;
+    }
+  }
+  return ALL_CLASSES;
+}
+
+/* What to ask glibc for, for n bytes on a caching thread: n, or its big class's size. */
+static size_t cache_request(size_t n) {
+  size_t k = caching && n > SMALL_MAX ? class_for(n) : ALL_CLASSES;
+  return k < ALL_CLASSES ? class_size(k) : n;
 }
 
 static void *cache_take(size_t n) {
   size_t k = class_for(n);
-  if (!caching || k >= CACHE_CLASSES || cache_head[k] == NULL) {
+  if (!caching || k >= ALL_CLASSES || cache_head[k] == NULL) {
     return NULL;
   }
   cached_block *b = cache_head[k];
   cache_head[k] = b->next;
   cache_len[k]--;
-  cache_bytes -= 16 * k + 8;
+  *(k < CACHE_CLASSES ? &cache_bytes : &cache_big_bytes) -= class_size(k);
   return b;
 }
 
 /* Keeps p (usable bytes u) for this thread; false when the cache is full for it. */
 static bool cache_keep(void *p, size_t u) {
   size_t k = u >= 8 ? (u - 8) / 16 : 0; /* its blocks have at least 16 k + 8 bytes */
-  if (!caching || k == 0 || k >= CACHE_CLASSES || cache_len[k] >= CACHE_DEPTH ||
-      cache_bytes + 16 * k + 8 > CACHE_BYTES) {
+  if (u > SMALL_MAX) { /* the largest big class it fills, if it is less than twice that */
+    k = 0;
+    for (size_t j = CACHE_CLASSES; j < ALL_CLASSES && class_size(j) <= u; j++) {
+      k = j;
+    }
+    if (k != 0 && u >= 2 * class_size(k)) {
+      k = 0;
+    }
+  }
+  bool big = k >= CACHE_CLASSES;
+  size_t *bytes = big ? &cache_big_bytes : &cache_bytes;
+  if (!caching || k == 0 || cache_len[k] >= (big ? BIG_DEPTH : CACHE_DEPTH) ||
+      *bytes + class_size(k) > (big ? BIG_BYTES : CACHE_BYTES)) {
     return false;
   }
   cached_block *b = p;
   b->next = cache_head[k];
   cache_head[k] = b;
   cache_len[k]++;
-  cache_bytes += 16 * k + 8;
+  *bytes += class_size(k);
   return true;
 }
 
@@ -310,7 +349,7 @@ void vld_mem_cache_begin(void) {
 
 void vld_mem_cache_end(void) {
   caching = false;
-  for (size_t k = 0; k < CACHE_CLASSES; k++) {
+  for (size_t k = 0; k < ALL_CLASSES; k++) {
     while (cache_head[k] != NULL) {
       cached_block *b = cache_head[k];
       cache_head[k] = b->next;
@@ -319,6 +358,7 @@ void vld_mem_cache_end(void) {
     cache_len[k] = 0;
   }
   cache_bytes = 0;
+  cache_big_bytes = 0;
 }
 
 /* Large blocks (frame bodies, tensors, response payloads: each a fresh map, see vld_mem_init)
@@ -352,7 +392,7 @@ void *__wrap_malloc(size_t n) {
   }
   p = keep_take(n);
   if (p == NULL) {
-    p = __real_malloc(n);
+    p = __real_malloc(cache_request(n));
     hint_huge(p, n);
   }
   count_in(p);
@@ -375,7 +415,8 @@ void *__wrap_calloc(size_t k, size_t n) {
   if (p != NULL) {
     memset(p, 0, total);
   } else {
-    p = __real_calloc(k, n);
+    size_t ask = cache_request(total);
+    p = ask == total ? __real_calloc(k, n) : __real_calloc(1, ask);
     hint_huge(p, total);
   }
   count_in(p);
@@ -383,17 +424,21 @@ void *__wrap_calloc(size_t k, size_t n) {
 }
 
 /* realloc on a loop's thread, from its cache: a block that grows (a text being written) takes
- * a cached one and leaves the old one to the cache; a small one that shrinks stays as it is.
- * NULL when the cache cannot serve it. */
+ * a cached one, or past the small classes a new one of its big class, and leaves the old one to
+ * the cache; one that shrinks stays as it is. NULL when glibc is to do it: past the big
+ * classes, or for a small size the cache has no block of. */
 static void *cache_realloc(void *p, size_t n) {
   size_t u = malloc_usable_size(p);
-  if (u > 16 * (CACHE_CLASSES - 1) + 8) {
+  if (n > BIG_MAX || u > 2 * BIG_MAX) {
     return NULL;
   }
   if (n <= u) {
     return p;
   }
   void *q = cache_take(n);
+  if (q == NULL && n > SMALL_MAX) {
+    q = __wrap_malloc(n); /* of its class's size (cache_request) */
+  }
   if (q != NULL) {
     memcpy(q, p, u);
     __wrap_free(p);

@@ -80,7 +80,7 @@ static void realloc_keeps_the_bytes(void **state) {
   for (size_t i = 0; i < 40; i++) {
     p[i] = (unsigned char)i;
   }
-  for (size_t n = 64; n <= 8192; n *= 2) {
+  for (size_t n = 64; n <= 131072; n *= 2) { /* through the big classes and past them */
     p = realloc(p, n);
     assert_non_null(p);
     for (size_t i = 0; i < 40; i++) {
@@ -88,6 +88,36 @@ static void realloc_keeps_the_bytes(void **state) {
     }
   }
   free(p);
+}
+
+/* Past 4 KiB the cache has classes of 8 to 64 KiB: a loop's block of 20 KiB is one of 32 KiB,
+ * and serves the next request of 17 to 32 KiB; a block of twice the largest class or more is
+ * not kept in it. */
+static void big_classes_serve_blocks_of_their_size(void **state) {
+  (void)state;
+  unsigned char *p = malloc(20 << 10);
+  assert_non_null(p);
+  if (VLD_MEM_CACHE_ON) {
+    assert_true(malloc_usable_size(p) >= 32 << 10);
+  }
+  memset(p, 0x5A, 20 << 10);
+  uintptr_t at = (uintptr_t)p;
+  free(p);
+  unsigned char *q = calloc(1, 17 << 10);
+  assert_non_null(q);
+  if (VLD_MEM_CACHE_ON) {
+    assert_true((uintptr_t)q == at);
+  }
+  assert_true(all_zero(q, 17 << 10));
+  free(q);
+  unsigned char *huge = malloc(2 << 20); /* a map of its own: unmapped when freed */
+  assert_non_null(huge);
+  uintptr_t huge_at = (uintptr_t)huge;
+  free(huge);
+  unsigned char *r = malloc(60 << 10);
+  assert_non_null(r);
+  assert_true((uintptr_t)r != huge_at);
+  free(r);
 }
 
 /* Under the guard, a calloc past the budget fails and the guard says so. */
@@ -192,6 +222,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(calloc_from_the_cache_is_zeroed, setup, teardown),
       cmocka_unit_test_setup_teardown(calloc_overflow_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(realloc_keeps_the_bytes, setup, teardown),
+      cmocka_unit_test_setup_teardown(big_classes_serve_blocks_of_their_size, setup, teardown),
       cmocka_unit_test(guard_refuses_calloc_past_the_budget),
       cmocka_unit_test(a_large_block_is_kept_and_reused),
       cmocka_unit_test(kept_blocks_stay_within_the_budget),
