@@ -31,6 +31,7 @@ typedef struct out_msg {
   bool json_static;
   size_t json_len;
   vl_buf payload;
+  void *owner; /* the block payload's bytes lie in, freed instead of it; NULL: payload's own */
   uint64_t bytes;
   struct out_msg *next; /* the rest of a batch written by this message's request */
 } out_msg;
@@ -134,11 +135,23 @@ static void mark_activity(vld_conn *c) {
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
+/* Releases a payload (NULL: none): the block it lies in, or its own. */
+static void payload_free(vl_buf *payload, void *owner) {
+  if (owner == NULL) {
+    vl_buf_free(payload);
+    return;
+  }
+  free(owner);
+  if (payload != NULL) {
+    memset(payload, 0, sizeof *payload);
+  }
+}
+
 static void out_msg_free(out_msg *m) {
   if (!m->json_static) {
     free(m->json);
   }
-  vl_buf_free(&m->payload);
+  payload_free(&m->payload, m->owner);
   free(m);
 }
 
@@ -174,13 +187,13 @@ static void on_written(uv_write_t *req, int status) {
 
 /* Allocates the message; NULL on out-of-memory (then json and payload were released). */
 static out_msg *out_msg_new(vld_conn *c, char *json, size_t json_len, bool json_static,
-                            vl_buf *payload) {
+                            vl_buf *payload, void *owner) {
   out_msg *m = calloc(1, sizeof *m);
   if (m == NULL) {
     if (!json_static) {
       free(json);
     }
-    vl_buf_free(payload);
+    payload_free(payload, owner);
     return NULL;
   }
   m->conn = c;
@@ -188,13 +201,16 @@ static out_msg *out_msg_new(vld_conn *c, char *json, size_t json_len, bool json_
   m->json_static = json_static;
   if (payload != NULL) {
     m->payload = *payload;
+    m->owner = owner;
     memset(payload, 0, sizeof *payload);
   }
   vl_frame_header_encode(m->header, (uint32_t)json_len, m->payload.len);
   /* What the queued response costs in memory, not its frame bytes: a 60-byte ping response
    * holds several times that in blocks (this message and its write request, the text). */
   m->bytes = malloc_usable_size(m) + (json_static ? 0 : malloc_usable_size(json)) +
-             (m->payload.data != NULL ? malloc_usable_size(m->payload.data) : 0);
+             (m->owner != NULL          ? malloc_usable_size(m->owner)
+              : m->payload.data != NULL ? malloc_usable_size(m->payload.data)
+                                        : 0);
   m->req.data = m;
   return m;
 }
@@ -265,14 +281,19 @@ static void flush_cork(vld_conn *c) {
 }
 
 void vld_conn_send(vld_conn *c, char *json, size_t json_len, bool json_static, vl_buf *payload) {
+  vld_conn_send_owned(c, json, json_len, json_static, payload, NULL);
+}
+
+void vld_conn_send_owned(vld_conn *c, char *json, size_t json_len, bool json_static,
+                         vl_buf *payload, void *owner) {
   if (c->closing) {
     if (!json_static) {
       free(json);
     }
-    vl_buf_free(payload);
+    payload_free(payload, owner);
     return;
   }
-  out_msg *m = out_msg_new(c, json, json_len, json_static, payload);
+  out_msg *m = out_msg_new(c, json, json_len, json_static, payload, owner);
   if (m == NULL) {
     vld_log_error("conn %llu: out of memory for a response; closing", (unsigned long long)c->serial);
     vld_conn_close(c);

@@ -103,6 +103,11 @@ void vld_conn_send_error(vld_conn *c, const vl_error *err);
 void vld_conn_refuse(vld_conn *c, const vl_error *err);
 /* Queues a response frame; takes json (malloc'd, or static when json_static) and payload. */
 void vld_conn_send(vld_conn *c, char *json, size_t json_len, bool json_static, vl_buf *payload);
+/* vld_conn_send of a payload that owner holds (its bytes lie inside the malloc'd block owner,
+ * such as the request frame a view_copy lent them from): owner, not payload, is freed once the
+ * frame is written. owner NULL: vld_conn_send. */
+void vld_conn_send_owned(vld_conn *c, char *json, size_t json_len, bool json_static,
+                         vl_buf *payload, void *owner);
 /* A request of c is being worked on / was answered or dropped (reference, --max-inflight). */
 void vld_conn_hold(vld_conn *c);
 void vld_conn_release(vld_conn *c);

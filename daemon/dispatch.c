@@ -25,8 +25,9 @@
 
 #include "log.h"
 #include "memory.h"
-#include "wire/envelope.h"
 #include "viewlower/service.h"
+#include "wire/envelope.h"
+#include "wire/service_internal.h"
 
 enum {
   LOOP_PARSE_MAX = VLD_SMALL_FRAME,
@@ -101,6 +102,7 @@ typedef struct vld_work {
   size_t json_len;
   bool json_static;
   vl_buf payload;
+  void *payload_owner; /* the request block a lent payload lies in (serve), or NULL */
   vl_call_stats call;
 } work;
 
@@ -144,10 +146,21 @@ static vl_status parse(work *w, bool scan, vl_error *err) {
   return vl_error_set(err, VL_ERR_UNKNOWN_METHOD, "", "unknown method \"%.64s\"", w->rpc.method);
 }
 
+/* Drops the response payload: its own block, or the request block it was lent from. */
+static void drop_payload(work *w) {
+  if (w->payload_owner != NULL) {
+    free(w->payload_owner);
+    w->payload_owner = NULL;
+    memset(&w->payload, 0, sizeof w->payload);
+  } else {
+    vl_buf_free(&w->payload);
+  }
+}
+
 /* Sets the error response text of err (with the id as far as it was read). */
 static void respond_error(work *w, vl_error *err) {
   w->status = err->code;
-  vl_buf_free(&w->payload);
+  drop_payload(w);
   w->json = vl__rpc_error_text(w->rpc.id, err, &w->json_len);
   if (w->json == NULL) {
     w->json = (char *)vl__rpc_nomem_response;
@@ -202,8 +215,9 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
      * budget: an allocation past it fails, and the request is answered -32005 with its id.
      * The loop's light methods (ping, version, small invalid requests) always proceed. */
     if (on_pool) vld_mem_guard_begin();
-    s = vl_service_call(w->rpc.method, w->rpc.params, w->frame.payload, w->frame.payload_len,
-                        &w->cfg->limits, &result, &w->payload, &w->call, err);
+    s = vl__service_call_lending(w->rpc.method, w->rpc.params, w->frame.payload,
+                                 w->frame.payload_len, &w->cfg->limits, &result, &w->payload,
+                                 &w->call, err);
     if (s != VL_OK && s != VL_ERR_NOMEM && w->scanned) {
       /* The scan left the graph's text unchecked: a failed call is answered as the strict
        * reader has it (its errors, in its order), reading the request again. */
@@ -213,11 +227,17 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
       w->scanned = false;
       s = vl__rpc_request_parse(w->frame.json, w->frame.json_len, &w->rpc, err);
       if (s == VL_OK) {
-        s = vl_service_call(w->rpc.method, w->rpc.params, w->frame.payload, w->frame.payload_len,
-                            &w->cfg->limits, &result, &w->payload, &w->call, err);
+        s = vl__service_call_lending(w->rpc.method, w->rpc.params, w->frame.payload,
+                                     w->frame.payload_len, &w->cfg->limits, &result, &w->payload,
+                                     &w->call, err);
       } else {
         w->method = -1; /* counted as the strict reader counts it: an invalid request */
       }
+    }
+    if (s == VL_OK && w->payload.data != NULL && w->payload.cap == 0) {
+      /* lent from the request payload: the request block lives on until the response is sent */
+      w->payload_owner = w->frame.json;
+      memset(&w->frame, 0, sizeof w->frame);
     }
     vl_frame_free(&w->frame);
     if (s == VL_OK) {
@@ -325,7 +345,7 @@ static void complete(work *w) {
   vld_log_debug("conn %llu: %s -> %s in %.3f ms", (unsigned long long)c->serial,
                 w->method >= 0 ? vld_dispatch_method_name((size_t)w->method) : "(invalid)",
                 vl_status_kind(w->status), (double)elapsed / 1e6);
-  vld_conn_send(c, w->json, w->json_len, w->json_static, &w->payload);
+  vld_conn_send_owned(c, w->json, w->json_len, w->json_static, &w->payload, w->payload_owner);
   free(w);
 }
 

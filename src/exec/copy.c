@@ -729,23 +729,30 @@ vl_status vl_view_copy_out(const vl_tensor *self, const int64_t *size, size_t si
   return vl_copy_logical(&out->spec, out->data, &self->spec, self->data, err);
 }
 
-vl_status vl_view_copy(const vl_tensor *self, const int64_t *size, size_t size_rank,
-                       const uint8_t *out_dim_order, const vl_limits *lim, vl_tensor **out,
-                       vl_error *err) {
+vl_status vl__view_copy_spec(const vl_tensor *self, const int64_t *size, size_t size_rank,
+                             const uint8_t *out_dim_order, vl_spec *spec, vl_error *err) {
   int64_t shape[VL_MAX_RANK];
-  vl_spec spec;
-  vl_tensor *t = NULL;
   vl_status st = view_shape(self, size, size_rank, shape, err);
   if (st != VL_OK) return st;
-  vl_spec_init(&spec, self->spec.dtype, (uint8_t)size_rank, shape);
+  vl_spec_init(spec, self->spec.dtype, (uint8_t)size_rank, shape);
   if (out_dim_order != NULL) {
     if (!vl_dim_order_is_permutation(out_dim_order, size_rank)) {
       return vl_error_set(err, VL_ERR_KERNEL, "/out_dim_order",
                           "view_copy: out dim order is not a permutation of 0..%zu",
                           size_rank > 0 ? size_rank - 1 : 0);
     }
-    memcpy(spec.dim_order, out_dim_order, size_rank);
+    memcpy(spec->dim_order, out_dim_order, size_rank);
   }
+  return VL_OK;
+}
+
+vl_status vl_view_copy(const vl_tensor *self, const int64_t *size, size_t size_rank,
+                       const uint8_t *out_dim_order, const vl_limits *lim, vl_tensor **out,
+                       vl_error *err) {
+  vl_spec spec;
+  vl_tensor *t = NULL;
+  vl_status st = vl__view_copy_spec(self, size, size_rank, out_dim_order, &spec, err);
+  if (st != VL_OK) return st;
   st = vl__tensor_new_for_overwrite(&spec, lim, &t, err); /* the copy writes every byte */
   if (st != VL_OK) return st;
   st = vl_view_copy_out(self, size, size_rank, t, err);

@@ -1,5 +1,6 @@
 /* kernel_internal.h - helpers shared by the copy engine, the interpreter, input generation and
- * verify (copy.c, interp.c, inputs.c, verify.c). Not part of the public API. */
+ * verify (copy.c, interp.c, inputs.c, verify.c), and service.c's view_copy. Not part of the
+ * public API. */
 #ifndef VIEWLOWER_KERNEL_INTERNAL_H
 #define VIEWLOWER_KERNEL_INTERNAL_H
 
@@ -12,6 +13,10 @@
 
 /* "[1,2,6]" into buf (truncated to n bytes); returns buf. */
 const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shape);
+
+/* The spec of vl_view_copy's output (its checks and errors, without allocating or copying). */
+vl_status vl__view_copy_spec(const vl_tensor *self, const int64_t *size, size_t size_rank,
+                             const uint8_t *out_dim_order, vl_spec *spec, vl_error *err);
 
 /* Index of the placeholder named name, or VL_NO_NODE. */
 uint32_t vl__graph_placeholder(const vl_graph *g, const char *name);

@@ -8,12 +8,14 @@
 
 #include "base/json_util.h"
 #include "base/json_write.h"
-#include "viewlower/layout.h"
+#include "exec/kernel_internal.h"
 #include "viewlower/copy.h"
 #include "viewlower/graph.h"
 #include "viewlower/interp.h"
+#include "viewlower/layout.h"
 #include "viewlower/lower.h"
 #include "viewlower/tensor_json.h"
+#include "wire/service_internal.h"
 
 #ifndef VL_VERSION_STRING
 #define VL_VERSION_STRING "0.0.0"
@@ -31,6 +33,7 @@ typedef struct {
   vl_buf *out_payload;
   vl_call_stats *stats;
   vl_error *err;
+  bool may_lend; /* vl__service_call_lending */
 } call;
 
 typedef vl_status (*method_fn)(call *c, cJSON *result);
@@ -310,6 +313,30 @@ static vl_status get_dims(call *c, const char *key, int64_t min, int64_t max, in
                             c->err);
 }
 
+/* May view_copy answer with the input's own bytes? A borrowed blob input (not owned: it lies in
+ * the request payload) in its memory order, copied into an output in its memory order, puts
+ * every byte where it already is; the caller must let the response borrow the payload. */
+static bool lends_input(const call *c, const vl_tensor *owned, const vl_tensor *in,
+                        const vl_spec *out_spec, vl_encoding enc) {
+  return c->may_lend && owned == NULL && enc == VL_ENCODING_BLOB && c->out_payload->data == NULL &&
+         in->nbytes > 0 && vl_layout_is_contiguous(&in->spec) && vl_layout_is_contiguous(out_spec);
+}
+
+/* The output {dtype, shape, dim_order, blob at 0} over the input's bytes, lent to the response
+ * (cap 0, see vl__service_call_lending). Its byte count is the input's, which passed the
+ * tensor limits. */
+static vl_status lend_input(call *c, cJSON *result, const vl_tensor *in, const vl_spec *spec) {
+  vl_tensor lent = {*spec, in->nbytes, in->data};
+  vl_status st =
+      attach(c, result, "output", vl_tensor_to_json_take(&lent, VL_ENCODING_BLOB, c->out_payload));
+  if (st != VL_OK) {
+    memset(c->out_payload, 0, sizeof *c->out_payload); /* nothing lent on failure */
+    return st;
+  }
+  c->out_payload->cap = 0; /* borrowed: the caller keeps the payload, frees nothing */
+  return VL_OK;
+}
+
 static vl_status m_view_copy(call *c, cJSON *result) {
   static const char *const keys[] = {"input", "size", "out_dim_order", "encoding", NULL};
   vl_tensor *out = NULL;
@@ -352,8 +379,15 @@ static vl_status m_view_copy(call *c, cJSON *result) {
     if (st != VL_OK) vl_error_prefix(c->err, "/input");
     in = owned != NULL ? owned : &view;
   }
+  vl_spec out_spec;
   if (st == VL_OK) {
-    st = vl_view_copy(in, size, rank, has_order ? dim_order : NULL, c->lim, &out, c->err);
+    st = vl__view_copy_spec(in, size, rank, has_order ? dim_order : NULL, &out_spec, c->err);
+    if (st == VL_OK && lends_input(c, owned, in, &out_spec, enc)) {
+      return lend_input(c, result, in, &out_spec);
+    }
+    if (st == VL_OK) {
+      st = vl_view_copy(in, size, rank, has_order ? dim_order : NULL, c->lim, &out, c->err);
+    }
     if (st != VL_OK && c->err->path[0] == '\0') vl_error_prefix(c->err, "/size");
   }
   if (st == VL_OK) st = vl_tensor_encoding_check(out, enc, c->lim, c->err);
@@ -399,9 +433,10 @@ bool vl_service_has_method(const char *method) {
   return vl_service_method_index(method) >= 0;
 }
 
-vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t *payload,
-                          size_t payload_len, const vl_limits *lim, cJSON **result,
-                          vl_buf *out_payload, vl_call_stats *stats, vl_error *err) {
+static vl_status service_call(const char *method, const cJSON *params, const uint8_t *payload,
+                              size_t payload_len, const vl_limits *lim, cJSON **result,
+                              vl_buf *out_payload, vl_call_stats *stats, bool may_lend,
+                              vl_error *err) {
   vl_limits dflt;
   if (lim == NULL) {
     vl_limits_default(&dflt);
@@ -422,7 +457,7 @@ vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t
   if (stats) memset(stats, 0, sizeof *stats);
   cJSON *res = cJSON_CreateObject();
   if (res == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
-  call c = {params, payload, payload_len, lim, out_payload, stats, err};
+  call c = {params, payload, payload_len, lim, out_payload, stats, err, may_lend};
   vl_status st = fn(&c, res);
   if (st != VL_OK) {
     if (err->code == VL_OK) vl_error_set(err, st, "", "%s", vl_status_text(st));
@@ -431,4 +466,18 @@ vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t
   }
   *result = res;
   return VL_OK;
+}
+
+vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t *payload,
+                          size_t payload_len, const vl_limits *lim, cJSON **result,
+                          vl_buf *out_payload, vl_call_stats *stats, vl_error *err) {
+  return service_call(method, params, payload, payload_len, lim, result, out_payload, stats, false,
+                      err);
+}
+
+vl_status vl__service_call_lending(const char *method, const cJSON *params, const uint8_t *payload,
+                                   size_t payload_len, const vl_limits *lim, cJSON **result,
+                                   vl_buf *out_payload, vl_call_stats *stats, vl_error *err) {
+  return service_call(method, params, payload, payload_len, lim, result, out_payload, stats, true,
+                      err);
 }

@@ -238,6 +238,43 @@ static void big_view_copy(vl_client *c, const uint32_t *in, const char *in_order
   cJSON_Delete(r);
 }
 
+/* A contiguous blob 40 bytes into a larger payload, reshaped: the daemon answers with those
+ * bytes (lent from the request, not copied: tests/test_service.c) at offset 0 of its payload,
+ * and the same connection goes on to a reordering copy. */
+static void view_copy_answers_a_reshaped_blob_with_its_own_bytes(void **state) {
+  fixture *f = *state;
+  _Alignas(8) uint8_t payload[40 + 24 + 8];
+  for (size_t i = 0; i < sizeof payload; i++) payload[i] = (uint8_t)(0xF0 ^ i);
+  static const char *const orders[] = {"[0,1]", "[1,0]"};
+  for (int k = 0; k < 2; k++) {
+    char text[256];
+    snprintf(text, sizeof text,
+             "{\"input\":{\"dtype\":\"int16\",\"shape\":[3,4],\"dim_order\":%s,"
+             "\"blob\":{\"offset\":40,\"nbytes\":24}},\"size\":[2,6],\"encoding\":\"blob\"}",
+             orders[k]);
+    cJSON *params = json(text);
+    cJSON *r = NULL;
+    vl_buf out = {0};
+    vl_error err;
+    if (vl_client_view_copy(f->c, params, payload, sizeof payload, &r, &out, &err) != VL_OK) {
+      fail_msg("view_copy: %s %s", err.path, err.message);
+    }
+    char *got = cJSON_PrintUnformatted(r);
+    assert_string_equal(got, "{\"output\":{\"dtype\":\"int16\",\"shape\":[2,6],"
+                             "\"dim_order\":[0,1],\"blob\":{\"offset\":0,\"nbytes\":24}}}");
+    free(got);
+    assert_int_equal(out.len, 24);
+    const int16_t *in = (const int16_t *)(payload + 40), *o = (const int16_t *)out.data;
+    for (int e = 0; e < 12; e++) { /* logical element e = (e / 4, e % 4) of the [3,4] input */
+      int phys = k == 0 ? e : (e % 4) * 3 + e / 4;
+      assert_int_equal(o[e], in[phys]);
+    }
+    vl_buf_free(&out);
+    cJSON_Delete(r);
+    cJSON_Delete(params);
+  }
+}
+
 static void view_copy_moves_64_mib_as_blob_payload_bit_exact(void **state) {
   fixture *f = *state;
   uint32_t *in = malloc((size_t)BIG_NUMEL * 4);
@@ -411,6 +448,7 @@ int main(void) {
       cmocka_unit_test(execute_runs_patch_embed_on_given_values),
       cmocka_unit_test(verify_shows_the_legacy_lowering_wrong_and_the_safe_one_right),
       cmocka_unit_test(view_copy_reshapes_values_in_logical_order),
+      cmocka_unit_test(view_copy_answers_a_reshaped_blob_with_its_own_bytes),
       cmocka_unit_test(view_copy_moves_64_mib_as_blob_payload_bit_exact),
       cmocka_unit_test(invalid_graph_comes_back_as_its_status_with_a_path),
       cmocka_unit_test(text_calls_get_the_answers_of_tree_calls),

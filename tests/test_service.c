@@ -1,0 +1,147 @@
+/* test_service.c - the core's service calls: where vl__service_call_lending lends the request
+ * payload to a view_copy's output (a blob in its memory order read into an output in its memory
+ * order) and where it copies, with the same result either way. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "viewlower/service.h"
+#include "wire/service_internal.h"
+
+enum { AT = 64, N = 6 }; /* the input: 6 int32 at byte 64 of the payload */
+
+typedef struct outcome {
+  vl_status status;
+  cJSON *result;
+  vl_buf out;
+  vl_error err;
+} outcome;
+
+static int32_t payload_words[(AT + N * 4 + 16) / 4];
+
+static const uint8_t *payload(void) {
+  for (int i = 0; i < (int)(sizeof payload_words / 4); i++) {
+    payload_words[i] = i - AT / 4; /* the input's elements are 0..5 */
+  }
+  return (const uint8_t *)payload_words;
+}
+
+/* view_copy of the [2,3] int32 at AT (stored in in_order) to size [3,2] (out_order, or NULL),
+ * encoding enc, through the lending call or the plain one. */
+static outcome view_copy(bool lending, const char *in_order, const char *out_order,
+                         const char *enc) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "{\"input\":{\"dtype\":\"int32\",\"shape\":[2,3],\"dim_order\":%s,\"blob\":{\"offset\":%d,"
+           "\"nbytes\":%d}},\"size\":[3,2]%s%s%s,\"encoding\":\"%s\"}",
+           in_order, AT, N * 4, out_order ? ",\"out_dim_order\":" : "", out_order ? out_order : "",
+           "", enc);
+  cJSON *params = cJSON_Parse(text);
+  assert_non_null(params);
+  outcome o = {0};
+  const uint8_t *p = payload();
+  o.status = lending ? vl__service_call_lending("view_copy", params, p, sizeof payload_words,
+                                                NULL, &o.result, &o.out, NULL, &o.err)
+                     : vl_service_call("view_copy", params, p, sizeof payload_words, NULL,
+                                       &o.result, &o.out, NULL, &o.err);
+  cJSON_Delete(params);
+  return o;
+}
+
+/* The result as text, compared whole. */
+static void assert_result_text(const outcome *o, const char *want) {
+  char *text = cJSON_PrintUnformatted(o->result);
+  assert_non_null(text);
+  assert_string_equal(text, want);
+  free(text);
+}
+
+static const char blob_result[] =
+    "{\"output\":{\"dtype\":\"int32\",\"shape\":[3,2],\"dim_order\":[0,1],\"blob\":{\"offset\":0,\"nbytes\":24}}}";
+
+static void assert_blob_at_zero(const outcome *o) {
+  assert_result_text(o, blob_result);
+  assert_int_equal(o->out.len, N * 4);
+}
+
+static void release(outcome *o) {
+  cJSON_Delete(o->result);
+  if (o->out.cap > 0) {
+    vl_buf_free(&o->out); /* a lent payload (cap 0) is the request's, not freed here */
+  }
+}
+
+/* A contiguous blob reshaped into a contiguous output: the output is the input's bytes, lent
+ * (cap 0, pointing at byte 64 of the request payload); the plain call copies the same bytes. */
+static void a_contiguous_reshape_lends_the_input_bytes(void **state) {
+  (void)state;
+  outcome lent = view_copy(true, "[0,1]", NULL, "blob");
+  assert_int_equal(lent.status, VL_OK);
+  assert_blob_at_zero(&lent);
+  assert_int_equal(lent.out.cap, 0);
+  assert_ptr_equal(lent.out.data, (const uint8_t *)payload_words + AT);
+  outcome copied = view_copy(false, "[0,1]", NULL, "blob");
+  assert_int_equal(copied.status, VL_OK);
+  assert_blob_at_zero(&copied);
+  assert_true(copied.out.cap >= N * 4);
+  assert_ptr_not_equal(copied.out.data, (const uint8_t *)payload_words + AT);
+  static const int32_t want[N] = {0, 1, 2, 3, 4, 5};
+  assert_memory_equal(lent.out.data, want, sizeof want);
+  assert_memory_equal(copied.out.data, want, sizeof want);
+  release(&lent);
+  release(&copied);
+}
+
+/* Where bytes move (a transposed input, a transposed output) or the output is not a blob, the
+ * lending call copies: an owned payload (or none) with the elements in the output's order. */
+static void a_reordering_copy_or_another_encoding_is_not_lent(void **state) {
+  (void)state;
+  outcome t = view_copy(true, "[1,0]", NULL, "blob"); /* logical (i,j) at physical j*2+i */
+  assert_int_equal(t.status, VL_OK);
+  assert_true(t.out.cap >= N * 4);
+  static const int32_t from_transposed[N] = {0, 2, 4, 1, 3, 5};
+  assert_memory_equal(t.out.data, from_transposed, sizeof from_transposed);
+  release(&t);
+  outcome o = view_copy(true, "[0,1]", "[1,0]", "blob"); /* output [3,2] stored transposed */
+  assert_int_equal(o.status, VL_OK);
+  assert_true(o.out.cap >= N * 4);
+  static const int32_t into_transposed[N] = {0, 2, 4, 1, 3, 5};
+  assert_memory_equal(o.out.data, into_transposed, sizeof into_transposed);
+  release(&o);
+  outcome v = view_copy(true, "[0,1]", NULL, "values");
+  assert_int_equal(v.status, VL_OK);
+  assert_null(v.out.data);
+  assert_result_text(&v, "{\"output\":{\"dtype\":\"int32\",\"shape\":[3,2],\"dim_order\":[0,1],\"values\":[0,1,2,3,4,5]}}");
+  release(&v);
+}
+
+/* A view_copy that fails lends nothing: the size names 7 elements of 6. */
+static void a_failed_view_copy_lends_nothing(void **state) {
+  (void)state;
+  cJSON *params = cJSON_Parse(
+      "{\"input\":{\"dtype\":\"int32\",\"shape\":[2,3],\"blob\":{\"offset\":64,\"nbytes\":24}},"
+      "\"size\":[7],\"encoding\":\"blob\"}");
+  outcome o = {0};
+  o.status = vl__service_call_lending("view_copy", params, payload(), sizeof payload_words, NULL,
+                                      &o.result, &o.out, NULL, &o.err);
+  assert_int_equal(o.status, VL_ERR_KERNEL);
+  assert_string_equal(o.err.path, "/size");
+  assert_null(o.out.data);
+  assert_null(o.result);
+  cJSON_Delete(params);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_contiguous_reshape_lends_the_input_bytes),
+      cmocka_unit_test(a_reordering_copy_or_another_encoding_is_not_lent),
+      cmocka_unit_test(a_failed_view_copy_lends_nothing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
