@@ -191,6 +191,8 @@ def daemon_figures(build, quick, bench_args):
         figures["socket_vs_inprocess"] = (load["requests_per_s"] / inproc) if inproc > 0 else None
         blob, echo = figures.get("blob_64mib_roundtrip_gbps"), figures.get("socket_echo_gbps")
         figures["blob_vs_echo"] = blob / echo if blob and echo else None
+        tblob = figures.get("blob_64mib_transposed_roundtrip_gbps")
+        figures["blob_transposed_vs_echo"] = tblob / echo if tblob and echo else None
         return figures
     finally:
         daemon.send_signal(signal.SIGTERM)

@@ -7,6 +7,10 @@
  *   cores, is added by scripts/bench.sh.)
  * blob_64mib_roundtrip_gbps: a 64 MiB float32 view_copy with the input as a blob and
  *   "encoding": "blob", through the real client library: bytes / round-trip seconds (median).
+ *   One dim into one dim moves no byte, so the daemon answers with the request's own bytes
+ *   (docs/daemon.md, "view_copy without a copy").
+ * blob_64mib_transposed_roundtrip_gbps: the same bytes as a [4096, 4096] float32 stored
+ *   transposed (dim order [1, 0]), flattened: the daemon's copy kernel moves every element.
  * socket_echo_gbps: the same client process sends the same 64 MiB through a Unix stream
  *   socket pair to a thread that reads all of it into a buffer it keeps from round to round and
  *   writes it back (store and forward, as the daemon must), and reads it back: bytes /
@@ -112,16 +116,34 @@ static double lower_inprocess_rps(unsigned threads, double seconds) {
 
 #define BLOB_BYTES ((size_t)64 << 20)
 
+#define BLOB_SIDE 4096 /* the transposed case: [4096, 4096] float32 */
+
+/* Is out the [BLOB_SIDE, BLOB_SIDE] 4-byte elements of in, transposed? */
+static bool is_transpose(const uint8_t *out, const uint8_t *in) {
+  for (size_t i = 0; i < BLOB_SIDE; i++) {
+    for (size_t j = 0; j < BLOB_SIDE; j++) {
+      if (memcmp(out + (i * BLOB_SIDE + j) * 4, in + (j * BLOB_SIDE + i) * 4, 4) != 0) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 /* One round trip; the response payload lands in out, reused from call to call (as the echo's
- * receive buffer is), so neither side pays for first-touch page faults on the client. */
-static double blob_roundtrip_s(vl_client *c, const uint8_t *payload, cJSON *params, vl_buf *out) {
+ * receive buffer is), so neither side pays for first-touch page faults on the client. The
+ * output must be the payload's bytes, or with transposed their transpose. */
+static double blob_roundtrip_s(vl_client *c, const uint8_t *payload, cJSON *params, bool transposed,
+                               vl_buf *out) {
   cJSON *result = NULL;
   vl_error err;
   out->len = 0;
   double t0 = now_s();
   vl_status st = vl_client_view_copy(c, params, payload, BLOB_BYTES, &result, out, &err);
   double t = now_s() - t0;
-  bool ok = st == VL_OK && out->len == BLOB_BYTES && memcmp(out->data, payload, BLOB_BYTES) == 0;
+  bool ok =
+      st == VL_OK && out->len == BLOB_BYTES &&
+      (transposed ? is_transpose(out->data, payload) : memcmp(out->data, payload, BLOB_BYTES) == 0);
   if (st != VL_OK) fprintf(stderr, "viewlower-bench: view_copy over the socket: %s\n", err.message);
   cJSON_Delete(result);
   return ok ? t : -1.0;
@@ -192,13 +214,22 @@ static double echo_roundtrip_s(const uint8_t *payload, uint8_t *back, uint8_t *b
   return done == rounds ? median(t, rounds) : -1.0;
 }
 
-static cJSON *view_copy_params(void) {
-  char text[256];
-  snprintf(
-      text, sizeof text,
-      "{\"input\":{\"dtype\":\"float32\",\"shape\":[%zu],\"blob\":{\"offset\":0,\"nbytes\":%zu}},"
-      "\"size\":[%zu],\"encoding\":\"blob\"}",
-      BLOB_BYTES / 4, BLOB_BYTES, BLOB_BYTES / 4);
+/* The 64 MiB float32 as one dim (transposed false), or as [4096, 4096] stored transposed
+ * (dim order [1, 0]), flattened: the copy then moves every element. */
+static cJSON *view_copy_params(bool transposed) {
+  char text[320];
+  if (transposed) {
+    snprintf(text, sizeof text,
+             "{\"input\":{\"dtype\":\"float32\",\"shape\":[%d,%d],\"dim_order\":[1,0],"
+             "\"blob\":{\"offset\":0,\"nbytes\":%zu}},\"size\":[-1],\"encoding\":\"blob\"}",
+             BLOB_SIDE, BLOB_SIDE, BLOB_BYTES);
+  } else {
+    snprintf(
+        text, sizeof text,
+        "{\"input\":{\"dtype\":\"float32\",\"shape\":[%zu],\"blob\":{\"offset\":0,\"nbytes\":%zu}},"
+        "\"size\":[%zu],\"encoding\":\"blob\"}",
+        BLOB_BYTES / 4, BLOB_BYTES, BLOB_BYTES / 4);
+  }
   return cJSON_Parse(text);
 }
 
@@ -296,23 +327,25 @@ cJSON *vl_bench_daemon(const char *socket_path, bool quick) {
   cJSON_AddNumberToObject(o, "inprocess_threads", threads);
 
   uint8_t *payload = malloc(BLOB_BYTES), *back = malloc(BLOB_BYTES), *store = malloc(BLOB_BYTES);
-  cJSON *params = view_copy_params();
+  cJSON *params = view_copy_params(false), *tparams = view_copy_params(true);
   vl_client *c = NULL;
   vl_error err;
-  int rounds = quick ? 3 : 9, ok = 0, eok = 0;
-  double blob[64], echoes[64];
-  if (payload != NULL && back != NULL && store != NULL && params != NULL) {
+  int rounds = quick ? 3 : 9, ok = 0, eok = 0, tok = 0;
+  double blob[64], echoes[64], tblob[64];
+  if (payload != NULL && back != NULL && store != NULL && params != NULL && tparams != NULL) {
     for (size_t i = 0; i < BLOB_BYTES; i++) payload[i] = (uint8_t)(i * 131 + 7);
     memset(back, 1, BLOB_BYTES);
     memset(store, 2, BLOB_BYTES);
     if (vl_client_connect(socket_path, 60000, &c, &err) == VL_OK) {
       vl_buf out = {NULL, 0, 0};
-      /* interleaved: one daemon round trip, then one echo, rounds times */
+      /* interleaved: a daemon round trip, an echo, a transposing round trip, rounds times */
       for (int i = 0; i < rounds; i++) {
-        double t = blob_roundtrip_s(c, payload, params, &out);
+        double t = blob_roundtrip_s(c, payload, params, false, &out);
         if (t > 0) blob[ok++] = t;
         t = echo_roundtrip_s(payload, back, store, 1);
         if (t > 0) echoes[eok++] = t;
+        t = blob_roundtrip_s(c, payload, tparams, true, &out);
+        if (t > 0) tblob[tok++] = t;
       }
       vl_buf_free(&out);
       vl_client_close(c);
@@ -329,6 +362,11 @@ cJSON *vl_bench_daemon(const char *socket_path, bool quick) {
     cJSON_AddNumberToObject(o, "socket_echo_gbps", (double)BLOB_BYTES / median(echoes, eok) / 1e9);
   else
     cJSON_AddNullToObject(o, "socket_echo_gbps");
+  if (tok > 0)
+    cJSON_AddNumberToObject(o, "blob_64mib_transposed_roundtrip_gbps",
+                            (double)BLOB_BYTES / median(tblob, tok) / 1e9);
+  else
+    cJSON_AddNullToObject(o, "blob_64mib_transposed_roundtrip_gbps");
   cJSON_AddNumberToObject(o, "blob_repeats", ok);
   long lowered = 0;
   double p50 = -1;
@@ -341,6 +379,7 @@ cJSON *vl_bench_daemon(const char *socket_path, bool quick) {
   }
   cJSON_AddNumberToObject(o, "ping_load_lowerings", (double)lowered);
   cJSON_Delete(params);
+  cJSON_Delete(tparams);
   free(payload);
   free(back);
   free(store);
