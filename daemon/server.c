@@ -1002,6 +1002,7 @@ static void watch_memory(vld_shard *sh) {
 }
 
 static void watch_hangups(vld_shard *sh) {
+  sh->idle_probes = 0; /* work again: the pool's idle second starts over */
   if (!sh->finished && !uv_is_active((uv_handle_t *)&sh->hup_probe)) {
     uv_timer_start(&sh->hup_probe, on_hup_probe, HUP_PROBE_MS, HUP_PROBE_MS);
   }
