@@ -383,8 +383,8 @@ static vl_status m_view_copy(call *c, cJSON *result) {
   if (st == VL_OK) {
     st = vl__view_copy_spec(in, size, rank, has_order ? dim_order : NULL, &out_spec, c->err);
     if (st == VL_OK && lends_input(c, owned, in, &out_spec, enc)) {
-      return lend_input(c, result, in,
-                        &out_spec); /* owned is NULL, out not made: nothing to free */
+      /* owned is NULL and out not made: nothing to free */
+      return lend_input(c, result, in, &out_spec);
     }
     if (st == VL_OK) {
       st = vl_view_copy(in, size, rank, has_order ? dim_order : NULL, c->lim, &out, c->err);
