@@ -493,9 +493,16 @@ static const char *const graph_bound_methods[] = {"validate", "lower"};
 /* Is w (parsed on the loop: JSON <= LOOP_PARSE_MAX bytes) a heavy request small enough to run on
  * the loop? A graph-bound method, no payload, at most LOOP_MAX_NODES nodes. Such a lowering
  * takes tens of microseconds (64 nodes: under 0.3 ms here), so the loop's longest stall stays
- * bounded and no client waits behind another's work for longer than that. */
+ * bounded and no client waits behind another's work for longer than that. Or a view_copy that
+ * is answered with the request's own bytes (vl__service_lends): its work is reading its small
+ * JSON, however large the payload; on a worker at --worker-nice 10 it waited behind other
+ * processes for the CPU. */
 static bool runs_on_loop(const work *w) {
-  if (w->frame.payload_len > 0 || w->rpc.params == NULL) return false;
+  if (w->rpc.params == NULL) return false;
+  if (w->frame.payload_len > 0) {
+    return vl__service_lends(w->rpc.method, w->rpc.params, w->frame.payload, w->frame.payload_len,
+                             &w->cfg->limits);
+  }
   bool bound = false;
   for (size_t i = 0; i < sizeof graph_bound_methods / sizeof *graph_bound_methods; i++) {
     bound |= strcmp(w->rpc.method, graph_bound_methods[i]) == 0;
@@ -531,10 +538,16 @@ static bool answered_on_loop(work *w) {
   if (s == VL_OK && where_of(w->method) == RUN_POOL && runs_on_loop(w) &&
       loop_has_time(w->d, t0)) {
     vld_dispatcher *d = w->d;
+    bool lent = w->frame.payload_len > 0; /* a view_copy answered with its own bytes */
     w->served_on_loop = true;
     serve(w, s, &err, false);
     complete(w);
     d->loop_spent_ns += uv_hrtime() - t0;
+    if (lent) {
+      /* as after pool work: the owner's idle second, after which the large blocks the daemon
+       * keeps go back to the system (server.c), starts over */
+      d->on_queued(d->owner);
+    }
     return true;
   }
   if (s == VL_OK && where_of(w->method) == RUN_POOL && pool_full(w->d, w->conn) && w->scanned) {

@@ -31,7 +31,8 @@ typedef struct vld_dispatcher {
   uint64_t loop_window_ns; /* the current window of the loop's time for small heavy requests */
   uint64_t loop_spent_ns;  /* ... and what they took of it */
   void *owner;
-  /* Work went to the pool. */
+  /* Work went to the pool, or a lent view_copy was answered on the loop (large blocks were
+   * freed): the owner watches for hang-ups and for the pool's idle second (server.c). */
   void (*on_queued)(void *owner);
   /* The result of the daemon's own "stats" method (NULL on out-of-memory). */
   cJSON *(*stats_result)(void *owner);

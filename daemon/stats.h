@@ -48,7 +48,8 @@ typedef struct vld_stats {
   vld_method_counts invalid; /* requests that named no known method, or none at all */
   uint64_t cancelled;       /* dropped unstarted and unanswered: their connection closed */
   uint64_t memory_waits_admitted; /* frames admitted after waiting for memory */
-  uint64_t served_on_loop;        /* small graph-bound requests (lower, validate) run on the loop */
+  uint64_t served_on_loop; /* small graph-bound requests (lower, validate) and lent view_copies
+                            run on the loop */
   uint64_t views_replaced;
   int64_t bytes_saved;
   uint32_t latency_us[VLD_STATS_WINDOW]; /* ring of the latest samples */

@@ -337,15 +337,27 @@ static vl_status lend_input(call *c, cJSON *result, const vl_tensor *in, const v
   return VL_OK;
 }
 
-static vl_status m_view_copy(call *c, cJSON *result) {
-  static const char *const keys[] = {"input", "size", "out_dim_order", "encoding", NULL};
-  vl_tensor *out = NULL;
-  int64_t size[VL_MAX_RANK], order[VL_MAX_RANK];
+/* view_copy's arguments, read and checked: the input (a borrowed view into the payload, or
+ * owned), the size, the output's dim order, the encoding. */
+typedef struct view_copy_args {
+  int64_t size[VL_MAX_RANK];
   uint8_t dim_order[VL_MAX_RANK];
-  size_t rank = 0, order_rank = 0;
+  size_t rank;
+  bool has_order;
   vl_encoding enc;
+  vl_tensor view, *owned; /* in is owned, or &view */
+  const vl_tensor *in;
+} view_copy_args;
+
+static vl_status read_view_copy_args(call *c, view_copy_args *a) {
+  static const char *const keys[] = {"input", "size", "out_dim_order", "encoding", NULL};
+  int64_t order[VL_MAX_RANK];
+  size_t order_rank = 0;
+  a->rank = 0;
+  a->owned = NULL;
+  a->in = NULL;
   vl_status st = need_keys(c, keys);
-  if (st == VL_OK) st = get_encoding(c, &enc);
+  if (st == VL_OK) st = get_encoding(c, &a->enc);
   if (st == VL_OK && param(c, "size") == NULL) {
     st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/size", "is required");
   }
@@ -356,48 +368,53 @@ static vl_status m_view_copy(call *c, cJSON *result) {
         vl_error_set(c->err, VL_ERR_KERNEL, "/size", "view_copy: rank %d exceeds the maximum of %d",
                      cJSON_GetArraySize(jsize), VL_MAX_RANK);
   }
-  if (st == VL_OK) st = get_dims(c, "size", INT64_MIN, INT64_MAX, size, &rank);
-  bool has_order = param(c, "out_dim_order") != NULL && !cJSON_IsNull(param(c, "out_dim_order"));
-  if (st == VL_OK && has_order) {
+  if (st == VL_OK) st = get_dims(c, "size", INT64_MIN, INT64_MAX, a->size, &a->rank);
+  a->has_order = param(c, "out_dim_order") != NULL && !cJSON_IsNull(param(c, "out_dim_order"));
+  if (st == VL_OK && a->has_order) {
     st = get_dims(c, "out_dim_order", 0, VL_MAX_RANK - 1, order, &order_rank);
   }
-  if (st == VL_OK && has_order && order_rank != rank) {
+  if (st == VL_OK && a->has_order && order_rank != a->rank) {
     st = vl_error_set(c->err, VL_ERR_KERNEL, "/out_dim_order",
-                      "has %zu entries but the size has %zu", order_rank, rank);
+                      "has %zu entries but the size has %zu", order_rank, a->rank);
   }
-  for (size_t i = 0; i < order_rank; i++) dim_order[i] = (uint8_t)order[i];
+  for (size_t i = 0; i < order_rank; i++) a->dim_order[i] = (uint8_t)order[i];
   if (st == VL_OK && param(c, "input") == NULL) {
     st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/input", "is required");
   }
   /* A blob input is read in place from the request payload (borrowed, not freed here), and a
    * blob output's storage becomes the response payload: no copy of the bytes either way. */
-  vl_tensor view, *owned = NULL;
-  const vl_tensor *in = NULL;
   if (st == VL_OK) {
-    st = vl_tensor_from_json_borrow(param(c, "input"), c->payload, c->payload_len, c->lim, &view,
-                                    &owned, c->err);
+    st = vl_tensor_from_json_borrow(param(c, "input"), c->payload, c->payload_len, c->lim, &a->view,
+                                    &a->owned, c->err);
     if (st != VL_OK) vl_error_prefix(c->err, "/input");
-    in = owned != NULL ? owned : &view;
+    a->in = a->owned != NULL ? a->owned : &a->view;
   }
+  return st;
+}
+
+static vl_status m_view_copy(call *c, cJSON *result) {
+  view_copy_args a;
+  vl_tensor *out = NULL;
   vl_spec out_spec;
+  const uint8_t *order = NULL;
+  vl_status st = read_view_copy_args(c, &a);
   if (st == VL_OK) {
-    st = vl__view_copy_spec(in, size, rank, has_order ? dim_order : NULL, &out_spec, c->err);
-    if (st == VL_OK && lends_input(c, owned, in, &out_spec, enc)) {
+    order = a.has_order ? a.dim_order : NULL;
+    st = vl__view_copy_spec(a.in, a.size, a.rank, order, &out_spec, c->err);
+    if (st == VL_OK && lends_input(c, a.owned, a.in, &out_spec, a.enc)) {
       /* owned is NULL and out not made: nothing to free */
-      return lend_input(c, result, in, &out_spec);
+      return lend_input(c, result, a.in, &out_spec);
     }
-    if (st == VL_OK) {
-      st = vl_view_copy(in, size, rank, has_order ? dim_order : NULL, c->lim, &out, c->err);
-    }
+    if (st == VL_OK) st = vl_view_copy(a.in, a.size, a.rank, order, c->lim, &out, c->err);
     if (st != VL_OK && c->err->path[0] == '\0') vl_error_prefix(c->err, "/size");
   }
-  if (st == VL_OK) st = vl_tensor_encoding_check(out, enc, c->lim, c->err);
-  if (st == VL_OK && enc == VL_ENCODING_BLOB) {
-    st = attach(c, result, "output", vl_tensor_to_json_take(out, enc, c->out_payload));
+  if (st == VL_OK) st = vl_tensor_encoding_check(out, a.enc, c->lim, c->err);
+  if (st == VL_OK && a.enc == VL_ENCODING_BLOB) {
+    st = attach(c, result, "output", vl_tensor_to_json_take(out, a.enc, c->out_payload));
   } else if (st == VL_OK) {
-    st = put_tensor(c, result, "output", out, enc);
+    st = put_tensor(c, result, "output", out, a.enc);
   }
-  vl_tensor_free(owned);
+  vl_tensor_free(a.owned);
   vl_tensor_free(out);
   return st;
 }
@@ -474,6 +491,29 @@ vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t
                           vl_buf *out_payload, vl_call_stats *stats, vl_error *err) {
   return service_call(method, params, payload, payload_len, lim, result, out_payload, stats, false,
                       err);
+}
+
+bool vl__service_lends(const char *method, const cJSON *params, const uint8_t *payload,
+                       size_t payload_len, const vl_limits *lim) {
+  if (method == NULL || strcmp(method, "view_copy") != 0 || !cJSON_IsObject(params)) {
+    return false;
+  }
+  vl_limits dflt;
+  if (lim == NULL) {
+    vl_limits_default(&dflt);
+    lim = &dflt;
+  }
+  vl_error err;
+  vl_buf none = {0};
+  call c = {params, payload, payload_len, lim, &none, NULL, &err, true};
+  view_copy_args a;
+  vl_spec out_spec;
+  bool lends = read_view_copy_args(&c, &a) == VL_OK &&
+               vl__view_copy_spec(a.in, a.size, a.rank, a.has_order ? a.dim_order : NULL, &out_spec,
+                                  &err) == VL_OK &&
+               lends_input(&c, a.owned, a.in, &out_spec, a.enc);
+  vl_tensor_free(a.owned);
+  return lends;
 }
 
 vl_status vl__service_call_lending(const char *method, const cJSON *params, const uint8_t *payload,

@@ -16,4 +16,10 @@ vl_status vl__service_call_lending(const char *method, const cJSON *params,
                                    const vl_limits *lim, cJSON **result, vl_buf *out_payload,
                                    vl_call_stats *stats, vl_error *err);
 
+/* Would vl__service_call_lending answer this call by lending, with no work in proportion to
+ * the payload (reading the params' JSON and checking the input's spec)? The daemon answers such
+ * a call on its event loop. False for any call it would answer otherwise, errors included. */
+bool vl__service_lends(const char *method, const cJSON *params, const uint8_t *payload,
+                       size_t payload_len, const vl_limits *lim);
+
 #endif

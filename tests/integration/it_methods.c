@@ -238,11 +238,22 @@ static void big_view_copy(vl_client *c, const uint32_t *in, const char *in_order
   cJSON_Delete(r);
 }
 
+/* requests.served_on_loop of the fixture's daemon */
+static double served_on_loop(vl_client *c) {
+  cJSON *st = NULL;
+  vl_error err;
+  if (vl_client_stats(c, &st, &err) != VL_OK) fail_msg("stats: %s", err.message);
+  double n = json_number(st, "requests.served_on_loop");
+  cJSON_Delete(st);
+  return n;
+}
+
 /* A contiguous blob 40 bytes into a larger payload, reshaped: the daemon answers with those
  * bytes (lent from the request, not copied: tests/test_service.c) at offset 0 of its payload,
- * and the same connection goes on to a reordering copy. */
+ * on its event loop; the same connection goes on to a reordering copy, on a worker. */
 static void view_copy_answers_a_reshaped_blob_with_its_own_bytes(void **state) {
   fixture *f = *state;
+  double on_loop = served_on_loop(f->c);
   _Alignas(8) uint8_t payload[40 + 24 + 8];
   for (size_t i = 0; i < sizeof payload; i++) payload[i] = (uint8_t)(0xF0 ^ i);
   static const char *const orders[] = {"[0,1]", "[1,0]"};
@@ -272,6 +283,7 @@ static void view_copy_answers_a_reshaped_blob_with_its_own_bytes(void **state) {
     vl_buf_free(&out);
     cJSON_Delete(r);
     cJSON_Delete(params);
+    assert_int_equal((int)(served_on_loop(f->c) - on_loop), 1); /* the lent one only */
   }
 }
 
