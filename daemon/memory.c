@@ -40,8 +40,12 @@ static _Thread_local bool refused;
 
 /* What a block costs: its usable bytes and the allocator's header word (glibc's chunk size),
  * so thousands of small blocks (a request's JSON tree) count what they really hold. */
+static uint64_t usable_cost(size_t usable) {
+  return usable + sizeof(size_t);
+}
+
 static uint64_t block_bytes(void *p) {
-  return malloc_usable_size(p) + sizeof(size_t);
+  return usable_cost(malloc_usable_size(p));
 }
 
 /* Each thread counts into a delta of its own and adds it to the shared counter once it reaches
@@ -82,13 +86,17 @@ static void count_in(void *p) {
   }
 }
 
-static void count_out(void *p) {
-  if (p == NULL) {
-    return;
-  }
-  unshared -= (int64_t)block_bytes(p);
+/* Counts out a block of u usable bytes (malloc_usable_size, known to the caller). */
+static void count_out_usable(size_t u) {
+  unshared -= (int64_t)usable_cost(u);
   if (unshared <= -COUNT_BATCH) {
     share_count();
+  }
+}
+
+static void count_out(void *p) {
+  if (p != NULL) {
+    count_out_usable(malloc_usable_size(p));
   }
 }
 
@@ -112,19 +120,29 @@ enum { KEEP_SLOTS = 4 };
 #define KEEP_MAX ((uint64_t)256 << 20)
 
 static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *kept[KEEP_SLOTS]; /* oldest first */
-static size_t kept_usable[KEEP_SLOTS];
+static struct {
+  void *p;
+  size_t usable;
+} kept[KEEP_SLOTS]; /* oldest first */
 static size_t kept_n;
-static _Atomic uint64_t kept_bytes; /* their block_bytes, read without the lock */
+static _Atomic uint64_t kept_bytes; /* their usable_cost in all, read without the lock */
+
+/* Takes kept block i out of the slots (under keep_lock). */
+static void *keep_remove(size_t i) {
+  void *p = kept[i].p;
+  atomic_fetch_sub_explicit(&kept_bytes, usable_cost(kept[i].usable), memory_order_relaxed);
+  kept_n--;
+  memmove(&kept[i], &kept[i + 1], (kept_n - i) * sizeof *kept);
+  return p;
+}
 
 void vld_mem_release_kept(void) {
   void *out[KEEP_SLOTS];
   size_t n;
   pthread_mutex_lock(&keep_lock);
-  n = kept_n;
-  memcpy(out, kept, n * sizeof *out);
-  kept_n = 0;
-  atomic_store_explicit(&kept_bytes, 0, memory_order_relaxed);
+  for (n = 0; kept_n > 0; n++) {
+    out[n] = keep_remove(0);
+  }
   pthread_mutex_unlock(&keep_lock);
   for (size_t i = 0; i < n; i++) {
     __real_free(out[i]);
@@ -170,18 +188,13 @@ static void *keep_take(size_t n) {
   pthread_mutex_lock(&keep_lock);
   size_t best = kept_n;
   for (size_t i = 0; i < kept_n; i++) {
-    if (kept_usable[i] >= n && kept_usable[i] - n <= n / 4 &&
-        (best == kept_n || kept_usable[i] < kept_usable[best])) {
+    size_t u = kept[i].usable;
+    if (u >= n && u - n <= n / 4 && (best == kept_n || u < kept[best].usable)) {
       best = i;
     }
   }
   if (best < kept_n) {
-    p = kept[best];
-    atomic_fetch_sub_explicit(&kept_bytes, kept_usable[best] + sizeof(size_t),
-                              memory_order_relaxed);
-    memmove(&kept[best], &kept[best + 1], (kept_n - best - 1) * sizeof *kept);
-    memmove(&kept_usable[best], &kept_usable[best + 1], (kept_n - best - 1) * sizeof *kept_usable);
-    kept_n--;
+    p = keep_remove(best);
   }
   pthread_mutex_unlock(&keep_lock);
   return p;
@@ -193,7 +206,7 @@ static bool keep_put(void *p, size_t u) {
   void *evicted[KEEP_SLOTS];
   size_t n_evicted = 0;
   bool put = false;
-  uint64_t bytes = u + sizeof(size_t);
+  uint64_t bytes = usable_cost(u);
   if (!VLD_MEM_CACHE_ON || u < KEEP_MIN || bytes > keep_cap()) {
     return false;
   }
@@ -201,17 +214,13 @@ static bool keep_put(void *p, size_t u) {
   while (kept_n > 0 &&
          (kept_n == KEEP_SLOTS ||
           atomic_load_explicit(&kept_bytes, memory_order_relaxed) + bytes > keep_cap())) {
-    evicted[n_evicted++] = kept[0];
-    atomic_fetch_sub_explicit(&kept_bytes, kept_usable[0] + sizeof(size_t), memory_order_relaxed);
-    kept_n--;
-    memmove(&kept[0], &kept[1], kept_n * sizeof *kept);
-    memmove(&kept_usable[0], &kept_usable[1], kept_n * sizeof *kept_usable);
+    evicted[n_evicted++] = keep_remove(0); /* the oldest makes way */
   }
   uint64_t k = atomic_load_explicit(&kept_bytes, memory_order_relaxed);
   if (atomic_load_explicit(&in_use, memory_order_relaxed) + k + bytes <= budget / 2 &&
       heap_held() <= budget / 2) {
-    kept[kept_n] = p;
-    kept_usable[kept_n++] = u;
+    kept[kept_n].p = p;
+    kept[kept_n++].usable = u;
     atomic_fetch_add_explicit(&kept_bytes, bytes, memory_order_relaxed);
     put = true;
   }
@@ -473,7 +482,7 @@ void __wrap_free(void *p) {
   if (caching && cache_keep(p, u)) {
     return;
   }
-  count_out(p);
+  count_out_usable(u);
   if (!keep_put(p, u)) {
     __real_free(p);
   }
