@@ -135,8 +135,7 @@ static void mark_activity(vld_conn *c) {
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* Releases a payload (NULL: none): the block it lies in, or its own. */
-static void payload_free(vl_buf *payload, void *owner) {
+void vld_payload_free(vl_buf *payload, void *owner) {
   if (owner == NULL) {
     vl_buf_free(payload);
     return;
@@ -151,7 +150,7 @@ static void out_msg_free(out_msg *m) {
   if (!m->json_static) {
     free(m->json);
   }
-  payload_free(&m->payload, m->owner);
+  vld_payload_free(&m->payload, m->owner);
   free(m);
 }
 
@@ -193,7 +192,7 @@ static out_msg *out_msg_new(vld_conn *c, char *json, size_t json_len, bool json_
     if (!json_static) {
       free(json);
     }
-    payload_free(payload, owner);
+    vld_payload_free(payload, owner);
     return NULL;
   }
   m->conn = c;
@@ -290,7 +289,7 @@ void vld_conn_send_owned(vld_conn *c, char *json, size_t json_len, bool json_sta
     if (!json_static) {
       free(json);
     }
-    payload_free(payload, owner);
+    vld_payload_free(payload, owner);
     return;
   }
   out_msg *m = out_msg_new(c, json, json_len, json_static, payload, owner);

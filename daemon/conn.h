@@ -108,6 +108,9 @@ void vld_conn_send(vld_conn *c, char *json, size_t json_len, bool json_static, v
  * frame is written. owner NULL: vld_conn_send. */
 void vld_conn_send_owned(vld_conn *c, char *json, size_t json_len, bool json_static,
                          vl_buf *payload, void *owner);
+/* Releases a response payload (NULL: none): owner, the block its bytes lie in, or (owner NULL)
+ * the payload's own block; payload is left empty. */
+void vld_payload_free(vl_buf *payload, void *owner);
 /* A request of c is being worked on / was answered or dropped (reference, --max-inflight). */
 void vld_conn_hold(vld_conn *c);
 void vld_conn_release(vld_conn *c);

@@ -146,21 +146,11 @@ static vl_status parse(work *w, bool scan, vl_error *err) {
   return vl_error_set(err, VL_ERR_UNKNOWN_METHOD, "", "unknown method \"%.64s\"", w->rpc.method);
 }
 
-/* Drops the response payload: its own block, or the request block it was lent from. */
-static void drop_payload(work *w) {
-  if (w->payload_owner != NULL) {
-    free(w->payload_owner);
-    w->payload_owner = NULL;
-    memset(&w->payload, 0, sizeof w->payload);
-  } else {
-    vl_buf_free(&w->payload);
-  }
-}
-
 /* Sets the error response text of err (with the id as far as it was read). */
 static void respond_error(work *w, vl_error *err) {
   w->status = err->code;
-  drop_payload(w);
+  vld_payload_free(&w->payload, w->payload_owner); /* its own block, or the request's */
+  w->payload_owner = NULL;
   w->json = vl__rpc_error_text(w->rpc.id, err, &w->json_len);
   if (w->json == NULL) {
     w->json = (char *)vl__rpc_nomem_response;
