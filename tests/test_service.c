@@ -37,11 +37,11 @@ static const uint8_t *payload(void) {
 static outcome view_copy(bool lending, const char *in_order, const char *out_order,
                          const char *enc) {
   char text[512];
-  snprintf(text, sizeof text,
-           "{\"input\":{\"dtype\":\"int32\",\"shape\":[2,3],\"dim_order\":%s,\"blob\":{\"offset\":%d,"
-           "\"nbytes\":%d}},\"size\":[3,2]%s%s%s,\"encoding\":\"%s\"}",
-           in_order, AT, N * 4, out_order ? ",\"out_dim_order\":" : "", out_order ? out_order : "",
-           "", enc);
+  snprintf(
+      text, sizeof text,
+      "{\"input\":{\"dtype\":\"int32\",\"shape\":[2,3],\"dim_order\":%s,\"blob\":{\"offset\":%d,"
+      "\"nbytes\":%d}},\"size\":[3,2]%s%s,\"encoding\":\"%s\"}",
+      in_order, AT, N * 4, out_order ? ",\"out_dim_order\":" : "", out_order ? out_order : "", enc);
   cJSON *params = cJSON_Parse(text);
   assert_non_null(params);
   outcome o = {0};

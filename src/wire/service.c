@@ -392,20 +392,23 @@ static vl_status read_view_copy_args(call *c, view_copy_args *a) {
   return st;
 }
 
+/* The output dim order of a, NULL for the default. */
+static const uint8_t *out_order(const view_copy_args *a) {
+  return a->has_order ? a->dim_order : NULL;
+}
+
 static vl_status m_view_copy(call *c, cJSON *result) {
   view_copy_args a;
   vl_tensor *out = NULL;
   vl_spec out_spec;
-  const uint8_t *order = NULL;
   vl_status st = read_view_copy_args(c, &a);
   if (st == VL_OK) {
-    order = a.has_order ? a.dim_order : NULL;
-    st = vl__view_copy_spec(a.in, a.size, a.rank, order, &out_spec, c->err);
+    st = vl__view_copy_spec(a.in, a.size, a.rank, out_order(&a), &out_spec, c->err);
     if (st == VL_OK && lends_input(c, a.owned, a.in, &out_spec, a.enc)) {
       /* owned is NULL and out not made: nothing to free */
       return lend_input(c, result, a.in, &out_spec);
     }
-    if (st == VL_OK) st = vl_view_copy(a.in, a.size, a.rank, order, c->lim, &out, c->err);
+    if (st == VL_OK) st = vl_view_copy(a.in, a.size, a.rank, out_order(&a), c->lim, &out, c->err);
     if (st != VL_OK && c->err->path[0] == '\0') vl_error_prefix(c->err, "/size");
   }
   if (st == VL_OK) st = vl_tensor_encoding_check(out, a.enc, c->lim, c->err);
@@ -451,15 +454,19 @@ bool vl_service_has_method(const char *method) {
   return vl_service_method_index(method) >= 0;
 }
 
+/* lim, or the defaults in *dflt when lim is NULL. */
+static const vl_limits *limits_or_default(const vl_limits *lim, vl_limits *dflt) {
+  if (lim != NULL) return lim;
+  vl_limits_default(dflt);
+  return dflt;
+}
+
 static vl_status service_call(const char *method, const cJSON *params, const uint8_t *payload,
                               size_t payload_len, const vl_limits *lim, cJSON **result,
                               vl_buf *out_payload, vl_call_stats *stats, bool may_lend,
                               vl_error *err) {
   vl_limits dflt;
-  if (lim == NULL) {
-    vl_limits_default(&dflt);
-    lim = &dflt;
-  }
+  lim = limits_or_default(lim, &dflt);
   vl_error_clear(err);
   int m = vl_service_method_index(method);
   method_fn fn = m >= 0 ? methods[m].fn : NULL;
@@ -495,22 +502,19 @@ vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t
 
 bool vl__service_lends(const char *method, const cJSON *params, const uint8_t *payload,
                        size_t payload_len, const vl_limits *lim) {
-  if (method == NULL || strcmp(method, "view_copy") != 0 || !cJSON_IsObject(params)) {
-    return false;
+  int m = method != NULL ? vl_service_method_index(method) : -1;
+  if (m < 0 || methods[m].fn != m_view_copy || !cJSON_IsObject(params)) {
+    return false; /* only view_copy lends */
   }
   vl_limits dflt;
-  if (lim == NULL) {
-    vl_limits_default(&dflt);
-    lim = &dflt;
-  }
+  lim = limits_or_default(lim, &dflt);
   vl_error err;
   vl_buf none = {0};
   call c = {params, payload, payload_len, lim, &none, NULL, &err, true};
   view_copy_args a;
   vl_spec out_spec;
   bool lends = read_view_copy_args(&c, &a) == VL_OK &&
-               vl__view_copy_spec(a.in, a.size, a.rank, a.has_order ? a.dim_order : NULL, &out_spec,
-                                  &err) == VL_OK &&
+               vl__view_copy_spec(a.in, a.size, a.rank, out_order(&a), &out_spec, &err) == VL_OK &&
                lends_input(&c, a.owned, a.in, &out_spec, a.enc);
   vl_tensor_free(a.owned);
   return lends;
