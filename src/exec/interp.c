@@ -20,6 +20,7 @@
 
 #include "exec/elementwise.h"
 #include "exec/kernel_internal.h"
+#include "layout/tensor_internal.h"
 #include "lower/fold_ops.h"
 #include "viewlower/copy.h"
 
@@ -778,10 +779,7 @@ vl_status vl_interp_run(const vl_graph *g, const vl_tensor_map *inputs, const vl
   run r;
   vl_tensor_map *m = NULL;
   if (err == NULL) err = &local;
-  if (lim == NULL) {
-    vl_limits_default(&deflim);
-    lim = &deflim;
-  }
+  lim = vl__limits_or_default(lim, &deflim);
   vl_status st = run_init(&r, g, lim, err);
   if (st == VL_OK) st = vl__inputs_check_names(g, inputs, err);
   if (st == VL_OK) st = run_nodes(&r, inputs);

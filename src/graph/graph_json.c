@@ -22,6 +22,7 @@
 #include "base/json_write.h"
 #include "graph/graph_internal.h"
 #include "graph/spec_json.h"
+#include "layout/tensor_internal.h"
 #include "viewlower/tensor_json.h"
 
 #define VL__MAX_KWARGS 256
@@ -999,10 +1000,7 @@ static vl_status finish(parser *p, bool nul_tail_ok) {
 static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, bool check,
                             int max_depth, vl_graph **out, vl_error *err) {
   vl_limits dflt;
-  if (lim == NULL) {
-    vl_limits_default(&dflt);
-    lim = &dflt;
-  }
+  lim = vl__limits_or_default(lim, &dflt);
   parser p;
   memset(&p, 0, sizeof p);
   p.lim = lim;
@@ -1093,10 +1091,7 @@ static vl_status tree_bounds(const cJSON *root, const vl_limits *lim, vl_error *
 vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph **out,
                              vl_error *err) {
   vl_limits dflt;
-  if (lim == NULL) {
-    vl_limits_default(&dflt);
-    lim = &dflt;
-  }
+  lim = vl__limits_or_default(lim, &dflt);
   if (root == NULL) return vl_error_set(err, VL_ERR_INVALID_GRAPH, "", "a graph must be a JSON object");
   vl_status st = tree_bounds(root, lim, err);
   if (st != VL_OK) return st;

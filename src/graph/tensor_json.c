@@ -25,6 +25,7 @@
 
 #include "base/json_num.h"
 #include "base/json_util.h"
+#include "layout/tensor_internal.h"
 #include "viewlower/layout.h"
 #include "viewlower/tensor_json.h"
 
@@ -632,17 +633,11 @@ static vl_status tensor_build(tensor_head *h, const uint8_t *payload, size_t pay
   return VL_OK;
 }
 
-static const vl_limits *limits_or_default(const vl_limits *lim, vl_limits *storage) {
-  if (lim != NULL) return lim;
-  vl_limits_default(storage);
-  return storage;
-}
-
 vl_status vl_tensor_from_json(const cJSON *obj, const uint8_t *payload, size_t payload_len,
                               const vl_limits *lim, vl_tensor **out, vl_error *err) {
   vl_limits defaults;
   tensor_head h;
-  lim = limits_or_default(lim, &defaults);
+  lim = vl__limits_or_default(lim, &defaults);
   if (payload == NULL) payload_len = 0;
   vl_status st = parse_head(obj, lim, &h, err);
   if (st != VL_OK) return st;
@@ -660,7 +655,7 @@ vl_status vl_tensor_from_json_borrow(const cJSON *obj, const uint8_t *payload, s
   vl_limits defaults;
   tensor_head h;
   *owned = NULL;
-  lim = limits_or_default(lim, &defaults);
+  lim = vl__limits_or_default(lim, &defaults);
   if (payload == NULL) payload_len = 0;
   vl_status st = parse_head(obj, lim, &h, err);
   if (st != VL_OK) return st;
@@ -864,7 +859,7 @@ static vl_tensor_map *map_alloc(size_t count) {
 vl_status vl_tensor_map_from_json(const cJSON *obj, const uint8_t *payload, size_t payload_len,
                                   const vl_limits *lim, vl_tensor_map **out, vl_error *err) {
   vl_limits defaults;
-  lim = limits_or_default(lim, &defaults);
+  lim = vl__limits_or_default(lim, &defaults);
   if (payload == NULL) payload_len = 0;
   if (!cJSON_IsObject(obj)) {
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "",

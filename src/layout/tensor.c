@@ -45,6 +45,12 @@ void vl_limits_default(vl_limits *lim) {
   lim->max_json_values = (int64_t)1 << 24;
 }
 
+const vl_limits *vl__limits_or_default(const vl_limits *lim, vl_limits *storage) {
+  if (lim != NULL) return lim;
+  vl_limits_default(storage);
+  return storage;
+}
+
 void vl_spec_init(vl_spec *s, vl_dtype dt, uint8_t rank, const int64_t *shape) {
   memset(s, 0, sizeof *s);
   s->dtype = dt;

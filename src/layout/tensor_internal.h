@@ -11,4 +11,8 @@
 vl_status vl__tensor_new_for_overwrite(const vl_spec *spec, const vl_limits *lim, vl_tensor **out,
                                        vl_error *err);
 
+/* lim, or the defaults (vl_limits_default) written into *storage when lim is NULL: every entry
+ * point that takes optional limits reads them through this. */
+const vl_limits *vl__limits_or_default(const vl_limits *lim, vl_limits *storage);
+
 #endif

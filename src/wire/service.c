@@ -9,6 +9,7 @@
 #include "base/json_util.h"
 #include "base/json_write.h"
 #include "exec/kernel_internal.h"
+#include "layout/tensor_internal.h"
 #include "viewlower/copy.h"
 #include "viewlower/graph.h"
 #include "viewlower/interp.h"
@@ -454,19 +455,12 @@ bool vl_service_has_method(const char *method) {
   return vl_service_method_index(method) >= 0;
 }
 
-/* lim, or the defaults in *dflt when lim is NULL. */
-static const vl_limits *limits_or_default(const vl_limits *lim, vl_limits *dflt) {
-  if (lim != NULL) return lim;
-  vl_limits_default(dflt);
-  return dflt;
-}
-
 static vl_status service_call(const char *method, const cJSON *params, const uint8_t *payload,
                               size_t payload_len, const vl_limits *lim, cJSON **result,
                               vl_buf *out_payload, vl_call_stats *stats, bool may_lend,
                               vl_error *err) {
   vl_limits dflt;
-  lim = limits_or_default(lim, &dflt);
+  lim = vl__limits_or_default(lim, &dflt);
   vl_error_clear(err);
   int m = vl_service_method_index(method);
   method_fn fn = m >= 0 ? methods[m].fn : NULL;
@@ -507,7 +501,7 @@ bool vl__service_lends(const char *method, const cJSON *params, const uint8_t *p
     return false; /* only view_copy lends */
   }
   vl_limits dflt;
-  lim = limits_or_default(lim, &dflt);
+  lim = vl__limits_or_default(lim, &dflt);
   vl_error err;
   vl_buf none = {0};
   call c = {params, payload, payload_len, lim, &none, NULL, &err, true};
