@@ -6,12 +6,15 @@
  * Oracles: unknown methods fail as unknown_method, non-object params as invalid_params, both
  * with an empty pointer; every other error is well formed; a result is an object that prints
  * and parses back; a second identical call gives the same bytes (no uninitialised reads or
- * hidden state). */
+ * hidden state); the daemon's lending call (vl__service_call_lending) gives the same outcome
+ * byte for byte, lends exactly when vl__service_lends says it will, and a lent payload lies
+ * inside the request's. */
 #include <stdbool.h>
 #include <string.h>
 
 #include "fuzz.h"
 #include "viewlower/service.h"
+#include "wire/service_internal.h"
 
 static const char *const methods[] = {"ping",   "version",   "validate", "lower", "execute",
                                       "verify", "view_copy", "stats",    "",      "lower\x01"};
@@ -24,16 +27,22 @@ typedef struct {
   vl_buf payload;
 } outcome;
 
+/* the fuzzers' limits, with graphs kept small */
+static void service_limits(vl_limits *lim) {
+  fuzz_limits(lim);
+  lim->max_nodes = 256;
+}
+
 static void call(const char *method, const cJSON *params, const uint8_t *payload, size_t len,
-                 outcome *o) {
+                 bool lending, outcome *o) {
   vl_limits lim;
-  fuzz_limits(&lim);
-  lim.max_nodes = 256;
+  service_limits(&lim);
   cJSON *res = NULL;
   vl_call_stats stats;
   memset(o, 0, sizeof *o);
   vl_error_clear(&o->err);
-  o->st = vl_service_call(method, params, payload, len, &lim, &res, &o->payload, &stats, &o->err);
+  o->st = (lending ? vl__service_call_lending : vl_service_call)(
+      method, params, payload, len, &lim, &res, &o->payload, &stats, &o->err);
   if (o->st != VL_OK) {
     fuzz_check_error(o->st, &o->err);
     FUZZ_CHECK(res == NULL);
@@ -49,9 +58,23 @@ static void call(const char *method, const cJSON *params, const uint8_t *payload
   cJSON_Delete(res);
 }
 
+/* a lent payload (cap 0) is the request's bytes: not freed here */
+static bool lent(const outcome *o) {
+  return o->payload.data != NULL && o->payload.cap == 0;
+}
+
 static void release(outcome *o) {
   free(o->text);
-  vl_buf_free(&o->payload);
+  if (!lent(o)) vl_buf_free(&o->payload);
+}
+
+static void check_same(const outcome *a, const outcome *b) {
+  FUZZ_CHECK(a->st == b->st);
+  FUZZ_CHECK(strcmp(a->err.path, b->err.path) == 0 && strcmp(a->err.message, b->err.message) == 0);
+  FUZZ_CHECK((a->text == NULL) == (b->text == NULL));
+  FUZZ_CHECK(a->text == NULL || strcmp(a->text, b->text) == 0);
+  FUZZ_CHECK(a->payload.len == b->payload.len);
+  FUZZ_CHECK(a->payload.len == 0 || memcmp(a->payload.data, b->payload.data, a->payload.len) == 0);
 }
 
 static void check_expected_failures(const char *method, const cJSON *params, const outcome *o) {
@@ -73,18 +96,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     params = cJSON_ParseWithLength((const char *)data + 2, json_len);
     if (params == NULL) return 0;
   }
-  outcome a, b;
-  call(method, params, plen ? payload : NULL, plen, &a);
+  outcome a, b, c;
+  call(method, params, plen ? payload : NULL, plen, false, &a);
   check_expected_failures(method, params, &a);
-  call(method, params, plen ? payload : NULL, plen, &b);
-  FUZZ_CHECK(a.st == b.st);
-  FUZZ_CHECK(strcmp(a.err.path, b.err.path) == 0 && strcmp(a.err.message, b.err.message) == 0);
-  FUZZ_CHECK((a.text == NULL) == (b.text == NULL));
-  FUZZ_CHECK(a.text == NULL || strcmp(a.text, b.text) == 0);
-  FUZZ_CHECK(a.payload.len == b.payload.len);
-  FUZZ_CHECK(a.payload.len == 0 || memcmp(a.payload.data, b.payload.data, a.payload.len) == 0);
+  FUZZ_CHECK(!lent(&a));
+  call(method, params, plen ? payload : NULL, plen, false, &b);
+  check_same(&a, &b);
+  vl_limits lim;
+  service_limits(&lim);
+  bool lends = vl__service_lends(method, params, plen ? payload : NULL, plen, &lim);
+  call(method, params, plen ? payload : NULL, plen, true, &c);
+  check_same(&a, &c);
+  FUZZ_CHECK(lends == lent(&c));
+  FUZZ_CHECK(!lent(&c) || (c.payload.data >= payload && c.payload.len <= plen &&
+                           c.payload.data + c.payload.len <= payload + plen));
   release(&a);
   release(&b);
+  release(&c);
   cJSON_Delete(params);
   return 0;
 }

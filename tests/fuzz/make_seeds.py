@@ -258,6 +258,13 @@ def main():
         j({"graph": pe, "inputs": {"x": blob_x}, "encoding": "blob"}).encode() + payload)
     out("service", "view_copy_blob", bytes([6, 48]) +
         j({"input": blob_x, "size": [12], "encoding": "blob"}).encode() + payload)
+    # lent from inside the payload (offset 12), and a blob view_copy that moves bytes (not lent)
+    tail_x = {"dtype": "float32", "shape": [9], "blob": {"offset": 12, "nbytes": 36}}
+    out("service", "view_copy_blob_offset", bytes([6, 48]) +
+        j({"input": tail_x, "size": [3, 3], "encoding": "blob"}).encode() + payload)
+    cl_x = dict(blob_x, dim_order=[0, 2, 3, 1])
+    out("service", "view_copy_blob_channels_last", bytes([6, 48]) +
+        j({"input": cl_x, "size": [1, 2, -1], "encoding": "blob"}).encode() + payload)
     out("service", "unknown", bytes([9, 0]) + b"{}")
     out("service", "not_object", bytes([3, 0]) + b"[1,2]")
 
