@@ -732,6 +732,7 @@ static void finish_shard(vld_shard *sh) {
   sh->finished = true;
   close_if_open((uv_handle_t *)&sh->wake);
   close_if_open((uv_handle_t *)&sh->hup_probe);
+  close_if_open((uv_handle_t *)&sh->kept_watch);
   close_if_open((uv_handle_t *)&sh->mem_wait);
   if (sh->index != 0) {
     return;
@@ -1008,6 +1009,19 @@ static void watch_hangups(vld_shard *sh) {
   }
 }
 
+/* Before each wait of the loop: a large block can be kept long after the pool went idle and the
+ * probe stopped (the answers of a client that never read them, freed when it leaves; a response
+ * written a second after its work), and would then stay mapped until the next large request.
+ * So while blocks are kept the probe runs, and they go back after its idle second; its count
+ * is not started over here. */
+static void on_kept_watch(uv_prepare_t *p) {
+  vld_shard *sh = p->data;
+  if (!sh->finished && vld_mem_kept() > 0 && !uv_is_active((uv_handle_t *)&sh->hup_probe)) {
+    sh->idle_probes = 0;
+    uv_timer_start(&sh->hup_probe, on_hup_probe, HUP_PROBE_MS, HUP_PROBE_MS);
+  }
+}
+
 static void on_watchdog(uv_timer_t *t) {
   (void)t;
   vld_systemd_notify("WATCHDOG=1");
@@ -1169,8 +1183,12 @@ static int init_shard(vld_server *srv, unsigned i, uv_loop_t *loop) {
   uv_close((uv_handle_t *)&sh->first_stream, NULL);
   uv_timer_init(loop, &sh->hup_probe);
   uv_timer_init(loop, &sh->mem_wait);
+  uv_prepare_init(loop, &sh->kept_watch);
   sh->hup_probe.data = sh;
   sh->mem_wait.data = sh;
+  sh->kept_watch.data = sh;
+  uv_prepare_start(&sh->kept_watch, on_kept_watch);
+  uv_unref((uv_handle_t *)&sh->kept_watch); /* it never keeps the loop running by itself */
   sh->dispatch = (vld_dispatcher){.loop = loop,
                                   .cfg = srv->cfg,
                                   .mu = &srv->mu,

@@ -49,6 +49,7 @@ typedef struct vld_shard {
   uv_pipe_t first_stream; /* closed at once (init_shard) */
   uv_timer_t hup_probe;   /* looks for peers gone while their connection is not being read */
   unsigned idle_probes;   /* probes in a row that found the pool idle (server.c) */
+  uv_prepare_t kept_watch; /* each loop turn: kept large blocks get their idle second */
   uv_timer_t mem_wait;    /* resumes connections paused for memory */
   vld_dispatcher dispatch;
   vld_conn *conns; /* this loop's connection objects */

@@ -194,6 +194,51 @@ static void an_idle_daemon_gives_its_large_blocks_back(void **state) {
   daemon_delete(d);
 }
 
+/* The same when the large blocks are freed long after the pool went idle: a client sends three
+ * 12 MiB blob view_copy and reads none of the answers, which wait in its write queue holding
+ * their request blocks; the daemon has been idle for a second when the client leaves, and the
+ * blocks its answers held, kept as they are freed, still go back to the system (before, they
+ * stayed mapped until the next large request). */
+static void blocks_freed_by_a_client_leaving_go_back_too(void **state) {
+  (void)state;
+  if (under_sanitizers()) {
+    skip(); /* as above */
+  }
+  static const char *const args[] = {"--max-memory", "256M", "--workers", "2", NULL};
+  daemon_proc *d = daemon_new(args);
+  uint8_t *data = calloc(1, COPY_BYTES);
+  assert_non_null(data);
+  ping_ok(d->sock);
+  long before = proc_status_kb(d->pid, "VmRSS");
+  assert_true(before > 0);
+  char text[320];
+  int fd = raw_connect(d->sock);
+  for (int i = 1; i <= 3; i++) {
+    snprintf(text, sizeof text,
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"view_copy\",\"params\":"
+             "{\"input\":{\"dtype\":\"uint8\",\"shape\":[%d],\"blob\":{\"offset\":0,"
+             "\"nbytes\":%d}},\"size\":[%d],\"encoding\":\"blob\"}}",
+             i, COPY_BYTES, COPY_BYTES, COPY_BYTES);
+    raw_send_frame(fd, text, data, COPY_BYTES);
+  }
+  free(data);
+  wait_stat(d, "requests.served_on_loop", 3);
+  sleep_ms(1500); /* the pool's idle second passes with the answers still queued */
+  long held = proc_status_kb(d->pid, "VmRSS");
+  close(fd);
+  uint64_t until = now_ms() + HARNESS_WAIT_MS;
+  long now = proc_status_kb(d->pid, "VmRSS");
+  while (now > before + 8 * 1024 && now_ms() < until) {
+    sleep_ms(50);
+    now = proc_status_kb(d->pid, "VmRSS");
+  }
+  fprintf(stderr, "RSS %ld KiB before, %ld KiB with the answers queued, %ld KiB after\n", before,
+          held, now);
+  if (now > before + 8 * 1024)
+    fail_msg("RSS %ld KiB after the client left, %ld KiB before", now, before);
+  daemon_delete(d);
+}
+
 /* ---- 2. a waiting connection closes on hang-up and at the idle timeout ---------------------- */
 
 /* Opens a connection that announces a frame of total bytes and sends sent of them. */
@@ -666,6 +711,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(waiting_frames_are_admitted_as_memory_frees),
       cmocka_unit_test(an_idle_daemon_gives_its_large_blocks_back),
+      cmocka_unit_test(blocks_freed_by_a_client_leaving_go_back_too),
       cmocka_unit_test(waiting_connections_close_when_their_peer_hangs_up),
       cmocka_unit_test(a_frame_waiting_past_the_idle_timeout_is_answered_and_closed),
       cmocka_unit_test(a_frame_over_half_the_budget_reports_why_to_the_real_client),
