@@ -915,12 +915,22 @@ static void on_ignored_signal(uv_signal_t *s, int signum) {
  * burst leave the heap fragmented at its high-water mark, which a daemon that idles between
  * bursts would otherwise keep resident. Runs at most once per busy-to-idle transition of the
  * probe below (>= HUP_PROBE_MS apart), never under steady load. The large blocks memory.c
- * keeps for the next large request follow once the pool has stayed idle for KEEP_IDLE_PROBES
- * probes (a second): a client sending one blob after another keeps them. */
+ * keeps for the next large request follow once the loop's pool work has stayed idle for
+ * KEEP_IDLE_PROBES probes (a second) and the whole daemon too (daemon_idle_for_a_second): a
+ * client sending one blob after another, on any loop, keeps them. */
 static void release_idle_memory(void) {
 #ifdef __GLIBC__
   malloc_trim(0);
 #endif
+}
+
+/* No work on the pool, and none queued on any loop for the last KEEP_IDLE_PROBES probes. */
+static bool daemon_idle_for_a_second(vld_server *srv) {
+  const uint64_t second_ns = (uint64_t)KEEP_IDLE_PROBES * HUP_PROBE_MS * 1000000u;
+  lock(srv);
+  bool idle = srv->pool_queued == 0 && uv_hrtime() - srv->last_work_ns >= second_ns;
+  unlock(srv);
+  return idle;
 }
 
 /* A connection that is not being read (over its limits, or after a half-close) would notice
@@ -942,10 +952,14 @@ static void on_hup_probe(uv_timer_t *t) {
     release_idle_memory();
   }
   if (sh->idle_probes >= KEEP_IDLE_PROBES) {
-    /* a second idle: the large blocks kept for the next large request go back too */
+    /* A second idle: the large blocks kept for the next large request go back too, once the
+     * whole daemon has been idle that long; while another loop is busy, its probe, which runs
+     * until it has been idle for a second itself, decides instead. */
     uv_timer_stop(t);
     sh->idle_probes = 0;
-    vld_mem_release_kept();
+    if (daemon_idle_for_a_second(sh->srv)) {
+      vld_mem_release_kept();
+    }
   }
 }
 
@@ -1012,8 +1026,8 @@ static void watch_hangups(vld_shard *sh) {
 /* Before each wait of the loop: a large block can be kept long after the pool went idle and the
  * probe stopped (the answers of a client that never read them, freed when it leaves; a response
  * written a second after its work), and would then stay mapped until the next large request.
- * So while blocks are kept the probe runs, and they go back after its idle second; its count
- * is not started over here. */
+ * So while blocks are kept the probe runs, and they go back after the daemon's idle second
+ * (on_hup_probe); a probe already running keeps its count. */
 static void on_kept_watch(uv_prepare_t *p) {
   vld_shard *sh = p->data;
   if (!sh->finished && vld_mem_kept() > 0 && !uv_is_active((uv_handle_t *)&sh->hup_probe)) {
@@ -1030,7 +1044,11 @@ static void on_watchdog(uv_timer_t *t) {
 /* ---- the dispatcher's callbacks ------------------------------------------------------- */
 
 static void on_work_queued(void *owner) {
-  watch_hangups(owner);
+  vld_shard *sh = owner;
+  lock(sh->srv);
+  sh->srv->last_work_ns = uv_hrtime();
+  unlock(sh->srv);
+  watch_hangups(sh);
 }
 
 /* The "stats" method: the counters and what only the server knows. */

@@ -95,6 +95,7 @@ struct vld_server {
   uint32_t n_conns;     /* counted connections */
   uint32_t n_objects;   /* connection objects alive, all loops */
   uint32_t pool_queued; /* requests on the thread pool, all loops (--max-queued) */
+  uint64_t last_work_ns; /* when work was last queued on any loop (uv_hrtime) */
   uint64_t next_serial;
   vld_log_limit refusal_log[VLD_REFUSE_COUNT];
   vld_shares shares;  /* what each user holds */
