@@ -66,6 +66,8 @@ static const metric metrics[] = {
      "Bytes held by requests now."},
     {"viewlower_memory_peak_bytes", GAUGE, "bytes", "memory/peak_bytes", NULL, 1,
      "Most bytes held by requests at once since start."},
+    {"viewlower_memory_kept_bytes", GAUGE, "bytes", "memory/kept_bytes", NULL, 1,
+     "Large freed blocks kept mapped for the next large request (not in use)."},
 };
 
 /* Follows "a/b/c" from o; NULL when a step is missing. */

@@ -1070,7 +1070,8 @@ static cJSON *stats_result(void *owner) {
                       .open_files_limit = srv->nofile,
                       .memory_budget = vld_mem_budget(),
                       .memory_in_use = vld_mem_in_use(),
-                      .memory_peak = vld_mem_peak()};
+                      .memory_peak = vld_mem_peak(),
+                      .memory_kept = vld_mem_kept()};
   cJSON *result = vld_stats_to_json(&srv->stats, &v);
   unlock(srv);
   return result;

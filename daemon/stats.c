@@ -160,7 +160,8 @@ static cJSON *memory_json(const vld_stats_view *v) {
   cJSON *o = cJSON_CreateObject();
   if (o == NULL || cJSON_AddNumberToObject(o, "budget_bytes", (double)v->memory_budget) == NULL ||
       cJSON_AddNumberToObject(o, "in_use_bytes", (double)v->memory_in_use) == NULL ||
-      cJSON_AddNumberToObject(o, "peak_bytes", (double)v->memory_peak) == NULL) {
+      cJSON_AddNumberToObject(o, "peak_bytes", (double)v->memory_peak) == NULL ||
+      cJSON_AddNumberToObject(o, "kept_bytes", (double)v->memory_kept) == NULL) {
     cJSON_Delete(o);
     return NULL;
   }

@@ -72,6 +72,7 @@ typedef struct vld_stats_view {
   uint64_t memory_budget;
   uint64_t memory_in_use;
   uint64_t memory_peak;
+  uint64_t memory_kept;      /* large freed blocks kept mapped for the next large request */
   uint64_t open_files_limit; /* the soft RLIMIT_NOFILE the daemon runs with */
 } vld_stats_view;
 

@@ -191,6 +191,7 @@ static void an_idle_daemon_gives_its_large_blocks_back(void **state) {
   }
   fprintf(stderr, "RSS %ld KiB before, %ld KiB once idle\n", before, now);
   if (now > before + 8 * 1024) fail_msg("RSS %ld KiB once idle, %ld KiB before", now, before);
+  wait_stat(d, "memory.kept_bytes", 0);
   daemon_delete(d);
 }
 
@@ -238,6 +239,7 @@ static void blocks_freed_by_a_client_leaving_go_back_too(void **state) {
           held, now);
   if (now > before + 8 * 1024)
     fail_msg("RSS %ld KiB after the client left, %ld KiB before", now, before);
+  wait_stat(d, "memory.kept_bytes", 0);
   daemon_delete(d);
 }
 
