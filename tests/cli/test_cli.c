@@ -270,6 +270,26 @@ static void text_after_the_json_value_is_invalid_input(void **state) {
   free(graph);
 }
 
+/* A regular file over viewlowerctl's 4 GiB bound (sparse: no disk) is refused from its size,
+ * before any byte is read; reading it first took seconds and gigabytes of memory. */
+static void a_file_over_4_gib_is_refused_before_it_is_read(void **state) {
+  (void)state;
+  char path[400];
+  cli_tmp_path(path, sizeof path, "huge_sparse.json");
+  int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  assert_true(fd >= 0);
+  bool sparse = ftruncate(fd, ((off_t)4 << 30) + 1) == 0;
+  close(fd);
+  if (!sparse) {
+    unlink(path);
+    skip(); /* a file system without files this large */
+  }
+  cli_result r = cli_both(NULL, (const char *[]){"validate", path, NULL}, 2);
+  assert_error_line(&r, "%s: file is larger than 4294967296 bytes", path);
+  cli_result_free(&r);
+  unlink(path);
+}
+
 static const char *bad_inputs = "{\"x\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],"
                                 "\"values\":[0,1,2,3,4,5,6,7,8,9,10]}}";
 static const char *bad_dtype = "{\"dtype\":\"float33\",\"shape\":[1,2,2,3],"
@@ -760,6 +780,7 @@ int main(void) {
       cmocka_unit_test(ping_version_and_stats_answer),
       cmocka_unit_test(an_absent_daemon_exits_3),
       cmocka_unit_test(text_after_the_json_value_is_invalid_input),
+      cmocka_unit_test(a_file_over_4_gib_is_refused_before_it_is_read),
       cmocka_unit_test(usage_errors_come_before_any_file_is_read),
       cmocka_unit_test(both_modes_report_the_same_first_error),
       cmocka_unit_test(a_pointer_under_a_flag_names_the_flag),
