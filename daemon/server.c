@@ -927,8 +927,9 @@ static void release_idle_memory(void) {
 /* No work on the pool, and none queued on any loop for the last KEEP_IDLE_PROBES probes. */
 static bool daemon_idle_for_a_second(vld_server *srv) {
   const uint64_t second_ns = (uint64_t)KEEP_IDLE_PROBES * HUP_PROBE_MS * 1000000u;
+  uint64_t last = atomic_load_explicit(&srv->last_work_ns, memory_order_relaxed);
   lock(srv);
-  bool idle = srv->pool_queued == 0 && uv_hrtime() - srv->last_work_ns >= second_ns;
+  bool idle = srv->pool_queued == 0 && uv_hrtime() - last >= second_ns;
   unlock(srv);
   return idle;
 }
@@ -1030,9 +1031,8 @@ static void watch_hangups(vld_shard *sh) {
  * (on_hup_probe); a probe already running keeps its count. */
 static void on_kept_watch(uv_prepare_t *p) {
   vld_shard *sh = p->data;
-  if (!sh->finished && vld_mem_kept() > 0 && !uv_is_active((uv_handle_t *)&sh->hup_probe)) {
-    sh->idle_probes = 0;
-    uv_timer_start(&sh->hup_probe, on_hup_probe, HUP_PROBE_MS, HUP_PROBE_MS);
+  if (vld_mem_kept() > 0 && !uv_is_active((uv_handle_t *)&sh->hup_probe)) {
+    watch_hangups(sh);
   }
 }
 
@@ -1045,9 +1045,7 @@ static void on_watchdog(uv_timer_t *t) {
 
 static void on_work_queued(void *owner) {
   vld_shard *sh = owner;
-  lock(sh->srv);
-  sh->srv->last_work_ns = uv_hrtime();
-  unlock(sh->srv);
+  atomic_store_explicit(&sh->srv->last_work_ns, uv_hrtime(), memory_order_relaxed);
   watch_hangups(sh);
 }
 

@@ -10,6 +10,7 @@
 #ifndef VIEWLOWERD_SERVER_H
 #define VIEWLOWERD_SERVER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -95,7 +96,9 @@ struct vld_server {
   uint32_t n_conns;     /* counted connections */
   uint32_t n_objects;   /* connection objects alive, all loops */
   uint32_t pool_queued; /* requests on the thread pool, all loops (--max-queued) */
-  uint64_t last_work_ns; /* when work was last queued on any loop (uv_hrtime) */
+  /* when work was last queued on any loop (uv_hrtime); atomic, outside mu: a request takes
+   * the lock once, to be counted */
+  _Atomic uint64_t last_work_ns;
   uint64_t next_serial;
   vld_log_limit refusal_log[VLD_REFUSE_COUNT];
   vld_shares shares;  /* what each user holds */

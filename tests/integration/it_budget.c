@@ -94,13 +94,18 @@ typedef struct copier {
   bool exact;
 } copier;
 
-static void *copy_once(void *arg) {
-  copier *k = arg;
-  char text[256];
-  snprintf(text, sizeof text,
+/* The params of a COPY_BYTES blob view_copy into one dim: answered with the request's bytes. */
+static void copy_params(char *text, size_t cap) {
+  snprintf(text, cap,
            "{\"input\":{\"dtype\":\"uint8\",\"shape\":[%d],\"blob\":{\"offset\":0,\"nbytes\":%d}},"
            "\"size\":[%d],\"encoding\":\"blob\"}",
            COPY_BYTES, COPY_BYTES, COPY_BYTES);
+}
+
+static void *copy_once(void *arg) {
+  copier *k = arg;
+  char text[256];
+  copy_params(text, sizeof text);
   cJSON *params = cJSON_Parse(text);
   vl_client *c = NULL;
   vl_error err;
@@ -160,6 +165,17 @@ static void waiting_frames_are_admitted_as_memory_frees(void **state) {
   daemon_delete(d);
 }
 
+/* The daemon's RSS once it is within 8 MiB of before, or after HARNESS_WAIT_MS (KiB). */
+static long rss_back_near(const daemon_proc *d, long before) {
+  uint64_t until = now_ms() + HARNESS_WAIT_MS;
+  long now = proc_status_kb(d->pid, "VmRSS");
+  while (now > before + 8 * 1024 && now_ms() < until) {
+    sleep_ms(50);
+    now = proc_status_kb(d->pid, "VmRSS");
+  }
+  return now;
+}
+
 /* Blocks of 4 MiB and more that the daemon frees are kept mapped for the next large request
  * (daemon/memory.c), and go back to the system once the pool has been idle for a second: two
  * 12 MiB blob view_copy, and resident memory returns to within 8 MiB of what it was before. */
@@ -183,12 +199,7 @@ static void an_idle_daemon_gives_its_large_blocks_back(void **state) {
     assert_true(k.exact);
   }
   free(data);
-  uint64_t until = now_ms() + HARNESS_WAIT_MS;
-  long now = proc_status_kb(d->pid, "VmRSS");
-  while (now > before + 8 * 1024 && now_ms() < until) {
-    sleep_ms(50);
-    now = proc_status_kb(d->pid, "VmRSS");
-  }
+  long now = rss_back_near(d, before);
   fprintf(stderr, "RSS %ld KiB before, %ld KiB once idle\n", before, now);
   if (now > before + 8 * 1024) fail_msg("RSS %ld KiB once idle, %ld KiB before", now, before);
   wait_stat(d, "memory.kept_bytes", 0);
@@ -212,14 +223,12 @@ static void blocks_freed_by_a_client_leaving_go_back_too(void **state) {
   ping_ok(d->sock);
   long before = proc_status_kb(d->pid, "VmRSS");
   assert_true(before > 0);
-  char text[320];
+  char params[256], text[320];
+  copy_params(params, sizeof params);
   int fd = raw_connect(d->sock);
   for (int i = 1; i <= 3; i++) {
     snprintf(text, sizeof text,
-             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"view_copy\",\"params\":"
-             "{\"input\":{\"dtype\":\"uint8\",\"shape\":[%d],\"blob\":{\"offset\":0,"
-             "\"nbytes\":%d}},\"size\":[%d],\"encoding\":\"blob\"}}",
-             i, COPY_BYTES, COPY_BYTES, COPY_BYTES);
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"view_copy\",\"params\":%s}", i, params);
     raw_send_frame(fd, text, data, COPY_BYTES);
   }
   free(data);
@@ -229,12 +238,7 @@ static void blocks_freed_by_a_client_leaving_go_back_too(void **state) {
   /* the case is real: the answers (at least two of them) are held */
   if (held < before + 2 * (COPY_BYTES >> 10)) fail_msg("RSS %ld KiB with the answers queued", held);
   close(fd);
-  uint64_t until = now_ms() + HARNESS_WAIT_MS;
-  long now = proc_status_kb(d->pid, "VmRSS");
-  while (now > before + 8 * 1024 && now_ms() < until) {
-    sleep_ms(50);
-    now = proc_status_kb(d->pid, "VmRSS");
-  }
+  long now = rss_back_near(d, before);
   fprintf(stderr, "RSS %ld KiB before, %ld KiB with the answers queued, %ld KiB after\n", before,
           held, now);
   if (now > before + 8 * 1024)
