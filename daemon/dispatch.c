@@ -525,8 +525,8 @@ static bool answered_on_loop(work *w) {
   vl_error_clear(&err);
   vl_status s = parse(w, true, &err);
   uint64_t t0 = uv_hrtime();
-  if (s == VL_OK && where_of(w->method) == RUN_POOL && runs_on_loop(w) &&
-      loop_has_time(w->d, t0)) {
+  if (s == VL_OK && where_of(w->method) == RUN_POOL && loop_has_time(w->d, t0) &&
+      runs_on_loop(w)) { /* the cheap test first: runs_on_loop may read a view_copy's args */
     vld_dispatcher *d = w->d;
     bool lent = w->frame.payload_len > 0; /* a view_copy answered with its own bytes */
     w->served_on_loop = true;
@@ -534,8 +534,8 @@ static bool answered_on_loop(work *w) {
     complete(w);
     d->loop_spent_ns += uv_hrtime() - t0;
     if (lent) {
-      /* as after pool work: the owner's idle second, after which the large blocks the daemon
-       * keeps go back to the system (server.c), starts over */
+      /* as after pool work: the daemon's idle second, after which the large blocks it keeps
+       * go back to the system (server.c), starts over */
       d->on_queued(d->owner);
     }
     return true;
