@@ -514,7 +514,10 @@ static void permute_rejects_a_bad_permutation_or_shape(void **state) {
   float x[6] = {0}, y[6] = {0};
   vl_error err;
   assert_kernel_error(vl_copy_permute(&s, y, &s, x, dup, &err), &err, "permutation");
+  assert_string_equal(err.message, "dims [0,0] are not a permutation of 0..1");
+  /* three lists, each its own: the input's shape, the dims, the output's shape */
   assert_kernel_error(vl_copy_permute(&s, y, &s, x, swap, &err), &err, "cannot give shape");
+  assert_string_equal(err.message, "permute of [2,3] by [1,0] cannot give shape [2,3]");
 }
 
 /* ---- randomized property tests --------------------------------------------------------------- */

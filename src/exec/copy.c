@@ -644,7 +644,7 @@ vl_status vl_copy_logical(const vl_spec *dst_spec, void *dst, const vl_spec *src
 static vl_status check_permute(const vl_spec *dst, const vl_spec *src, const int64_t *perm,
                                vl_error *err) {
   bool seen[VL_MAX_RANK] = {false};
-  char a[160], b[160];
+  char a[160], b[160], c[160];
   if (dst->dtype != src->dtype) {
     return vl_error_set(err, VL_ERR_KERNEL, "", "permute from %s into %s: dtypes differ",
                         vl_dtype_name(src->dtype), vl_dtype_name(dst->dtype));
@@ -663,7 +663,7 @@ static vl_status check_permute(const vl_spec *dst, const vl_spec *src, const int
       return vl_error_set(err, VL_ERR_KERNEL, "", "permute of %s by %s cannot give shape %s",
                           vl__shape_text(a, sizeof a, src->rank, src->shape),
                           vl__shape_text(b, sizeof b, src->rank, perm),
-                          vl__shape_text(b, sizeof b, dst->rank, dst->shape));
+                          vl__shape_text(c, sizeof c, dst->rank, dst->shape));
     }
   }
   return VL_OK;
