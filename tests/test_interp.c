@@ -744,6 +744,41 @@ static void an_as_strided_copy_past_its_input_is_a_kernel_error(void **state) {
   vl_graph_free(g);
 }
 
+/* A layout-only op whose arguments PyTorch would refuse: the error points at the argument (or
+ * at val's shape) and names the rule. */
+static void layout_only_arguments_out_of_range_are_named(void **state) {
+  (void)state;
+  const struct {
+    const char *target, *args, *shape, *path, *message;
+  } cases[] = {
+      {"aten.select_copy.int", "[\"x\",0,9]", "[3]", "/nodes/1/args/2",
+       "aten.select_copy.int: index 9 is out of range for dim 0 of size 2"},
+      {"aten.t_copy.default", "[\"x\"]", "[2,3]", "/nodes/1/val/shape",
+       "aten.t_copy.default: the arguments give shape [3,2] from an input of shape [2,3], not "
+       "val's [2,3]"},
+      {"aten.squeeze_copy.dim", "[\"x\",7]", "[2,3]", "/nodes/1/args/1",
+       "aten.squeeze_copy.dim: dim 7 is out of range for rank 2 (-2..1)"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char json[1024];
+    snprintf(json, sizeof json,
+             HEAD "\"nodes\": [{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": "
+                  "\"float32\", \"shape\": [2,3]}}, {\"name\": \"y\", \"op\": \"call_function\", "
+                  "\"target\": \"%s\", \"args\": %s, \"val\": {\"dtype\": \"float32\", "
+                  "\"shape\": %s}}, {\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}",
+             cases[k].target, cases[k].args, cases[k].shape);
+    vl_graph *g = parse(json);
+    vl_tensor_map *in = input_iota("x", 2, (const int64_t[]){2, 3}, NULL), *out = NULL;
+    vl_error err;
+    assert_int_equal(vl_interp_run(g, in, NULL, &out, &err), VL_ERR_KERNEL);
+    assert_null(out);
+    assert_string_equal(err.path, cases[k].path);
+    assert_string_equal(err.message, cases[k].message);
+    vl_tensor_map_free(in);
+    vl_graph_free(g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(patch_embedding_executes_to_exact_values),
@@ -769,6 +804,7 @@ int main(void) {
       cmocka_unit_test(layout_only_ops_execute_to_exact_values),
       cmocka_unit_test(a_memory_view_offset_must_stay_inside_its_base),
       cmocka_unit_test(an_as_strided_copy_past_its_input_is_a_kernel_error),
+      cmocka_unit_test(layout_only_arguments_out_of_range_are_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -722,6 +722,47 @@ static void two_transposes_that_do_not_cancel_merge_into_one_strided_copy(void *
   done(&l);
 }
 
+/* A layout-only node whose arguments give no view of its input (PyTorch would raise) stays a
+ * copy, and its message names the argument at fault and the rule, not a layout. (z's val is
+ * not checked: lowering reads only the specs of layout-only nodes and their inputs.) */
+#define BAD_ARGS(call)                                                                             \
+  HEAD PHV("x", "", "[2,3]", "[0,1]") call CALL("z", "aten.relu.default", "[\"y\"]",               \
+                                                "\"val\":{\"dtype\":\"float32\",\"shape\":[1]}")   \
+      OUT("[\"z\"]")
+
+static void arguments_that_give_no_view_are_named_in_the_message(void **state) {
+  (void)state;
+  const struct {
+    const char *graph, *message;
+  } cases[] = {
+      {BAD_ARGS(CALL("y", "aten.permute_copy.default", "[\"x\",[0,0]]", VAL("[2,3]", "[0,1]"))),
+       "dims [0,0] are not a permutation of 0..1 (at y's /args/1)"},
+      {BAD_ARGS(CALL("y", "aten.permute_copy.default", "[\"x\",[1,0]]", VAL("[2,3]", "[0,1]"))),
+       "the arguments give shape [3,2] from an input of shape [2,3], not val's [2,3] (at y's "
+       "/val/shape)"},
+      {BAD_ARGS(CALL("y", "aten.transpose_copy.int", "[\"x\",0,5]", VAL("[3,2]", "[0,1]"))),
+       "dim 5 is out of range for rank 2 (-2..1) (at y's /args/2)"},
+      {BAD_ARGS(CALLK("y", "aten.slice_copy.Tensor", "[\"x\",1]", "{\"step\":0}",
+                      VAL("[2,3]", "[0,1]"))),
+       "step 0 is not 1 or more (at y's /kwargs/step)"},
+      {BAD_ARGS(CALL("y", "aten.squeeze_copy.dims", "[\"x\",[-1,1]]", VAL("[2,3]", "[0,1]"))),
+       "dim [-1,1]: dim 1 is listed twice (at y's /args/1)"},
+      {BAD_ARGS(CALL("y", "aten.unsqueeze_copy.default", "[\"x\",-4]", VAL("[1,2,3]", "[0,1,2]"))),
+       "dim -4 is out of range for rank 2 (-3..2) (at y's /args/1)"},
+      {BAD_ARGS(
+           CALL("y", "aten.as_strided_copy.default", "[\"x\",[2,3],[1]]", VAL("[2,3]", "[0,1]"))),
+       "stride has 1 entries but size 2 (at y's /args/2)"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    lowered l = lower_fold(cases[k].graph);
+    expect_fold(&l, "y", "kept", "x", 0, R(REORDERS));
+    char want[512];
+    snprintf(want, sizeof want, "y's arguments give no view of x: %s", cases[k].message);
+    assert_string_equal(decision(&l, "y")->message, want);
+    done(&l);
+  }
+}
+
 #define QKV(end)                                                                                   \
   HEAD PHV("x", "", "[12,5]", "[0,1]")                                                             \
   CALL("qkv", "aten.relu.default", "[\"x\"]", VAL("[12,5]", "[0,1]"))                              \
@@ -1204,6 +1245,7 @@ int main(void) {
       cmocka_unit_test(the_patch_token_chain_is_one_alias_of_the_convolution),
       cmocka_unit_test(the_channel_shuffle_keeps_exactly_one_copy_its_transpose),
       cmocka_unit_test(two_transposes_that_do_not_cancel_merge_into_one_strided_copy),
+      cmocka_unit_test(arguments_that_give_no_view_are_named_in_the_message),
       cmocka_unit_test(a_qkv_split_by_slices_is_three_aliases_at_offsets),
       cmocka_unit_test(a_slice_of_an_inner_dim_or_with_a_step_stays_a_copy),
       cmocka_unit_test(a_transpose_of_a_contiguous_weight_stays_a_copy_without_param_layouts),

@@ -525,17 +525,6 @@ void vl_copy_strided(size_t elem_size, size_t rank, const int64_t *shape, void *
 
 /* ---- logical-order copies ------------------------------------------------------------------ */
 
-const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shape) {
-  size_t at = 0;
-  buf[0] = '\0';
-  at += (size_t)snprintf(buf, n, "[");
-  for (size_t i = 0; i < rank && at < n; i++) {
-    at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? "," : "", (long long)shape[i]);
-  }
-  if (at < n) snprintf(buf + at, n - at, "]");
-  return buf;
-}
-
 /* Same dtype and numel, else VL_ERR_KERNEL. Writes the common numel. */
 static vl_status check_same_elements(const vl_spec *dst, const vl_spec *src, int64_t *numel,
                                      vl_error *err) {

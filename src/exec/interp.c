@@ -514,7 +514,13 @@ static void copy_desc(const tview *dst, const tview *src, const vl_desc *d) {
                   (const char *)src->data + d->offset * (int64_t)esz, d->strides);
 }
 
-static vl_status bad_args(run *r, const vl_node *n) {
+/* Node i's arguments give no view of input (NULL: a split's, not explained further). */
+static vl_status bad_args(run *r, uint32_t i, const vl_spec *input) {
+  const vl_node *n = &r->g->nodes[i];
+  char path[64], msg[400];
+  if (input != NULL && vl__fold_why(r->g, i, input, path, sizeof path, msg, sizeof msg)) {
+    return vl_error_set(r->err, VL_ERR_KERNEL, path, "%s: %s", n->target, msg);
+  }
   return vl_error_set(r->err, VL_ERR_KERNEL, "/args",
                       "%s: the arguments are out of range for the input, or give another shape "
                       "than val",
@@ -537,7 +543,9 @@ static vl_status op_strided(run *r, uint32_t i, const tview *dst, bool fresh) {
   }
   vl_desc_of_spec(&self.spec, 0, &in);
   if (!vl__fold_map(r->g, i, NULL, &in, &d)) {
-    if (strcmp(n->target, "aten._reshape_alias_copy.default") != 0) return bad_args(r, n);
+    if (strcmp(n->target, "aten._reshape_alias_copy.default") != 0) {
+      return bad_args(r, i, &self.spec);
+    }
     /* A reshape without a strided alias copies in logical order, as view_copy does. */
     return op_view_copy(r, i, dst, fresh);
   }
@@ -576,12 +584,12 @@ static vl_status exec_split(run *r, uint32_t i) {
   uint32_t first = r->n_stores;
   int64_t *starts = malloc(((size_t)n->n_vals + 1) * sizeof *starts);
   if (starts == NULL) return vl_error_set(r->err, VL_ERR_NOMEM, "", "out of memory");
-  st = vl__fold_split_starts(n, starts) ? VL_OK : bad_args(r, n);
+  st = vl__fold_split_starts(n, starts) ? VL_OK : bad_args(r, i, NULL);
   for (uint32_t k = 0; st == VL_OK && k < n->n_vals; k++) {
     const vl_spec *v = &n->vals[k];
     if (v->dtype != self.spec.dtype || !vl__fold_split_output(n, k, starts, &in, &d) ||
         d.rank != v->rank || memcmp(d.shape, v->shape, d.rank * sizeof d.shape[0]) != 0) {
-      st = bad_args(r, n);
+      st = bad_args(r, i, NULL);
       break;
     }
     st = slot_alloc(r, i, output_owner(r->g, i, k), v, &dst);

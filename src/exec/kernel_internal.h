@@ -7,12 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "layout/tensor_internal.h"
 #include "viewlower/graph.h"
 #include "viewlower/status.h"
 #include "viewlower/tensor.h"
-
-/* "[1,2,6]" into buf (truncated to n bytes); returns buf. */
-const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shape);
 
 /* The spec of vl_view_copy's output (its checks and errors, without allocating or copying). */
 vl_status vl__view_copy_spec(const vl_tensor *self, const int64_t *size, size_t size_rank,

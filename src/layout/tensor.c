@@ -249,3 +249,14 @@ long vl_tensor_map_find(const vl_tensor_map *m, const char *name) {
   }
   return -1;
 }
+
+const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shape) {
+  size_t at = 0;
+  buf[0] = '\0';
+  at += (size_t)snprintf(buf, n, "[");
+  for (size_t i = 0; i < rank && at < n; i++) {
+    at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? "," : "", (long long)shape[i]);
+  }
+  if (at < n) snprintf(buf + at, n - at, "]");
+  return buf;
+}

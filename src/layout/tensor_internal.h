@@ -2,6 +2,9 @@
 #ifndef VL_LAYOUT_TENSOR_INTERNAL_H
 #define VL_LAYOUT_TENSOR_INTERNAL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "viewlower/tensor.h"
 
 /* vl_tensor_new without the zero fill, for a caller that writes every one of the tensor's
@@ -14,5 +17,8 @@ vl_status vl__tensor_new_for_overwrite(const vl_spec *spec, const vl_limits *lim
 /* lim, or the defaults (vl_limits_default) written into *storage when lim is NULL: every entry
  * point that takes optional limits reads them through this. */
 const vl_limits *vl__limits_or_default(const vl_limits *lim, vl_limits *storage);
+
+/* "[1,2,6]" into buf (truncated to n bytes); returns buf. */
+const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shape);
 
 #endif

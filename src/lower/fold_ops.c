@@ -4,9 +4,12 @@
 #include "lower/fold_ops.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "layout/tensor_internal.h"
 
 bool vl__fold_int(const vl_arg *a, int64_t *v) {
   if (a->kind == VL_ARG_INT) {
@@ -140,11 +143,192 @@ static bool map_as_strided(const vl_node *n, const vl_desc *in, vl_desc *out) {
          vl_desc_as_strided(in, (uint8_t)rank, size, stride, so, out);
 }
 
+/* ---- why a map fails ----------------------------------------------------------------------- */
+
+/* What vl__fold_why fills: the first problem found with node n's arguments for an input of
+ * descriptor in (contiguous, of the input's shape), as a message and the JSON pointer (relative
+ * to the node) of the argument at fault. */
+typedef struct why {
+  const vl_node *n;
+  const vl_desc *in;
+  char *path, *msg;
+  size_t path_cap, msg_cap;
+} why;
+
+typedef bool (*why_fn)(why *w);
+
+/* Records the problem at argument pos (or kwargs[name]; "/args" when neither is given). */
+__attribute__((format(printf, 4, 5))) static bool say(why *w, uint32_t pos, const char *name,
+                                                      const char *fmt, ...) {
+  if (pos < w->n->n_args) {
+    snprintf(w->path, w->path_cap, "/args/%u", (unsigned)pos);
+  } else if (name != NULL && vl_node_kwarg(w->n, name) != NULL) {
+    snprintf(w->path, w->path_cap, "/kwargs/%s", name);
+  } else {
+    snprintf(w->path, w->path_cap, "/args");
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w->msg, w->msg_cap, fmt, ap);
+  va_end(ap);
+  return true;
+}
+
+/* A dim argument for rank r (PyTorch's range -r..r-1, a rank-0 input taking -1 and 0); an
+ * absent one is a problem unless it has a default. */
+static bool why_dim(why *w, uint32_t pos, const char *name, int64_t r, bool has_default) {
+  const vl_arg *a = arg_at(w->n, pos, name);
+  int64_t d, lim = r > 0 ? r : 1;
+  if (a == NULL || a->kind == VL_ARG_NULL) {
+    return has_default ? false : say(w, pos, name, "%s is missing", name);
+  }
+  if (!vl__fold_int(a, &d)) return say(w, pos, name, "%s is not an integer", name);
+  if (d < -lim || d >= lim) {
+    return say(w, pos, name, "dim %lld is out of range for rank %u (-%lld..%lld)", (long long)d,
+               (unsigned)w->in->rank, (long long)lim, (long long)(lim - 1));
+  }
+  return false;
+}
+
+/* A list of dims for the input's rank: integers in range, each once (when distinct). */
+static bool why_dims(why *w, uint32_t pos, const char *name, bool permutation) {
+  int64_t dims[VL_MAX_RANK], lim = w->in->rank > 0 ? w->in->rank : 1;
+  size_t count;
+  bool seen[VL_MAX_RANK] = {false};
+  char t[VL_MAX_RANK * 22 + 3];
+  if (!int_list(arg_at(w->n, pos, name), dims, &count)) {
+    return say(w, pos, name, "%s is not a list of at most %d integers", name, VL_MAX_RANK);
+  }
+  vl__shape_text(t, sizeof t, count, dims);
+  if (permutation && count != w->in->rank) {
+    return say(w, pos, name, "%s %s has %zu entries for an input of rank %u", name, t, count,
+               (unsigned)w->in->rank);
+  }
+  for (size_t k = 0; k < count; k++) {
+    int64_t d = dims[k] < 0 ? dims[k] + lim : dims[k];
+    bool out = d < 0 || d >= lim;
+    if (out || (w->in->rank > 0 && seen[d])) {
+      if (permutation) {
+        return say(w, pos, name, "%s %s are not a permutation of 0..%d", name, t, w->in->rank - 1);
+      }
+      return say(w, pos, name, "%s %s: dim %lld %s", name, t, (long long)dims[k],
+                 out ? "is out of range" : "is listed twice");
+    }
+    seen[d] = true;
+  }
+  return false;
+}
+
+static bool why_reshape(why *w) {
+  int64_t size[VL_MAX_RANK], shape[VL_MAX_RANK], numel = 1;
+  size_t rank;
+  vl_error e;
+  if (!int_list(arg_at(w->n, 1, "size"), size, &rank)) {
+    return say(w, 1, "size", "size is not a list of at most %d integers", VL_MAX_RANK);
+  }
+  for (uint8_t d = 0; d < w->in->rank; d++) numel *= w->in->shape[d]; /* a checked spec's */
+  if (vl_view_size_infer(numel, size, rank, shape, &e) != VL_OK) {
+    return say(w, 1, "size", "%s", e.message);
+  }
+  return false;
+}
+
+static bool why_permute(why *w) {
+  return why_dims(w, 1, "dims", true);
+}
+
+static bool why_transpose(why *w) {
+  return why_dim(w, 1, "dim0", w->in->rank, false) || why_dim(w, 2, "dim1", w->in->rank, false);
+}
+
+static bool why_t(why *w) {
+  if (w->in->rank <= 2) return false;
+  return say(w, 0, NULL, "t_copy takes an input of rank 2 or less, not %u", (unsigned)w->in->rank);
+}
+
+static bool why_squeeze_dim(why *w) {
+  return why_dim(w, 1, "dim", w->in->rank, false);
+}
+
+static bool why_squeeze_dims(why *w) {
+  return why_dims(w, 1, "dim", false);
+}
+
+static bool why_unsqueeze(why *w) {
+  if (w->in->rank >= VL_MAX_RANK) {
+    return say(w, 0, NULL, "the input already has the largest rank, %d", VL_MAX_RANK);
+  }
+  return why_dim(w, 1, "dim", w->in->rank + 1, false);
+}
+
+static bool why_slice(why *w) {
+  static const char *const bound[2] = {"start", "end"};
+  int64_t v;
+  bool has;
+  if (w->in->rank == 0) return say(w, 0, NULL, "a rank-0 input has no dim to slice");
+  if (why_dim(w, 1, "dim", w->in->rank, true)) return true;
+  for (uint32_t k = 0; k < 2; k++) {
+    if (!opt_int_arg(w->n, 2 + k, bound[k], &v, &has)) {
+      return say(w, 2 + k, bound[k], "%s is not an integer or null", bound[k]);
+    }
+  }
+  if (!int_arg(w->n, 4, "step", 1, &v)) return say(w, 4, "step", "step is not an integer");
+  if (v < 1) return say(w, 4, "step", "step %lld is not 1 or more", (long long)v);
+  return false;
+}
+
+static bool why_select(why *w) {
+  const vl_arg *b = arg_at(w->n, 2, "index");
+  int64_t dim = 0, index;
+  if (w->in->rank == 0) return say(w, 0, NULL, "a rank-0 input has no dim to select from");
+  if (why_dim(w, 1, "dim", w->in->rank, false)) return true;
+  vl__fold_int(arg_at(w->n, 1, "dim"), &dim);
+  if (dim < 0) dim += w->in->rank;
+  if (b == NULL || !vl__fold_int(b, &index)) return say(w, 2, "index", "index is not an integer");
+  int64_t size = w->in->shape[dim];
+  if (index < -size || index >= size) {
+    return say(w, 2, "index", "index %lld is out of range for dim %lld of size %lld",
+               (long long)index, (long long)dim, (long long)size);
+  }
+  return false;
+}
+
+static bool why_as_strided(why *w) {
+  int64_t size[VL_MAX_RANK], stride[VL_MAX_RANK], so;
+  size_t rank, srank;
+  if (!int_list(arg_at(w->n, 1, "size"), size, &rank)) {
+    return say(w, 1, "size", "size is not a list of at most %d integers", VL_MAX_RANK);
+  }
+  if (!int_list(arg_at(w->n, 2, "stride"), stride, &srank)) {
+    return say(w, 2, "stride", "stride is not a list of at most %d integers", VL_MAX_RANK);
+  }
+  if (srank != rank) {
+    return say(w, 2, "stride", "stride has %zu entries but size %zu", srank, rank);
+  }
+  for (size_t d = 0; d < rank; d++) {
+    if (size[d] < 0 || stride[d] < 0) {
+      return say(w, size[d] < 0 ? 1 : 2, size[d] < 0 ? "size" : "stride",
+                 "%s %lld of dim %zu is negative", size[d] < 0 ? "size" : "stride",
+                 (long long)(size[d] < 0 ? size[d] : stride[d]), d);
+    }
+  }
+  if (!int_arg(w->n, 3, "storage_offset", 0, &so) || so < 0) {
+    return say(w, 3, "storage_offset", "storage_offset is not an integer of 0 or more");
+  }
+  return false;
+}
+
+static bool why_none(why *w) {
+  (void)w;
+  return false;
+}
+
 typedef struct fold_row {
   const char *target;
   size_t len; /* strlen(target): rows of another length are skipped without a compare */
   vl_fold_kind kind;
   map_fn map;
+  why_fn why;      /* names what is wrong with the arguments when map fails */
   bool conversion; /* a layout conversion: layout-only only without a dtype change */
   bool permutes;   /* the map only permutes dims and inserts or drops size-1 dims (SPEC §3b) */
 } fold_row;
@@ -152,23 +336,25 @@ typedef struct fold_row {
 #define ROW(t) t, sizeof t - 1
 
 static const fold_row fold_table[] = {
-    {ROW("aten.view_copy.default"), VL_FOLD_VIEW_COPY, map_reshape, false, false},
-    {ROW("aten._reshape_alias_copy.default"), VL_FOLD_OP, map_reshape, false, false},
-    {ROW("aten.permute_copy.default"), VL_FOLD_OP, map_permute, false, true},
-    {ROW("aten.transpose_copy.int"), VL_FOLD_OP, map_transpose, false, true},
-    {ROW("aten.t_copy.default"), VL_FOLD_OP, map_t, false, true},
-    {ROW("aten.squeeze_copy.default"), VL_FOLD_OP, map_squeeze_all, false, true},
-    {ROW("aten.squeeze_copy.dim"), VL_FOLD_OP, map_squeeze_dim, false, true},
-    {ROW("aten.squeeze_copy.dims"), VL_FOLD_OP, map_squeeze_dims, false, true},
-    {ROW("aten.unsqueeze_copy.default"), VL_FOLD_OP, map_unsqueeze, false, true},
-    {ROW("aten.alias_copy.default"), VL_FOLD_OP, map_identity, false, true},
-    {ROW("aten.slice_copy.Tensor"), VL_FOLD_OP, map_slice, false, false},
-    {ROW("aten.select_copy.int"), VL_FOLD_OP, map_select, false, false},
-    {ROW("dim_order_ops._to_dim_order_copy.default"), VL_FOLD_OP, map_identity, true, true},
-    {ROW("dim_order_ops._clone_dim_order.default"), VL_FOLD_OP, map_identity, true, true},
-    {ROW("aten._to_copy.default"), VL_FOLD_OP, map_identity, true, true},
-    {ROW("aten.clone.default"), VL_FOLD_OP, map_identity, true, true},
-    {ROW("aten.as_strided_copy.default"), VL_FOLD_AS_STRIDED, map_as_strided, false, false},
+    {ROW("aten.view_copy.default"), VL_FOLD_VIEW_COPY, map_reshape, why_reshape, false, false},
+    {ROW("aten._reshape_alias_copy.default"), VL_FOLD_OP, map_reshape, why_reshape, false, false},
+    {ROW("aten.permute_copy.default"), VL_FOLD_OP, map_permute, why_permute, false, true},
+    {ROW("aten.transpose_copy.int"), VL_FOLD_OP, map_transpose, why_transpose, false, true},
+    {ROW("aten.t_copy.default"), VL_FOLD_OP, map_t, why_t, false, true},
+    {ROW("aten.squeeze_copy.default"), VL_FOLD_OP, map_squeeze_all, why_none, false, true},
+    {ROW("aten.squeeze_copy.dim"), VL_FOLD_OP, map_squeeze_dim, why_squeeze_dim, false, true},
+    {ROW("aten.squeeze_copy.dims"), VL_FOLD_OP, map_squeeze_dims, why_squeeze_dims, false, true},
+    {ROW("aten.unsqueeze_copy.default"), VL_FOLD_OP, map_unsqueeze, why_unsqueeze, false, true},
+    {ROW("aten.alias_copy.default"), VL_FOLD_OP, map_identity, why_none, false, true},
+    {ROW("aten.slice_copy.Tensor"), VL_FOLD_OP, map_slice, why_slice, false, false},
+    {ROW("aten.select_copy.int"), VL_FOLD_OP, map_select, why_select, false, false},
+    {ROW("dim_order_ops._to_dim_order_copy.default"), VL_FOLD_OP, map_identity, why_none, true,
+     true},
+    {ROW("dim_order_ops._clone_dim_order.default"), VL_FOLD_OP, map_identity, why_none, true, true},
+    {ROW("aten._to_copy.default"), VL_FOLD_OP, map_identity, why_none, true, true},
+    {ROW("aten.clone.default"), VL_FOLD_OP, map_identity, why_none, true, true},
+    {ROW("aten.as_strided_copy.default"), VL_FOLD_AS_STRIDED, map_as_strided, why_as_strided, false,
+     false},
 };
 
 static const struct {
@@ -290,5 +476,35 @@ bool vl__fold_map(const vl_graph *g, uint32_t i, const int64_t *split_starts, co
     return false;
   }
   *out = r;
+  return true;
+}
+
+bool vl__fold_why(const vl_graph *g, uint32_t i, const vl_spec *input, char *path, size_t path_cap,
+                  char *msg, size_t msg_cap) {
+  const vl_node *n = &g->nodes[i];
+  const fold_row *row = row_of(n);
+  if (row == NULL || path_cap == 0 || msg_cap == 0) return false;
+  /* the input's shape, contiguous: whether the arguments apply does not depend on its layout */
+  vl_desc in = {.rank = input->rank, .offset = 0}, r;
+  int64_t stride = 1;
+  for (int d = input->rank - 1; d >= 0; d--) {
+    in.shape[d] = input->shape[d];
+    in.strides[d] = stride;
+    stride *= input->shape[d] > 1 ? input->shape[d] : 1;
+  }
+  why w = {n, &in, path, msg, path_cap, msg_cap};
+  if (row->why(&w)) return true;
+  char a[VL_MAX_RANK * 22 + 3], b[VL_MAX_RANK * 22 + 3], c[VL_MAX_RANK * 22 + 3];
+  vl__shape_text(a, sizeof a, in.rank, in.shape);
+  if (!row->map(n, &in, &r)) {
+    return say(&w, UINT32_MAX, NULL, "the arguments do not apply to an input of shape %s", a);
+  }
+  if (r.rank == n->val->rank && memcmp(r.shape, n->val->shape, r.rank * sizeof r.shape[0]) == 0) {
+    return false;
+  }
+  snprintf(path, path_cap, "/val/shape");
+  vl__shape_text(b, sizeof b, r.rank, r.shape);
+  snprintf(msg, msg_cap, "the arguments give shape %s from an input of shape %s, not val's %s", b,
+           a, vl__shape_text(c, sizeof c, n->val->rank, n->val->shape));
   return true;
 }

@@ -30,6 +30,13 @@ bool vl__fold_is_split(const vl_node *n);
  * split_starts are its producer's (vl__fold_split_starts; NULL fails). */
 bool vl__fold_map(const vl_graph *g, uint32_t i, const int64_t *split_starts, const vl_desc *in,
                   vl_desc *out);
+/* Why node i's map (not a getitem's) gives no view of an input of spec input's shape: the
+ * first problem with its arguments that PyTorch would raise, or the shape they give against
+ * its val's. Writes a message and the JSON pointer, relative to the node, of the argument (or
+ * "/val/shape") at fault, and returns true; false when the arguments apply and give val's shape
+ * (then only the input's layout stands in the way) or i is no row of the table. */
+bool vl__fold_why(const vl_graph *g, uint32_t i, const vl_spec *input, char *path, size_t path_cap,
+                  char *msg, size_t msg_cap);
 /* Where each output of split producer n starts along its dim: starts[0..n_vals], output k
  * ending where k + 1 starts (computed once per producer, so a split is linear in its outputs).
  * False on bad arguments (a split_sizes list of another length than vals included). */

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
 #include "base/json_util.h"
+#include "graph/graph_internal.h"
+#include "lower/fold_ops.h"
 #include "lower/lower_internal.h"
 #include "viewlower/layout.h"
 
@@ -85,6 +86,7 @@ static void put_reason(text *t, const vl_graph *g, uint32_t v, vl_reason r, uint
   const vl_node *view = &g->nodes[v];
   const vl_node *base = &g->nodes[base_of(g, v, f)];
   const vl_node *lbase = f->layout_base != VL_NO_NODE ? &g->nodes[f->layout_base] : base;
+  char path[64], why[400];
   if (t->len > 0) put(t, "; ");
   switch (r) {
   case VL_REASON_DISABLED: put(t, "remove_view_copy is off"); break;
@@ -100,6 +102,11 @@ static void put_reason(text *t, const vl_graph *g, uint32_t v, vl_reason r, uint
     }
     break;
   case VL_REASON_REORDERS:
+    if (vl__fold_why(g, v, lbase->val, path, sizeof path, why, sizeof why)) {
+      put(t, "%s's arguments give no view of %s: %s (at %s's %s)", view->name, lbase->name, why,
+          view->name, path);
+      break;
+    }
     put(t, "no strided alias of %s puts every element where %s's declared dim_order ", base->name,
         view->name);
     put_order(t, view->val);
