@@ -166,6 +166,19 @@ def alias_graphs():
         node("c", "aten.clone.default", ["v"], f([2, 6], [1, 0]), kwargs={"memory_format": "preserve_format"}),
         node("a", "aten.add.Tensor", ["c", "v"], f([2, 6])),
     ], ["a"], skip=True)
+    # layout-only nodes whose arguments give no view of their input: lowering keeps them and
+    # names the argument, running them is a kernel error at it
+    g["bad_layout_args"] = graph("bad_layout_args", [
+        ph("x", f([2, 3])),
+        node("p", "aten.permute_copy.default", ["x", [0, 0]], f([2, 3])),
+        node("t", "aten.transpose_copy.int", ["x", 0, -3], f([3, 2])),
+        node("s", "aten.slice_copy.Tensor", ["x", 1], f([2, 3]), kwargs={"step": 0}),
+        node("q", "aten.select_copy.int", ["x", -1, 3], f([2])),
+        node("u", "aten.squeeze_copy.dims", ["x", [1, -1]], f([2, 3])),
+        node("a", "aten.as_strided_copy.default", ["x", [2, 3], [1]], f([2, 3])),
+        node("r", "aten.t_copy.default", ["x"], f([2, 3])),
+        node("z", "aten.add.Tensor", ["p", "s"], f([2, 3])),
+    ], ["z", "t", "q", "u", "a", "r"])
     return g
 
 
