@@ -151,6 +151,7 @@ static bool map_as_strided(const vl_node *n, const vl_desc *in, vl_desc *out) {
 typedef struct why {
   const vl_node *n;
   const vl_desc *in;
+  int64_t numel; /* the input's (0 when any size is 0, whatever the others) */
   char *path, *msg;
   size_t path_cap, msg_cap;
 } why;
@@ -220,14 +221,13 @@ static bool why_dims(why *w, uint32_t pos, const char *name, bool permutation) {
 }
 
 static bool why_reshape(why *w) {
-  int64_t size[VL_MAX_RANK], shape[VL_MAX_RANK], numel = 1;
+  int64_t size[VL_MAX_RANK], shape[VL_MAX_RANK];
   size_t rank;
   vl_error e;
   if (!int_list(arg_at(w->n, 1, "size"), size, &rank)) {
     return say(w, 1, "size", "size is not a list of at most %d integers", VL_MAX_RANK);
   }
-  for (uint8_t d = 0; d < w->in->rank; d++) numel *= w->in->shape[d]; /* a checked spec's */
-  if (vl_view_size_infer(numel, size, rank, shape, &e) != VL_OK) {
+  if (vl_view_size_infer(w->numel, size, rank, shape, &e) != VL_OK) {
     return say(w, 1, "size", "%s", e.message);
   }
   return false;
@@ -486,13 +486,10 @@ bool vl__fold_why(const vl_graph *g, uint32_t i, const vl_spec *input, char *pat
   if (row == NULL || path_cap == 0 || msg_cap == 0) return false;
   /* the input's shape, contiguous: whether the arguments apply does not depend on its layout */
   vl_desc in = {.rank = input->rank, .offset = 0}, r;
-  int64_t stride = 1;
-  for (int d = input->rank - 1; d >= 0; d--) {
-    in.shape[d] = input->shape[d];
-    in.strides[d] = stride;
-    stride *= input->shape[d] > 1 ? input->shape[d] : 1;
-  }
-  why w = {n, &in, path, msg, path_cap, msg_cap};
+  memcpy(in.shape, input->shape, input->rank * sizeof in.shape[0]);
+  vl_layout_default_strides(input->rank, input->shape, in.strides);
+  why w = {n, &in, 0, path, msg, path_cap, msg_cap};
+  if (!vl_spec_numel(input, &w.numel)) return false; /* not a checked spec */
   if (row->why(&w)) return true;
   char a[VL_MAX_RANK * 22 + 3], b[VL_MAX_RANK * 22 + 3], c[VL_MAX_RANK * 22 + 3];
   vl__shape_text(a, sizeof a, in.rank, in.shape);
