@@ -242,6 +242,55 @@ static void empty_tensor_with_strides_past_63_bits_is_served(void **state) {
   free(verified);
 }
 
+/* The slice, select and unsqueeze maps on such an empty tensor: the offset a slice or select
+ * moves to, and the extent unsqueeze takes as its new stride, multiplied past 63 bits (a
+ * sanitizer abort on a graph that PyTorch runs). An empty tensor's offset stays where it was
+ * and the stride saturates; a slice step past the dim's extent (one element left) keeps the
+ * input's stride rather than failing, and its size no longer overflows on the way. */
+static void layout_maps_of_huge_empty_tensors_and_huge_steps_stay_defined(void **state) {
+  (void)state;
+  const int64_t t40 = INT64_C(1) << 40, start = t40 - 1;
+  vl_desc in = {.rank = 3, .offset = 5, .shape = {0, t40, t40}}, out;
+  vl_layout_default_strides(3, in.shape, in.strides);
+  assert_true(vl_desc_slice(&in, 1, &start, NULL, 1, &out));
+  assert_int_equal(out.offset, 5);
+  assert_int_equal(out.shape[1], 1);
+  assert_int_equal(out.strides[1], t40);
+  assert_true(vl_desc_select(&in, 1, start, &out));
+  assert_int_equal(out.rank, 2);
+  assert_int_equal(out.offset, 5);
+  assert_true(vl_desc_unsqueeze(&in, 1, &out));
+  assert_int_equal(out.rank, 4);
+  assert_int_equal(out.shape[1], 1);
+  assert_int_equal(out.strides[1], INT64_MAX);
+  /* a non-empty [2, 3]: a step of INT64_MAX leaves one row, at the input's stride */
+  vl_desc small = {.rank = 2, .offset = 0, .shape = {2, 3}, .strides = {3, 1}};
+  assert_true(vl_desc_slice(&small, 0, NULL, NULL, INT64_MAX, &out));
+  assert_int_equal(out.shape[0], 1);
+  assert_int_equal(out.strides[0], 3);
+  assert_int_equal(out.offset, 0);
+  const int64_t one = 1;
+  assert_true(vl_desc_slice(&small, 1, &one, NULL, INT64_MAX, &out));
+  assert_int_equal(out.shape[1], 1);
+  assert_int_equal(out.offset, 1);
+  const char *graph =
+      "{\"graph\":{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":["
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\","
+      "\"shape\":[0," T40 "," T40 "]}},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.slice_copy.Tensor\","
+      "\"args\":[\"x\",1,1099511627775],\"val\":{\"dtype\":\"float32\",\"shape\":[0,1," T40 "]}},"
+      "{\"name\":\"s\",\"op\":\"call_function\",\"target\":\"aten.select_copy.int\","
+      "\"args\":[\"x\",1,-1],\"val\":{\"dtype\":\"float32\",\"shape\":[0," T40 "]}},"
+      "{\"name\":\"u\",\"op\":\"call_function\",\"target\":\"aten.unsqueeze_copy.default\","
+      "\"args\":[\"x\",1],\"val\":{\"dtype\":\"float32\",\"shape\":[0,1," T40 "," T40 "]}},"
+      "{\"name\":\"z\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+      "\"args\":[\"y\"],\"val\":{\"dtype\":\"float32\",\"shape\":[0,1," T40 "]}},"
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"z\",\"s\",\"u\"]}]}}";
+  char *verified = result_text("verify", graph, NULL);
+  assert_non_null(strstr(verified, "{\"equal\":true,"));
+  free(verified);
+}
+
 static void tensor_over_the_byte_limit_is_refused_before_reading_values(void **state) {
   (void)state;
   /* 2^40 float32 = 4 TiB: fits 63 bits, far over the 1 GiB limit; one value given. */
@@ -840,6 +889,7 @@ int main(void) {
       cmocka_unit_test(shape_whose_byte_size_overflows_is_an_invalid_tensor),
       cmocka_unit_test(graph_value_whose_byte_size_overflows_names_the_shape),
       cmocka_unit_test(empty_tensor_with_strides_past_63_bits_is_served),
+      cmocka_unit_test(layout_maps_of_huge_empty_tensors_and_huge_steps_stay_defined),
       cmocka_unit_test(tensor_over_the_byte_limit_is_refused_before_reading_values),
       cmocka_unit_test(view_size_whose_product_overflows_is_a_kernel_error),
       cmocka_unit_test(execution_over_the_total_byte_limit_is_too_large),

@@ -134,8 +134,12 @@ bool vl_desc_unsqueeze(const vl_desc *in, int64_t dim, vl_desc *out) {
   int64_t d;
   if (in->rank >= VL_MAX_RANK || !wrap_dim(dim, (uint8_t)(in->rank + 1), &d)) return false;
   vl_desc r = *in;
-  /* PyTorch's stride for the new dim: the extent of the dim it is put in front of. */
-  int64_t stride = d >= in->rank ? 1 : in->shape[d] * in->strides[d];
+  /* PyTorch's stride for the new dim: the extent of the dim it is put in front of (saturated
+   * where an empty tensor's sizes pass 63 bits, as vl_layout_strides does). */
+  int64_t stride = 1;
+  if (d < in->rank && __builtin_mul_overflow(in->shape[d], in->strides[d], &stride)) {
+    stride = INT64_MAX;
+  }
   for (int k = in->rank; k > d; k--) {
     r.shape[k] = in->shape[k - 1];
     r.strides[k] = in->strides[k - 1];
@@ -145,6 +149,18 @@ bool vl_desc_unsqueeze(const vl_desc *in, int64_t dim, vl_desc *out) {
   r.rank = (uint8_t)(in->rank + 1);
   *out = r;
   return true;
+}
+
+/* in's offset moved to index i of dim d (0 <= i <= its size). Inside a non-empty tensor's
+ * buffer this fits; an empty tensor's sizes may pass 63 bits ([0, 2^40, 2^40]), and as its
+ * elements sit nowhere, the offset then stays where it was. */
+static int64_t offset_at(const vl_desc *in, int64_t d, int64_t i) {
+  int64_t step, offset;
+  if (__builtin_mul_overflow(i, in->strides[d], &step) ||
+      __builtin_add_overflow(in->offset, step, &offset)) {
+    return in->offset;
+  }
+  return offset;
 }
 
 bool vl_desc_slice(const vl_desc *in, int64_t dim, const int64_t *start, const int64_t *end,
@@ -158,9 +174,11 @@ bool vl_desc_slice(const vl_desc *in, int64_t dim, const int64_t *start, const i
   s = s < 0 ? 0 : (s >= size ? size : s);
   e = e < s ? s : (e >= size ? size : e);
   vl_desc r = *in;
-  r.offset = in->offset + s * in->strides[d];
-  r.shape[d] = (e - s + step - 1) / step;
-  if (__builtin_mul_overflow(in->strides[d], step, &r.strides[d])) return false;
+  r.offset = offset_at(in, d, s);
+  r.shape[d] = e == s ? 0 : (e - s - 1) / step + 1;
+  /* A step past the dim's extent leaves at most one element along it, whose stride addresses
+   * nothing else: PyTorch's product would pass 63 bits, so the input's stride is kept. */
+  if (__builtin_mul_overflow(in->strides[d], step, &r.strides[d])) r.strides[d] = in->strides[d];
   *out = r;
   return true;
 }
@@ -173,7 +191,7 @@ bool vl_desc_select(const vl_desc *in, int64_t dim, int64_t index, vl_desc *out)
   if (index < 0) index += size;
   bool drop[VL_MAX_RANK] = {false};
   drop[d] = true;
-  int64_t offset = in->offset + index * in->strides[d];
+  int64_t offset = offset_at(in, d, index);
   drop_dims(in, drop, out);
   out->offset = offset;
   return true;
@@ -219,8 +237,9 @@ bool vl_desc_matches_spec(const vl_desc *d, const vl_spec *spec) {
 bool vl_desc_extent(const vl_desc *d, int64_t *last, bool *empty) {
   int64_t end = d->offset;
   *empty = false;
-  for (uint8_t k = 0; k < d->rank; k++) {
-    if (d->shape[k] == 0) *empty = true;
+  for (uint8_t k = 0; k < d->rank; k++) *empty |= d->shape[k] == 0;
+  /* no element: the other sizes' spans may pass 63 bits, and none is read */
+  for (uint8_t k = 0; k < d->rank && !*empty; k++) {
     int64_t span;
     if (d->shape[k] > 0 && (__builtin_mul_overflow(d->shape[k] - 1, d->strides[k], &span) ||
                             __builtin_add_overflow(end, span, &end))) {
