@@ -3,7 +3,9 @@
  * name does (checked against PyTorch by tests/oracle/desc_oracle.py). A map fails where
  * PyTorch raises. Maps work on a local copy, so in and out may be the same descriptor.
  * Invariant: descriptors come from checked specs or earlier maps, so sizes are >= 0 and every
- * offset a map computes stays within the buffer the descriptor already spans (no overflow). */
+ * offset a map computes stays within the buffer the descriptor already spans (no overflow),
+ * except for an empty tensor, whose other sizes may multiply past 63 bits: its strides saturate
+ * and its offset stays where it was, since it reads no element. */
 #include <string.h>
 
 #include "viewlower/layout.h"
@@ -176,8 +178,8 @@ bool vl_desc_slice(const vl_desc *in, int64_t dim, const int64_t *start, const i
   vl_desc r = *in;
   r.offset = offset_at(in, d, s);
   r.shape[d] = e == s ? 0 : (e - s - 1) / step + 1;
-  /* A step past the dim's extent leaves at most one element along it, whose stride addresses
-   * nothing else: PyTorch's product would pass 63 bits, so the input's stride is kept. */
+  /* A product past 63 bits leaves at most one element along the dim (a step past its extent),
+   * or none (an empty tensor): the stride addresses nothing else, so the input's is kept. */
   if (__builtin_mul_overflow(in->strides[d], step, &r.strides[d])) r.strides[d] = in->strides[d];
   *out = r;
   return true;
