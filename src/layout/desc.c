@@ -10,6 +10,8 @@
 
 #include "viewlower/layout.h"
 
+#include "layout/desc_internal.h"
+
 void vl_desc_of_spec(const vl_spec *s, int64_t offset, vl_desc *out) {
   out->rank = s->rank;
   out->offset = offset;
@@ -17,8 +19,7 @@ void vl_desc_of_spec(const vl_spec *s, int64_t offset, vl_desc *out) {
   vl_layout_strides(s, out->strides);
 }
 
-/* PyTorch's maybe_wrap_dim: a rank-0 tensor takes dims -1 and 0. */
-static bool wrap_dim(int64_t dim, uint8_t rank, int64_t *out) {
+bool vl__wrap_dim(int64_t dim, uint8_t rank, int64_t *out) {
   int64_t r = rank > 0 ? rank : 1;
   if (dim < -r || dim >= r) return false;
   *out = dim < 0 ? dim + r : dim;
@@ -78,7 +79,7 @@ bool vl_desc_permute(const vl_desc *in, const int64_t *dims, size_t n, vl_desc *
   if (n != in->rank) return false;
   for (size_t i = 0; i < n; i++) {
     int64_t d;
-    if (!wrap_dim(dims[i], in->rank, &d) || (in->rank > 0 && seen[d])) return false;
+    if (!vl__wrap_dim(dims[i], in->rank, &d) || (in->rank > 0 && seen[d])) return false;
     if (in->rank == 0) continue;
     seen[d] = true;
     r.shape[i] = in->shape[d];
@@ -90,7 +91,7 @@ bool vl_desc_permute(const vl_desc *in, const int64_t *dims, size_t n, vl_desc *
 
 bool vl_desc_transpose(const vl_desc *in, int64_t dim0, int64_t dim1, vl_desc *out) {
   int64_t a, b;
-  if (!wrap_dim(dim0, in->rank, &a) || !wrap_dim(dim1, in->rank, &b)) return false;
+  if (!vl__wrap_dim(dim0, in->rank, &a) || !vl__wrap_dim(dim1, in->rank, &b)) return false;
   vl_desc r = *in;
   if (in->rank > 0) {
     r.shape[a] = in->shape[b], r.shape[b] = in->shape[a];
@@ -122,7 +123,7 @@ bool vl_desc_squeeze(const vl_desc *in, const int64_t *dims, size_t n, vl_desc *
   for (uint8_t d = 0; dims == NULL && d < in->rank; d++) drop[d] = in->shape[d] == 1;
   for (size_t i = 0; dims != NULL && i < n; i++) {
     int64_t d;
-    if (!wrap_dim(dims[i], in->rank, &d)) return false;
+    if (!vl__wrap_dim(dims[i], in->rank, &d)) return false;
     if (in->rank == 0) continue;
     if (listed[d]) return false;
     listed[d] = true;
@@ -134,7 +135,7 @@ bool vl_desc_squeeze(const vl_desc *in, const int64_t *dims, size_t n, vl_desc *
 
 bool vl_desc_unsqueeze(const vl_desc *in, int64_t dim, vl_desc *out) {
   int64_t d;
-  if (in->rank >= VL_MAX_RANK || !wrap_dim(dim, (uint8_t)(in->rank + 1), &d)) return false;
+  if (in->rank >= VL_MAX_RANK || !vl__wrap_dim(dim, (uint8_t)(in->rank + 1), &d)) return false;
   vl_desc r = *in;
   /* PyTorch's stride for the new dim: the extent of the dim it is put in front of (saturated
    * where an empty tensor's sizes pass 63 bits, as vl_layout_strides does). */
@@ -168,7 +169,7 @@ static int64_t offset_at(const vl_desc *in, int64_t d, int64_t i) {
 bool vl_desc_slice(const vl_desc *in, int64_t dim, const int64_t *start, const int64_t *end,
                    int64_t step, vl_desc *out) {
   int64_t d;
-  if (in->rank == 0 || !wrap_dim(dim, in->rank, &d) || step < 1) return false;
+  if (in->rank == 0 || !vl__wrap_dim(dim, in->rank, &d) || step < 1) return false;
   int64_t size = in->shape[d];
   int64_t s = start ? *start : 0, e = end ? *end : INT64_MAX;
   if (s < 0) s += size;
@@ -187,7 +188,7 @@ bool vl_desc_slice(const vl_desc *in, int64_t dim, const int64_t *start, const i
 
 bool vl_desc_select(const vl_desc *in, int64_t dim, int64_t index, vl_desc *out) {
   int64_t d;
-  if (in->rank == 0 || !wrap_dim(dim, in->rank, &d)) return false;
+  if (in->rank == 0 || !vl__wrap_dim(dim, in->rank, &d)) return false;
   int64_t size = in->shape[d];
   if (index < -size || index >= size) return false;
   if (index < 0) index += size;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "graph/graph_internal.h"
+#include "layout/desc_internal.h"
 #include "layout/tensor_internal.h"
 
 bool vl__fold_int(const vl_arg *a, int64_t *v) {
@@ -175,16 +176,18 @@ __attribute__((format(printf, 4, 5))) static bool say(why *w, uint32_t pos, cons
   return true;
 }
 
-/* A dim argument for rank r (PyTorch's range -r..r-1, a rank-0 input taking -1 and 0); an
- * absent one is a problem unless it has a default. */
-static bool why_dim(why *w, uint32_t pos, const char *name, int64_t r, bool has_default) {
+/* A dim argument for rank r (vl__wrap_dim's range), made non-negative in *wrapped (0 when
+ * absent); an absent one is a problem unless it has a default. */
+static bool why_dim(why *w, uint32_t pos, const char *name, uint8_t r, bool has_default,
+                    int64_t *wrapped) {
   const vl_arg *a = arg_at(w->n, pos, name);
-  int64_t d, lim = r > 0 ? r : 1;
+  int64_t d = 0, lim = r > 0 ? r : 1; /* lim: the range's bound, for the message */
+  *wrapped = 0;
   if (a == NULL || a->kind == VL_ARG_NULL) {
     return has_default ? false : say(w, pos, name, "%s is missing", name);
   }
   if (!vl__fold_int(a, &d)) return say(w, pos, name, "%s is not an integer", name);
-  if (d < -lim || d >= lim) {
+  if (!vl__wrap_dim(d, r, wrapped)) {
     return say(w, pos, name, "dim %lld is out of range for rank %u (-%lld..%lld)", (long long)d,
                (unsigned)w->in->rank, (long long)lim, (long long)(lim - 1));
   }
@@ -193,7 +196,7 @@ static bool why_dim(why *w, uint32_t pos, const char *name, int64_t r, bool has_
 
 /* A list of dims for the input's rank: integers in range, each once (when distinct). */
 static bool why_dims(why *w, uint32_t pos, const char *name, bool permutation) {
-  int64_t dims[VL_MAX_RANK], lim = w->in->rank > 0 ? w->in->rank : 1;
+  int64_t dims[VL_MAX_RANK];
   size_t count;
   bool seen[VL_MAX_RANK] = {false};
   char t[VL_MAX_RANK * 22 + 3];
@@ -206,8 +209,8 @@ static bool why_dims(why *w, uint32_t pos, const char *name, bool permutation) {
                (unsigned)w->in->rank);
   }
   for (size_t k = 0; k < count; k++) {
-    int64_t d = dims[k] < 0 ? dims[k] + lim : dims[k];
-    bool out = d < 0 || d >= lim;
+    int64_t d;
+    bool out = !vl__wrap_dim(dims[k], w->in->rank, &d);
     if (out || (w->in->rank > 0 && seen[d])) {
       if (permutation) {
         return say(w, pos, name, "%s %s are not a permutation of 0..%d", name, t, w->in->rank - 1);
@@ -238,7 +241,9 @@ static bool why_permute(why *w) {
 }
 
 static bool why_transpose(why *w) {
-  return why_dim(w, 1, "dim0", w->in->rank, false) || why_dim(w, 2, "dim1", w->in->rank, false);
+  int64_t d;
+  return why_dim(w, 1, "dim0", w->in->rank, false, &d) ||
+         why_dim(w, 2, "dim1", w->in->rank, false, &d);
 }
 
 static bool why_t(why *w) {
@@ -247,7 +252,8 @@ static bool why_t(why *w) {
 }
 
 static bool why_squeeze_dim(why *w) {
-  return why_dim(w, 1, "dim", w->in->rank, false);
+  int64_t d;
+  return why_dim(w, 1, "dim", w->in->rank, false, &d);
 }
 
 static bool why_squeeze_dims(why *w) {
@@ -258,7 +264,8 @@ static bool why_unsqueeze(why *w) {
   if (w->in->rank >= VL_MAX_RANK) {
     return say(w, 0, NULL, "the input already has the largest rank, %d", VL_MAX_RANK);
   }
-  return why_dim(w, 1, "dim", w->in->rank + 1, false);
+  int64_t d;
+  return why_dim(w, 1, "dim", (uint8_t)(w->in->rank + 1), false, &d);
 }
 
 static bool why_slice(why *w) {
@@ -266,7 +273,7 @@ static bool why_slice(why *w) {
   int64_t v;
   bool has;
   if (w->in->rank == 0) return say(w, 0, NULL, "a rank-0 input has no dim to slice");
-  if (why_dim(w, 1, "dim", w->in->rank, true)) return true;
+  if (why_dim(w, 1, "dim", w->in->rank, true, &v)) return true;
   for (uint32_t k = 0; k < 2; k++) {
     if (!opt_int_arg(w->n, 2 + k, bound[k], &v, &has)) {
       return say(w, 2 + k, bound[k], "%s is not an integer or null", bound[k]);
@@ -279,11 +286,9 @@ static bool why_slice(why *w) {
 
 static bool why_select(why *w) {
   const vl_arg *b = arg_at(w->n, 2, "index");
-  int64_t dim = 0, index;
+  int64_t dim, index;
   if (w->in->rank == 0) return say(w, 0, NULL, "a rank-0 input has no dim to select from");
-  if (why_dim(w, 1, "dim", w->in->rank, false)) return true;
-  vl__fold_int(arg_at(w->n, 1, "dim"), &dim);
-  if (dim < 0) dim += w->in->rank;
+  if (why_dim(w, 1, "dim", w->in->rank, false, &dim)) return true;
   if (b == NULL || !vl__fold_int(b, &index)) return say(w, 2, "index", "index is not an integer");
   int64_t size = w->in->shape[dim];
   if (index < -size || index >= size) {
