@@ -779,6 +779,69 @@ static void layout_only_arguments_out_of_range_are_named(void **state) {
   }
 }
 
+/* A rank-0 graph: x -> y = target(x, args...) -> output y. */
+static vl_graph *scalar_graph(const char *target, const char *args) {
+  char json[1024];
+  snprintf(json, sizeof json,
+           HEAD "\"nodes\": [{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": "
+                "\"float32\", \"shape\": []}}, {\"name\": \"y\", \"op\": \"call_function\", "
+                "\"target\": \"%s\", \"args\": %s, \"val\": {\"dtype\": \"float32\", "
+                "\"shape\": []}}, {\"name\": \"out\", \"op\": \"output\", \"args\": [\"y\"]}]}",
+           target, args);
+  return parse(json);
+}
+
+/* PyTorch 1.13 wraps a dim of a rank-0 tensor as if the rank were 1 (maybe_wrap_dim): transpose
+ * of a scalar takes dims 0 and -1, permute takes []; 1, -2 and [0] raise. The interpreter runs
+ * them through the layout maps' rule (vl__wrap_dim), as the lowering reads them. */
+static void a_scalar_transposes_and_permutes_as_pytorch_wraps_its_dims(void **state) {
+  (void)state;
+  const char *ok[] = {"[\"x\",0,0]", "[\"x\",0,-1]", "[\"x\",-1,0]", "[\"x\",-1,-1]"};
+  const uint32_t bits = 0xbf9d70a4u; /* -1.23f */
+  for (size_t k = 0; k < 5; k++) {
+    vl_graph *g = k < 4 ? scalar_graph("aten.transpose_copy.int", ok[k])
+                        : scalar_graph("aten.permute_copy.default", "[\"x\",[]]");
+    vl_tensor_map *in = input_iota("x", 0, (const int64_t[]){1}, NULL);
+    memcpy(in->tensors[0]->data, &bits, sizeof bits);
+    vl_tensor_map *out = run_ok(g, in);
+    uint32_t got;
+    assert_int_equal(out->count, 1);
+    assert_int_equal(out->tensors[0]->spec.rank, 0);
+    memcpy(&got, out->tensors[0]->data, sizeof got);
+    assert_int_equal(got, bits);
+    vl_lower_options o = options(true, VL_POLICY_SAFE);
+    vl_verify_result r;
+    vl_error err;
+    assert_int_equal(vl_verify(g, &o, in, 0, NULL, &r, &err), VL_OK);
+    assert_true(r.equal);
+    vl_verify_result_clear(&r);
+    vl_tensor_map_free(out);
+    vl_tensor_map_free(in);
+    vl_graph_free(g);
+  }
+  const struct {
+    const char *target, *args, *path, *message;
+  } bad[] = {
+      {"aten.transpose_copy.int", "[\"x\",1,0]", "/nodes/1/args/1",
+       "aten.transpose_copy.int: dim 1 is out of range for rank 0 (-1..0)"},
+      {"aten.transpose_copy.int", "[\"x\",0,-2]", "/nodes/1/args/2",
+       "aten.transpose_copy.int: dim -2 is out of range for rank 0 (-1..0)"},
+      {"aten.permute_copy.default", "[\"x\",[0]]", "/nodes/1/args/1",
+       "aten.permute_copy.default: dims [0] has 1 entries for an input of rank 0"},
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    vl_graph *g = scalar_graph(bad[k].target, bad[k].args);
+    vl_tensor_map *in = input_iota("x", 0, (const int64_t[]){1}, NULL), *out = NULL;
+    vl_error err;
+    assert_int_equal(vl_interp_run(g, in, NULL, &out, &err), VL_ERR_KERNEL);
+    assert_null(out);
+    assert_string_equal(err.path, bad[k].path);
+    assert_string_equal(err.message, bad[k].message);
+    vl_tensor_map_free(in);
+    vl_graph_free(g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(patch_embedding_executes_to_exact_values),
@@ -805,6 +868,7 @@ int main(void) {
       cmocka_unit_test(a_memory_view_offset_must_stay_inside_its_base),
       cmocka_unit_test(an_as_strided_copy_past_its_input_is_a_kernel_error),
       cmocka_unit_test(layout_only_arguments_out_of_range_are_named),
+      cmocka_unit_test(a_scalar_transposes_and_permutes_as_pytorch_wraps_its_dims),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

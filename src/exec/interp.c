@@ -159,12 +159,6 @@ static vl_status arg_tensor(run *r, const vl_node *n, uint32_t k, tview *v) {
   return VL_OK;
 }
 
-static vl_status arg_int(run *r, const vl_node *n, uint32_t k, int64_t *v) {
-  if (k >= n->n_args || n->args[k].kind != VL_ARG_INT) return arg_error(r, k, "an integer");
-  *v = n->args[k].u.i;
-  return VL_OK;
-}
-
 static vl_status arg_int_list(run *r, const vl_node *n, uint32_t k, int64_t *v, size_t *count) {
   if (k >= n->n_args || n->args[k].kind != VL_ARG_LIST || n->args[k].count > VL_MAX_RANK) {
     return arg_error(r, k, "a list of at most 16 integers");
@@ -175,18 +169,6 @@ static vl_status arg_int_list(run *r, const vl_node *n, uint32_t k, int64_t *v, 
     v[j] = list->u.items[j].u.i;
   }
   *count = list->count;
-  return VL_OK;
-}
-
-/* A dim index in [-rank, rank) made non-negative. */
-static vl_status dim_wrap(run *r, uint32_t k, int64_t d, uint8_t rank, int64_t *out) {
-  if (d < -(int64_t)rank || d >= (int64_t)rank || (rank == 0 && d != 0 && d != -1)) {
-    char path[32];
-    snprintf(path, sizeof path, "/args/%u", k);
-    return vl_error_set(r->err, VL_ERR_KERNEL, path, "dim %lld is out of range for rank %u",
-                        (long long)d, (unsigned)rank);
-  }
-  *out = d < 0 ? d + rank : d;
   return VL_OK;
 }
 
@@ -288,44 +270,6 @@ static vl_status op_view_copy(run *r, uint32_t i, const tview *dst, bool fresh) 
   if (st != VL_OK) return st;
   vl_tensor in = as_tensor(&self), out = as_tensor(dst);
   return vl_view_copy_out(&in, size, rank, &out, r->err);
-}
-
-static vl_status op_permute(run *r, uint32_t i, const tview *dst, bool fresh) {
-  const vl_node *n = &r->g->nodes[i];
-  int64_t perm[VL_MAX_RANK];
-  size_t rank = 0;
-  tview self;
-  (void)fresh;
-  vl_status st = arg_tensor(r, n, 0, &self);
-  if (st == VL_OK) st = arg_int_list(r, n, 1, perm, &rank);
-  if (st == VL_OK && rank != self.spec.rank) {
-    return vl_error_set(r->err, VL_ERR_KERNEL, "/args/1", "permute of rank %u by %zu dims",
-                        (unsigned)self.spec.rank, rank);
-  }
-  for (size_t d = 0; st == VL_OK && d < rank; d++) {
-    st = dim_wrap(r, 1, perm[d], self.spec.rank, &perm[d]);
-  }
-  if (st != VL_OK) return st;
-  st = vl_copy_permute(&dst->spec, dst->data, &self.spec, self.data, perm, r->err);
-  /* A bad permutation is the dims argument's fault: point at it. */
-  if (st != VL_OK && r->err->path[0] == '\0') vl_error_prefix(r->err, "/args/1");
-  return st;
-}
-
-static vl_status op_transpose(run *r, uint32_t i, const tview *dst, bool fresh) {
-  const vl_node *n = &r->g->nodes[i];
-  int64_t perm[VL_MAX_RANK], d0 = 0, d1 = 0;
-  tview self;
-  (void)fresh;
-  vl_status st = arg_tensor(r, n, 0, &self);
-  if (st == VL_OK) st = arg_int(r, n, 1, &d0);
-  if (st == VL_OK) st = arg_int(r, n, 2, &d1);
-  if (st == VL_OK) st = dim_wrap(r, 1, d0, self.spec.rank, &d0);
-  if (st == VL_OK) st = dim_wrap(r, 2, d1, self.spec.rank, &d1);
-  if (st != VL_OK) return st;
-  for (uint8_t d = 0; d < self.spec.rank; d++) perm[d] = d;
-  if (self.spec.rank > 0) perm[d0] = d1, perm[d1] = d0;
-  return vl_copy_permute(&dst->spec, dst->data, &self.spec, self.data, perm, r->err);
 }
 
 /* Copies src into dst in logical order, casting when dtypes differ. A source sharing dst's
@@ -622,8 +566,8 @@ typedef struct op_row {
 static const op_row op_table[] = {
     {"aten.view_copy.default", OP_NEW, op_view_copy},
     {"memory.view", OP_ALIAS, NULL},
-    {"aten.permute_copy.default", OP_NEW, op_permute},
-    {"aten.transpose_copy.int", OP_NEW, op_transpose},
+    {"aten.permute_copy.default", OP_NEW, op_strided},
+    {"aten.transpose_copy.int", OP_NEW, op_strided},
     {"aten._to_copy.default", OP_NEW, op_layout_copy},
     {"aten.clone.default", OP_NEW, op_layout_copy},
     {"dim_order_ops._to_dim_order_copy.default", OP_NEW, op_layout_copy},
