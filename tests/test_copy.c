@@ -765,13 +765,14 @@ static void guarded_free(guarded g) {
 
 /* Every transpose block shape, at sizes on both sides of its edges: planes of 1..3 whole
  * stripes of the widest blocks (64 rows of bytes, 32 of 2-byte words) plus 0..20 rows, widths
- * around 8 and 16 elements with odd tails, each buffer ending at an inaccessible page (the
+ * around 8 and 16 elements with odd tails and around the edge blocks' 32 and 64 (AMD's
+ * AVX-512 table), each buffer ending at an inaccessible page (the
  * AVX-512 blocks load rows with masked 64-byte windows that reach past the row, never past
  * what the mask enables). */
 static void transposes_at_block_edges_stay_inside_their_buffers(void **state) {
   (void)state;
   static const size_t sizes[] = {1, 2, 4, 8};
-  static const int64_t xs[] = {1, 7, 8, 9, 15, 16, 17, 23, 31, 33, 47, 64, 70};
+  static const int64_t xs[] = {1, 7, 8, 9, 15, 16, 17, 23, 31, 33, 47, 64, 70, 95, 128, 131};
   static const int64_t ys[] = {1,   15,  16,  17,  31,  32,  33,  40,  47,  48,  63,
                                64,  65,  70,  79,  80,  95,  96,  97,  127, 128, 129,
                                143, 191, 192, 193, 196, 200, 207, 208, 212};

@@ -98,6 +98,55 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
     }                                                                                              \
   } while (0)
 
+/* The body of a tile kernel over KX x KY blocks that write KY elements (64 bytes) of each of KX
+ * destination rows, as VL__TILE_BODY_RECT, whose edge rows (before the first line boundary
+ * when every destination row starts at the same offset within a line, after the last whole
+ * stripe) take edge blocks of EY source rows by EX columns, walked like the stripes (the last
+ * one moved back to end at the edge), or, when fewer than half a stripe's rows are left or the
+ * plane is narrower than EX, one whole stripe moved back to the plane's y edge; both rewrite
+ * rows of their neighbours with the values those already hold. A plane thinner than a block
+ * goes to rest whole. */
+#define VL__EDGE_ROWS(KX, KY, E, block, edge, EX, EY, d, s, nx, ny, dx, sy, y0, y1)                \
+  do {                                                                                             \
+    if ((y1) - (y0) >= (KY) / 2 || (nx) < (EX)) {                                                  \
+      int64_t b_ = (y0) == 0 ? 0 : (ny) - (KY);                                                    \
+      for (int64_t x_ = 0;; x_ += (KX)) {                                                          \
+        if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                    \
+        block((d) + x_ * (dx) + b_ * (E), (s) + x_ * (E) + b_ * (sy), dx, sy);                     \
+        if (x_ == (nx) - (KX)) break;                                                              \
+      }                                                                                            \
+      break;                                                                                       \
+    }                                                                                              \
+    for (int64_t e_ = (y0);; e_ += (EY)) {                                                         \
+      if (e_ > (y1) - (EY)) e_ = (y1) - (EY) < 0 ? 0 : (y1) - (EY);                                \
+      for (int64_t x_ = 0;; x_ += (EX)) {                                                          \
+        if (x_ > (nx) - (EX)) x_ = (nx) - (EX);                                                    \
+        edge((d) + x_ * (dx) + e_ * (E), (s) + x_ * (E) + e_ * (sy), dx, sy);                      \
+        if (x_ == (nx) - (EX)) break;                                                              \
+      }                                                                                            \
+      if (e_ + (EY) >= (y1)) break;                                                                \
+    }                                                                                              \
+  } while (0)
+#define VL__TILE_BODY_EDGES(KX, KY, E, block, edge, EX, EY, rest, d, s, nx, ny, dx, sy)            \
+  do {                                                                                             \
+    if ((nx) < (KX) || (ny) < (KY)) {                                                              \
+      rest(d, s, nx, ny, dx, sy);                                                                  \
+      break;                                                                                       \
+    }                                                                                              \
+    int64_t y_ = 0, lead_ = (int64_t)((64 - (uintptr_t)(d) % 64) % 64);                            \
+    if ((dx) % 64 == 0 && lead_ % (E) == 0 && lead_ / (E) + (KY) <= (ny)) y_ = lead_ / (E);        \
+    if (y_ > 0)                                                                                    \
+      VL__EDGE_ROWS(KX, KY, E, block, edge, EX, EY, d, s, nx, ny, dx, sy, (int64_t)0, y_);         \
+    for (; y_ + (KY) <= (ny); y_ += (KY)) {                                                        \
+      for (int64_t x_ = 0;; x_ += (KX)) {                                                          \
+        if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                    \
+        block((d) + x_ * (dx) + y_ * (E), (s) + x_ * (E) + y_ * (sy), dx, sy);                     \
+        if (x_ == (nx) - (KX)) break;                                                              \
+      }                                                                                            \
+    }                                                                                              \
+    if (y_ < (ny)) VL__EDGE_ROWS(KX, KY, E, block, edge, EX, EY, d, s, nx, ny, dx, sy, y_, ny);    \
+  } while (0)
+
 /* The body of a streamed transpose (the stream entries): KX-column blocks of KY rows (one line
  * of each destination row) walked down y, so each destination row's lines leave in order; the
  * last block of x moves back to end at the edge and streams a few lines again with the values
