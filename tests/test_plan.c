@@ -390,6 +390,72 @@ static void too_many_live_at_once_gets_one_buffer_each(void **state) {
   vl_graph_free(g);
 }
 
+/* A uint8 input beside float64 tensors, planned at alignment 1. */
+#define MIXED                                                                                      \
+  HEAD "{\"name\":\"b\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"uint8\",\"shape\":[3]}},"      \
+       "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float64\",\"shape\":[3]}},"    \
+       "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.add.Tensor\",\"args\":"         \
+       "[\"x\",1.0],\"val\":{\"dtype\":\"float64\",\"shape\":[3]}},"                               \
+       "{\"name\":\"c\",\"op\":\"call_function\",\"target\":\"aten.add.Tensor\",\"args\":"         \
+       "[\"b\",1],\"val\":{\"dtype\":\"uint8\",\"shape\":[3]}},"                                   \
+       "{\"name\":\"z\",\"op\":\"call_function\",\"target\":\"aten.mul.Tensor\",\"args\":"         \
+       "[\"y\",2.0],\"val\":{\"dtype\":\"float64\",\"shape\":[3]}}"                                \
+       ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"z\",\"c\"]}]}"
+
+/* Below an alignment of 8 the planner still starts every tensor at a multiple of its element
+ * size (a float64 at an odd byte cannot be read as one), and the plan runs in its arena. */
+static void a_plan_below_the_element_size_keeps_each_tensor_on_its_own_alignment(void **state) {
+  (void)state;
+  vl_graph *g = parse(MIXED);
+  vl_lower_options o;
+  vl_report r;
+  vl_error err;
+  vl_lower_options_default(&o);
+  o.plan = true;
+  o.plan_alignment = 1;
+  assert_int_equal(vl_lower(g, &o, &r, &err), VL_OK);
+  const char *names[] = {"b", "x", "y", "c", "z"};
+  const int64_t want[] = {48, 0, 24, 51, 0}; /* before: x at 3, y at 27 */
+  for (int k = 0; k < 5; k++) {
+    const vl_node *n = node(g, names[k]);
+    if (n->mem_offset != want[k]) {
+      fail_msg("%s at %lld, want %lld", names[k], (long long)n->mem_offset, (long long)want[k]);
+    }
+  }
+  assert_int_equal(r.plan.arena_bytes, 54);
+  assert_int_equal(r.plan.lower_bound_bytes, 51);
+  assert_int_equal(r.plan.naive_bytes, 78);
+  vl_report_clear(&r);
+  vl_verify_result v;
+  assert_int_equal(vl_verify(g, &o, NULL, 3, NULL, &v, &err), VL_OK);
+  assert_true(v.equal);
+  vl_verify_result_clear(&v);
+  vl_graph_free(g);
+}
+
+/* A hand-written plan at alignment 1 may put a float64 at an odd byte: the invariant holds, so
+ * validation accepts it, but execution refuses it before running anything. */
+static void execution_refuses_a_tensor_placed_off_its_element_size(void **state) {
+  (void)state;
+  const char *json =
+      "{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":27,\"alignment\":1},"
+      "\"nodes\":[{\"name\":\"b\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"uint8\",\"shape\":"
+      "[3]},\"mem_offset\":0},{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":"
+      "\"float64\",\"shape\":[3]},\"mem_offset\":3},{\"name\":\"out\",\"op\":\"output\",\"args\":"
+      "[\"x\",\"b\"]}]}";
+  vl_graph *g = parse(json);
+  vl_tensor_map *in = NULL, *out = NULL;
+  vl_error err;
+  assert_int_equal(vl_inputs_generate(g, NULL, 1, NULL, &in, &err), VL_OK);
+  assert_int_equal(vl_interp_run(g, in, NULL, &out, &err), VL_ERR_KERNEL);
+  assert_null(out);
+  assert_string_equal(err.path, "/nodes/1/mem_offset");
+  assert_string_equal(err.message, "3 is not a multiple of 8, the size of a float64 element: the "
+                                   "interpreter cannot start x's tensor there");
+  vl_tensor_map_free(in);
+  vl_graph_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_chain_ping_pongs_between_two_buffers_at_the_lower_bound),
@@ -400,6 +466,8 @@ int main(void) {
       cmocka_unit_test(a_long_chain_plans_at_the_lower_bound),
       cmocka_unit_test(the_traced_graphs_plan_at_their_lower_bound),
       cmocka_unit_test(too_many_live_at_once_gets_one_buffer_each),
+      cmocka_unit_test(a_plan_below_the_element_size_keeps_each_tensor_on_its_own_alignment),
+      cmocka_unit_test(execution_refuses_a_tensor_placed_off_its_element_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 
 #include "exec/elementwise.h"
 #include "exec/kernel_internal.h"
+#include "graph/storage.h"
 #include "layout/tensor_internal.h"
 #include "lower/fold_ops.h"
 #include "viewlower/copy.h"
@@ -664,6 +665,26 @@ static vl_status collect_outputs(run *r, vl_tensor_map *m) {
   return VL_OK;
 }
 
+/* A plan at an alignment below 8 may put a tensor where its dtype cannot start (a float64 at
+ * an odd byte): valid (SPEC §11's invariant), but no kernel can read it, so it is refused
+ * before anything runs. The planner itself never does this (vl__storage_elem_align). */
+static vl_status arena_aligned(const vl_graph *g, vl_error *err) {
+  for (uint32_t i = 0; g->has_plan && i < g->n_nodes; i++) {
+    const vl_node *n = &g->nodes[i];
+    if (!n->has_mem_offset || !n->has_val) continue;
+    int64_t align = vl__storage_elem_align(n->val);
+    if (n->mem_offset % align == 0) continue;
+    char path[48];
+    snprintf(path, sizeof path, "/nodes/%u/mem_offset", i);
+    return vl_error_set(err, VL_ERR_KERNEL, path,
+                        "%lld is not a multiple of %lld, the size of a %s element: the "
+                        "interpreter cannot start %s's tensor there",
+                        (long long)n->mem_offset, (long long)align, vl_dtype_name(n->val->dtype),
+                        n->name);
+  }
+  return VL_OK;
+}
+
 static vl_status run_init(run *r, const vl_graph *g, const vl_limits *lim, vl_error *err) {
   memset(r, 0, sizeof *r);
   r->g = g;
@@ -690,7 +711,7 @@ static vl_status run_init(run *r, const vl_graph *g, const vl_limits *lim, vl_er
                           (long long)bytes);
     }
   }
-  return VL_OK;
+  return arena_aligned(g, err);
 }
 
 /* Puts the failing node's place in front of the error path: the input's name for a missing or

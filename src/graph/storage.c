@@ -16,6 +16,10 @@ bool vl__round_up(int64_t n, int64_t alignment, int64_t *out) {
   return true;
 }
 
+int64_t vl__storage_elem_align(const vl_spec *spec) {
+  return (int64_t)vl_dtype_size(spec->dtype);
+}
+
 /* Does the storage owned by node i live in the program's constant data (not planned)? */
 static bool constant_data(const vl_node *n) {
   if (n->op != VL_NODE_PLACEHOLDER) return false;
@@ -57,6 +61,8 @@ vl_status vl__storages_build(const vl_graph *g, int64_t alignment, vl_storages *
     uint32_t producer = i;
     vl_node_getitem(node, &producer, NULL); /* a getitem's storage is written by its producer */
     s->owner = i;
+    s->align = vl__storage_elem_align(node->val);
+    if (s->align < alignment) s->align = alignment;
     s->start = node->op == VL_NODE_PLACEHOLDER ? 0 : producer;
     s->end = i;
     if (a.last_read[c] != VL_NO_NODE && a.last_read[c] > s->end) s->end = a.last_read[c];

@@ -13,6 +13,8 @@ typedef struct vl_storage {
   uint32_t owner;      /* the node that carries mem_offset */
   uint32_t start, end; /* first and last position it is live at */
   int64_t size;        /* nbytes of the owner's spec, rounded up to the alignment */
+  int64_t align;       /* where the planner may put it: multiples of the plan's alignment, or
+                        * of the owner's element size when that is larger (vl__storage_elem_align) */
 } vl_storage;
 
 typedef struct vl_storages {
@@ -25,6 +27,10 @@ typedef struct vl_storages {
  * that overflows when rounded is VL_ERR_TOO_LARGE. */
 vl_status vl__storages_build(const vl_graph *g, int64_t alignment, vl_storages *out);
 void vl__storages_free(vl_storages *s);
+/* The multiple a planned storage's mem_offset must be for its owner (whose val is spec) to be
+ * read as its dtype: the element size (a float64 cannot start at an odd byte). The planner
+ * keeps it beside the plan's alignment; execution refuses an offset that breaks it. */
+int64_t vl__storage_elem_align(const vl_spec *spec);
 /* n rounded up to a multiple of alignment; false on overflow. */
 bool vl__round_up(int64_t n, int64_t alignment, int64_t *out);
 /* The largest sum of sizes of storages live at one position (no valid plan is smaller). */

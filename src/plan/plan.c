@@ -9,7 +9,8 @@
  * stream whose consecutive tensors overlap (ConvNeXt's blocks) then alternates between the two
  * ends and leaves the middle whole for the wide tensors of each block, which every size-first
  * order misses (1.11x the bound there). A chain (ping-pong) reaches the lower bound, as does
- * every graph of tests/data.
+ * every graph of tests/data. Each storage starts at a multiple of its align (the plan's
+ * alignment, or its element size when larger), so a plan at alignment 1 still runs.
  *
  * The overlap lists come from one sweep over positions: each storage that starts overlaps
  * exactly the storages live at that moment. Their total is bounded (VL__PLAN_PAIRS per storage
@@ -200,6 +201,17 @@ static bool build_overlaps(planner *p, uint32_t n_positions) {
  * when memory runs out. */
 enum { FIT_BEST, FIT_FIRST, FIT_LAST, FIT_COUNT };
 
+/* Offsets of a storage are multiples of its align (a power of two): the plan's alignment, or
+ * its element size when larger. Every other storage's end is a multiple of the plan's
+ * alignment, so with an alignment of at least 8 these change nothing. */
+static int64_t round_up(int64_t n, int64_t align) {
+  return (n + align - 1) & ~(align - 1);
+}
+
+static int64_t round_down(int64_t n, int64_t align) {
+  return n < 0 ? -1 : n & ~(align - 1);
+}
+
 static int64_t duration(const vl_storage *x) {
   return (int64_t)x->end - (int64_t)x->start;
 }
@@ -219,13 +231,15 @@ static void order_long_first(const vl_storages *s, int64_t min_life, order_key *
  * lower bound. Storages that overlap in turn, such as the residual of one block and the next,
  * so take the two ends of the arena and leave the middle whole for what lives between them.
  * -1 when nothing fits below the bound. */
-static int64_t at_an_end(const range *placed, uint32_t m, int64_t size, int64_t cap) {
+static int64_t at_an_end(const range *placed, uint32_t m, int64_t size, int64_t align,
+                         int64_t cap) {
   int64_t high = -1, lo = 0;
   if (m == 0 || placed[0].lo >= size) return 0;
   for (uint32_t j = 0; j <= m; j++) { /* each gap, the last one up to the cap */
     int64_t hi = j < m ? placed[j].lo : cap;
     if (hi > cap) hi = cap;
-    if (hi - lo >= size && hi - size > high) high = hi - size;
+    int64_t at = round_down(hi - size, align);
+    if (at >= round_up(lo, align) && at > high) high = at;
     if (j < m && placed[j].hi > lo) lo = placed[j].hi;
   }
   return high;
@@ -247,7 +261,7 @@ static int64_t place_all(planner *p, const order_key *keys, int fit, int64_t end
   int64_t arena = 0;
   for (uint32_t i = 0; i < s->n; i++) {
     uint32_t k = keys[i].index, m = 0;
-    int64_t size = s->s[k].size;
+    int64_t size = s->s[k].size, align = s->s[k].align;
     for (uint32_t e = p->start[k]; e < p->start[k + 1]; e++) {
       uint32_t o = p->adj[e];
       if (p->offset[o] >= 0) placed[m++] = (range){p->offset[o], p->offset[o] + s->s[o].size};
@@ -255,21 +269,21 @@ static int64_t place_all(planner *p, const order_key *keys, int fit, int64_t end
     qsort(placed, m, sizeof *placed, by_lo);
     int64_t at = -1, gap_best = INT64_MAX, cursor = 0;
     for (uint32_t j = 0; j < m; j++) {
-      int64_t gap = placed[j].lo - cursor;
+      int64_t lo = round_up(cursor, align), gap = placed[j].lo - lo;
       if (gap >= size) {
         if (fit == FIT_BEST && gap < gap_best) {
-          at = cursor;
+          at = lo;
           gap_best = gap;
         } else if ((fit == FIT_FIRST && at < 0) || fit == FIT_LAST) {
           /* last fit: the highest gap, against its upper neighbour */
-          at = fit == FIT_LAST ? placed[j].lo - size : cursor;
+          at = fit == FIT_LAST ? round_down(placed[j].lo - size, align) : lo;
         }
       }
       if (placed[j].hi > cursor) cursor = placed[j].hi;
     }
-    if (at < 0) at = cursor; /* above everything live beside it */
+    if (at < 0) at = round_up(cursor, align); /* above everything live beside it */
     if (duration(&s->s[k]) >= ends_from) {
-      int64_t end = at_an_end(placed, m, size, p->cap);
+      int64_t end = at_an_end(placed, m, size, align, p->cap);
       if (end >= 0) at = end;
     }
     p->offset[k] = at;
@@ -349,8 +363,8 @@ vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error 
     /* Past the overlap bound: one buffer each, in owner order. */
     arena = 0;
     for (uint32_t k = 0; k < s.n; k++) {
-      best[k] = arena;
-      arena += s.s[k].size;
+      best[k] = round_up(arena, s.s[k].align);
+      arena = best[k] + s.s[k].size;
     }
   }
   if (st == VL_OK && arena > VL_PLAN_MAX_BYTES) {
