@@ -475,6 +475,81 @@ static void million_and_one_node_graph_is_refused_quickly(void **state) {
   cJSON_Delete(spec);
 }
 
+/* ---------------------------------------------------------------- memory plans */
+
+#define U8(shape) "{\"dtype\":\"uint8\",\"shape\":" shape "}"
+#define PH_U8(name, shape) "{\"name\":\"" name "\",\"op\":\"placeholder\",\"val\":" U8(shape) "}"
+
+/* No arena holds more than 2^53 bytes. Three inputs of 2^62 bytes summed past 2^63 in the lower
+ * bound (a signed overflow, a sanitizer abort) and were refused at no place; two of 2^53 bytes
+ * each fit alone but not together. Both are refused before placing anything, at the node: its
+ * val for one buffer too large, the position where the live total passes for the rest. */
+static void a_plan_past_the_largest_arena_is_refused_at_its_node(void **state) {
+  (void)state;
+  const char *huge = "{\"graph\":" G_HEAD PH_U8("a", "[9007199254740992,512]") ","
+      PH_U8("b", "[9007199254740992,512]") "," PH_U8("c", "[9007199254740992,512]") ","
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"a\",\"b\",\"c\"]}]},"
+      "\"options\":{\"plan\":true}}";
+  const char *pair = "{\"graph\":" G_HEAD PH_U8("a", "[9007199254740992]") ","
+      PH_U8("b", "[9007199254740992]") ","
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"a\",\"b\"]}]},"
+      "\"options\":{\"plan\":true}}";
+  const struct {
+    const char *method, *params, *path, *message;
+  } cases[] = {
+      {"lower", huge, "/graph/nodes/0/val",
+       "a needs a buffer of more than 9007199254740992 bytes, the largest arena"},
+      {"verify", huge, "/graph/nodes/0/val",
+       "a needs a buffer of more than 9007199254740992 bytes, the largest arena"},
+      {"lower", pair, "/graph/nodes/0",
+       "the buffers live at node a together need more than 9007199254740992 bytes, the largest "
+       "arena"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    cJSON *doc = cJSON_Parse(cases[k].params);
+    assert_non_null(doc);
+    vl_error err;
+    vl_status st = call_doc(cases[k].method, doc, NULL, &err);
+    check_error(cases[k].params, st, &err, VL_ERR_TOO_LARGE, cases[k].path);
+    assert_string_equal(err.message, cases[k].message);
+    cJSON_Delete(doc);
+  }
+}
+
+/* A chain of 2,050 buffers of 2^52 bytes plans in two of them (2^53 bytes, the largest arena);
+ * one buffer each would be 2^63 + 2^52 bytes, which saturates instead of wrapping negative. */
+static void a_plan_whose_naive_size_passes_63_bits_reports_it_saturated(void **state) {
+  (void)state;
+  cJSON *spec = cJSON_Parse(U8("[4503599627370496]"));
+  cJSON *params = cJSON_CreateObject();
+  cJSON_AddItemToObject(params, "graph", chain_graph(2050, spec));
+  cJSON_AddItemToObject(params, "options", cJSON_Parse("{\"plan\":true}"));
+  cJSON *res = NULL;
+  vl_buf out = {0};
+  vl_error err;
+  vl_status st = vl_service_call("lower", params, NULL, 0, NULL, &res, &out, NULL, &err);
+  if (st != VL_OK) fail_msg("lower: %s %s: %s", vl_status_kind(st), err.path, err.message);
+  const cJSON *plan = cJSON_GetObjectItem(cJSON_GetObjectItem(res, "report"), "plan");
+  const struct {
+    const char *key;
+    double want; /* exact as doubles */
+  } figures[] = {{"arena_bytes", 9007199254740992.0},
+                 {"lower_bound_bytes", 9007199254740992.0},
+                 {"naive_bytes", (double)INT64_MAX},
+                 {"planned", 2049},
+                 {"alignment", 16}};
+  for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++) {
+    const cJSON *v = cJSON_GetObjectItem(plan, figures[k].key);
+    if (!cJSON_IsNumber(v) || v->valuedouble != figures[k].want)
+      fail_msg("%s is %.17g, want %.17g", figures[k].key, v ? v->valuedouble : -1.0,
+               figures[k].want);
+  }
+  cJSON_Delete(res);
+  vl_buf_free(&out);
+  cJSON_Delete(params);
+  cJSON_Delete(spec);
+}
+
 /* ---------------------------------------------------------------- nesting */
 
 static char *nested_text(const char *head, size_t depth, const char *tail) {
@@ -914,6 +989,8 @@ int main(void) {
       cmocka_unit_test(negative_sizes_are_refused),
       cmocka_unit_test(orders_that_are_not_permutations_are_refused),
       cmocka_unit_test(malformed_requests_are_refused),
+      cmocka_unit_test(a_plan_past_the_largest_arena_is_refused_at_its_node),
+      cmocka_unit_test(a_plan_whose_naive_size_passes_63_bits_reports_it_saturated),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 
 #include "graph/alias.h"
 #include "graph/graph_internal.h"
+#include "layout/tensor_internal.h"
 
 bool vl__round_up(int64_t n, int64_t alignment, int64_t *out) {
   int64_t r;
@@ -39,7 +40,6 @@ vl_status vl__storages_build(const vl_graph *g, int64_t alignment, vl_storages *
     vl__storages_free(out);
     return VL_ERR_NOMEM;
   }
-  vl_status st = VL_OK;
   for (uint32_t i = 0; i < n; i++) {
     out->of_node[i] = VL_NO_NODE;
     const vl_node *node = &g->nodes[i];
@@ -54,10 +54,7 @@ vl_status vl__storages_build(const vl_graph *g, int64_t alignment, vl_storages *
       continue;
     }
     vl_storage *s = &out->s[out->n];
-    if (!vl__round_up(nbytes, alignment, &s->size)) {
-      st = VL_ERR_TOO_LARGE;
-      break;
-    }
+    if (!vl__round_up(nbytes, alignment, &s->size)) s->size = INT64_MAX; /* fits no arena */
     uint32_t producer = i;
     vl_node_getitem(node, &producer, NULL); /* a getitem's storage is written by its producer */
     s->owner = i;
@@ -71,8 +68,7 @@ vl_status vl__storages_build(const vl_graph *g, int64_t alignment, vl_storages *
     out->of_node[i] = out->n++;
   }
   vl__alias_free(&a);
-  if (st != VL_OK) vl__storages_free(out);
-  return st;
+  return VL_OK;
 }
 
 void vl__storages_free(vl_storages *s) {
@@ -81,19 +77,25 @@ void vl__storages_free(vl_storages *s) {
   memset(s, 0, sizeof *s);
 }
 
-int64_t vl__storages_lower_bound(const vl_storages *s, uint32_t n_positions) {
-  int64_t *delta = calloc((size_t)n_positions + 1, sizeof *delta);
-  if (delta == NULL) return -1;
+int64_t vl__storages_lower_bound(const vl_storages *s, uint32_t n_positions, uint32_t *peak) {
+  /* Sizes starting and ending at each position, summed apart and saturating: the storages
+   * ending at p were live at p, so their sum is at most the live total there, which is exact
+   * until it saturates, and then the answer is INT64_MAX. */
+  int64_t *starts = calloc(2 * ((size_t)n_positions + 1), sizeof *starts);
+  if (starts == NULL) return -1;
+  int64_t *ends = starts + n_positions + 1, live = 0, best = 0;
   for (uint32_t k = 0; k < s->n; k++) {
-    delta[s->s[k].start] += s->s[k].size;
-    delta[s->s[k].end + 1] -= s->s[k].size;
+    vl__bytes_add(&starts[s->s[k].start], s->s[k].size);
+    vl__bytes_add(&ends[s->s[k].end], s->s[k].size);
   }
-  int64_t live = 0, best = 0;
-  for (uint32_t p = 0; p < n_positions; p++) {
-    live += delta[p];
+  if (peak != NULL) *peak = 0;
+  for (uint32_t p = 0; p < n_positions && live < INT64_MAX; p++) {
+    vl__bytes_add(&live, starts[p]);
+    if (live > best && peak != NULL) *peak = p;
     if (live > best) best = live;
+    live -= live < INT64_MAX ? ends[p] : 0;
   }
-  free(delta);
+  free(starts);
   return best;
 }
 
@@ -260,9 +262,6 @@ vl_status vl__plan_check(const vl_graph *g, vl_error *err) {
   if (!any) return VL_OK;
   vl_storages s;
   vl_status st = vl__storages_build(g, g->has_plan ? g->plan_alignment : 1, &s);
-  if (st == VL_ERR_TOO_LARGE) {
-    return vl_error_set(err, st, "/plan/alignment", "a storage's size overflows when rounded up");
-  }
   if (st != VL_OK) return vl_error_set(err, st, "", "out of memory while checking the plan");
   st = check_offsets(g, &s, err);
   if (st == VL_OK) st = check_overlaps(g, &s, err);

@@ -24,7 +24,8 @@ typedef struct vl_storages {
 } vl_storages;
 
 /* The planned storages of g with sizes rounded up to alignment (a power of two >= 1). A size
- * that overflows when rounded is VL_ERR_TOO_LARGE. */
+ * that overflows when rounded is INT64_MAX, which no arena holds: the planner and the check
+ * refuse it at its node. */
 vl_status vl__storages_build(const vl_graph *g, int64_t alignment, vl_storages *out);
 void vl__storages_free(vl_storages *s);
 /* The multiple a planned storage's mem_offset must be for its owner (whose val is spec) to be
@@ -33,8 +34,10 @@ void vl__storages_free(vl_storages *s);
 int64_t vl__storage_elem_align(const vl_spec *spec);
 /* n rounded up to a multiple of alignment; false on overflow. */
 bool vl__round_up(int64_t n, int64_t alignment, int64_t *out);
-/* The largest sum of sizes of storages live at one position (no valid plan is smaller). */
-int64_t vl__storages_lower_bound(const vl_storages *s, uint32_t n_positions);
+/* The largest sum of sizes of storages live at one position (no valid plan is smaller),
+ * saturating at INT64_MAX (sizes are below 2^63 each, their sum need not be); *peak (may be
+ * NULL) gets the first position where it is reached. -1 when memory runs out. */
+int64_t vl__storages_lower_bound(const vl_storages *s, uint32_t n_positions, uint32_t *peak);
 /* SPEC §11 "Checking" of a graph that has a plan (and of one that has none: no mem_offset):
  * every planned owner has a mem_offset and no other node has one; each is a multiple of the
  * alignment and its range lies inside the arena; no two storages live at one position overlap

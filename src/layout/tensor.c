@@ -250,6 +250,10 @@ long vl_tensor_map_find(const vl_tensor_map *m, const char *name) {
   return -1;
 }
 
+void vl__bytes_add(int64_t *sum, int64_t nbytes) {
+  if (__builtin_add_overflow(*sum, nbytes, sum)) *sum = INT64_MAX;
+}
+
 const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shape) {
   size_t at = 0;
   buf[0] = '\0';

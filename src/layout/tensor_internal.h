@@ -18,6 +18,10 @@ vl_status vl__tensor_new_for_overwrite(const vl_spec *spec, const vl_limits *lim
  * point that takes optional limits reads them through this. */
 const vl_limits *vl__limits_or_default(const vl_limits *lim, vl_limits *storage);
 
+/* Adds nbytes (>= 0) to *sum, saturating at INT64_MAX: each tensor fits 63 bits, a sum of
+ * them need not (the report's bytes, the plan's figures). */
+void vl__bytes_add(int64_t *sum, int64_t nbytes);
+
 /* "[1,2,6]" into buf (truncated to n bytes); returns buf. */
 const char *vl__shape_text(char *buf, size_t n, size_t rank, const int64_t *shape);
 

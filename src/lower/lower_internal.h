@@ -6,6 +6,7 @@
 #define VIEWLOWER_LOWER_INTERNAL_H
 
 #include "graph/alias.h"
+#include "layout/tensor_internal.h"
 #include "viewlower/lower.h"
 
 typedef struct lower_facts {
@@ -30,8 +31,6 @@ vl_status vl__decision_merged(vl_decision *d, const vl_graph *g, uint32_t root, 
 void vl__decision_free(vl_decision *d);
 void vl__param_kept_free(vl_param_kept *e);
 
-/* Adds nbytes to *sum, saturating at INT64_MAX. */
-void vl__bytes_add(int64_t *sum, int64_t nbytes);
 /* Removes the nodes marked dead, renumbers every reference and rebuilds the users index. */
 vl_status vl__lower_compact(vl_graph *g, const bool *dead);
 

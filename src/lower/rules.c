@@ -35,11 +35,6 @@ uint32_t vl__storage_reasons(const vl_storage_view *v, const vl_graph *g, uint32
   return reasons;
 }
 
-void vl__bytes_add(int64_t *sum, int64_t nbytes) {
-  /* Each tensor fits 63 bits, their sum need not: saturate. */
-  if (__builtin_add_overflow(*sum, nbytes, sum)) *sum = INT64_MAX;
-}
-
 vl_status vl__lower_compact(vl_graph *g, const bool *dead) {
   uint32_t *map = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *map);
   if (map == NULL) return VL_ERR_NOMEM;

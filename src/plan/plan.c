@@ -17,10 +17,12 @@
  * plus a constant); a graph past it (a hostile one: very many storages live at once) gets one
  * buffer each, which keeps the invariant and keeps planning O(n log n). Deterministic: the same
  * graph gives the same plan, so planning a planned graph changes nothing. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/storage.h"
+#include "layout/tensor_internal.h"
 #include "viewlower/plan.h"
 
 #define VL__PLAN_PAIRS 8
@@ -246,8 +248,8 @@ static int64_t at_an_end(const range *placed, uint32_t m, int64_t size, int64_t 
 }
 
 /* Places every storage greedily in keys' order with the given fit, except that storages living
- * at least ends_from positions go at_an_end; returns the arena size, or -1 when memory runs
- * out. */
+ * at least ends_from positions go at_an_end; returns the arena size, INT64_MAX when a storage
+ * would end past the largest arena (VL_PLAN_MAX_BYTES), or -1 when memory runs out. */
 static int64_t place_all(planner *p, const order_key *keys, int fit, int64_t ends_from) {
   const vl_storages *s = p->s;
   uint32_t max_deg = 0;
@@ -286,6 +288,10 @@ static int64_t place_all(planner *p, const order_key *keys, int fit, int64_t end
       int64_t end = at_an_end(placed, m, size, align, p->cap);
       if (end >= 0) at = end;
     }
+    if (at > VL_PLAN_MAX_BYTES - size) { /* this try passes the largest arena: it loses */
+      arena = INT64_MAX;
+      break;
+    }
     p->offset[k] = at;
     if (at + size > arena) arena = at + size;
   }
@@ -299,8 +305,8 @@ static void report_of(const vl_storages *s, uint32_t n_positions, int64_t alignm
   out->present = true;
   out->alignment = alignment;
   out->planned = s->n;
-  for (uint32_t k = 0; k < s->n; k++) out->naive_bytes += s->s[k].size;
-  out->lower_bound_bytes = vl__storages_lower_bound(s, n_positions);
+  for (uint32_t k = 0; k < s->n; k++) vl__bytes_add(&out->naive_bytes, s->s[k].size);
+  out->lower_bound_bytes = vl__storages_lower_bound(s, n_positions, NULL);
 }
 
 void vl_plan_drop(vl_graph *g) {
@@ -313,24 +319,48 @@ void vl_plan_drop(vl_graph *g) {
   }
 }
 
+/* No plan exists when one buffer, or the buffers live at one position, pass the largest arena:
+ * refused at the node (its val, or the position where the live total passes), before any
+ * placement, so every later sum stays below 2^63. *cap gets the lower bound. */
+static vl_status fits_an_arena(const vl_graph *g, const vl_storages *s, int64_t *cap,
+                               vl_error *err) {
+  char path[48];
+  for (uint32_t k = 0; k < s->n; k++) {
+    if (s->s[k].size <= VL_PLAN_MAX_BYTES) continue;
+    snprintf(path, sizeof path, "/nodes/%u/val", s->s[k].owner);
+    return vl_error_set(err, VL_ERR_TOO_LARGE, path,
+                        "%.64s needs a buffer of more than %lld bytes, the largest arena",
+                        g->nodes[s->s[k].owner].name, (long long)VL_PLAN_MAX_BYTES);
+  }
+  uint32_t peak = 0;
+  *cap = vl__storages_lower_bound(s, g->n_nodes, &peak);
+  if (*cap < 0) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory while planning");
+  if (*cap <= VL_PLAN_MAX_BYTES) return VL_OK;
+  snprintf(path, sizeof path, "/nodes/%u", peak);
+  return vl_error_set(err, VL_ERR_TOO_LARGE, path,
+                      "the buffers live at node %.64s together need more than %lld bytes, the largest arena",
+                      g->nodes[peak].name, (long long)VL_PLAN_MAX_BYTES);
+}
+
 vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error *err) {
   if (alignment < 1 || alignment > VL_PLAN_MAX_ALIGNMENT || (alignment & (alignment - 1))) {
     return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/plan_alignment",
                         "must be a power of two from 1 to %d", VL_PLAN_MAX_ALIGNMENT);
   }
   vl_storages s;
+  int64_t cap = 0;
   vl_status st = vl__storages_build(g, alignment, &s);
-  if (st == VL_ERR_TOO_LARGE) {
-    return vl_error_set(err, st, "/plan_alignment", "a buffer's size overflows when rounded up");
-  }
   if (st != VL_OK) return vl_error_set(err, st, "", "out of memory while planning");
-  planner p = {&s, NULL, NULL, malloc((s.n ? s.n : 1) * sizeof(int64_t)),
-               vl__storages_lower_bound(&s, g->n_nodes)};
+  if ((st = fits_an_arena(g, &s, &cap, err)) != VL_OK) {
+    vl__storages_free(&s);
+    return st;
+  }
+  planner p = {&s, NULL, NULL, malloc((s.n ? s.n : 1) * sizeof(int64_t)), cap};
   int64_t *best = malloc((s.n ? s.n : 1) * sizeof *best);
   order_key *keys = malloc((s.n ? s.n : 1) * sizeof *keys);
   int64_t *breadth = malloc((s.n ? s.n : 1) * sizeof *breadth);
   int64_t arena = -1;
-  bool ready = p.offset && best && keys && breadth && p.cap >= 0;
+  bool ready = p.offset && best && keys && breadth;
   st = ready && breadth_of(&s, g->n_nodes, breadth) ? VL_OK : VL_ERR_NOMEM;
   if (st == VL_OK && build_overlaps(&p, g->n_nodes)) {
     /* Every order with every fit; the smallest arena wins (the first on ties). A graph of more
@@ -364,6 +394,10 @@ vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error 
     arena = 0;
     for (uint32_t k = 0; k < s.n; k++) {
       best[k] = round_up(arena, s.s[k].align);
+      if (best[k] > VL_PLAN_MAX_BYTES - s.s[k].size) {
+        arena = INT64_MAX; /* refused below */
+        break;
+      }
       arena = best[k] + s.s[k].size;
     }
   }

@@ -208,7 +208,13 @@ static vl_status m_lower(call *c, cJSON *result) {
   vl_status st = need_keys(c, keys);
   if (st == VL_OK) st = get_options(c, &o);
   if (st == VL_OK) st = get_graph(c, &g);
-  if (st == VL_OK) st = vl_lower(g, &o, &r, c->err);
+  if (st == VL_OK) {
+    st = vl_lower(g, &o, &r, c->err);
+    /* A plan that cannot exist names its node (/nodes/k/val): a place in the graph. */
+    if (st != VL_OK && st != VL_ERR_INVALID_PARAMS && c->err->path[0] != '\0') {
+      vl_error_prefix(c->err, "/graph");
+    }
+  }
   if (st == VL_OK) st = attach(c, result, "graph", vl_graph_to_json(g));
   if (st == VL_OK) st = attach(c, result, "report", vl_report_to_json(&r));
   if (st == VL_OK && c->stats) {
