@@ -1028,6 +1028,20 @@ static void a_whole_number_past_2_53_is_refused_by_its_digits(void **state) {
     if (ok) assert_int_equal(v, rows[k].value);
     cJSON_Delete(doc);
   }
+  /* A refused one is told the range it can have: [0, 2^53], not [0, 2^63 - 1]. */
+  const char *t = "[2,9007199254740993]";
+  cJSON *doc = NULL;
+  size_t at = 0;
+  assert_int_equal(vl__json_parse_one(t, strlen(t), false, &doc, &at), VL__JSON_OK);
+  int64_t out[2];
+  size_t len = 0;
+  vl_error err;
+  assert_int_equal(vl__json_int_array(doc, 2, 0, INT64_MAX, out, &len, "/shape",
+                                      VL_ERR_INVALID_TENSOR, &err),
+                   VL_ERR_INVALID_TENSOR);
+  assert_string_equal(err.path, "/shape/1");
+  assert_string_equal(err.message, "must be a whole number in [0, 9007199254740992]");
+  cJSON_Delete(doc);
 }
 
 int main(void) {

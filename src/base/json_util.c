@@ -63,6 +63,14 @@ bool vl__json_int(const cJSON *item, int64_t min, int64_t max, int64_t *out) {
   return true;
 }
 
+vl_status vl__json_int_range_error(vl_error *err, vl_status code, const char *path, int64_t min,
+                                   int64_t max) {
+  const int64_t bound = (int64_t)VL__JSON_INT_MAX;
+  return vl_error_set(err, code, path, "must be a whole number in [%lld, %lld]",
+                      (long long)(min < -bound ? -bound : min),
+                      (long long)(max > bound ? bound : max));
+}
+
 vl_status vl__json_int_array(const cJSON *arr, size_t max_len, int64_t min, int64_t max,
                              int64_t *out, size_t *len, const char *path, vl_status code,
                              vl_error *err) {
@@ -76,8 +84,7 @@ vl_status vl__json_int_array(const cJSON *arr, size_t max_len, int64_t min, int6
       if (cJSON_IsNumber(c) && c->valuedouble < (double)min && min == 0) {
         return vl_error_set(err, code, p, "must not be negative");
       }
-      return vl_error_set(err, code, p, "must be a whole number in [%lld, %lld]", (long long)min,
-                          (long long)max);
+      return vl__json_int_range_error(err, code, p, min, max);
     }
   }
   *len = n;

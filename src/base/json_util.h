@@ -20,6 +20,10 @@ vl_status vl__json_check_keys(const cJSON *obj, const char *const *allowed,
                               vl_error *err);
 /* A whole JSON number within [min, max] (and +-2^53). */
 bool vl__json_int(const cJSON *item, int64_t min, int64_t max, int64_t *out);
+/* "must be a whole number in [min, max]" at path, the range narrowed to +-2^53 (what every
+ * reader accepts), so a shape entry of 2^62 is not told that [0, 2^63 - 1] is the range. */
+vl_status vl__json_int_range_error(vl_error *err, vl_status code, const char *path, int64_t min,
+                                   int64_t max);
 /* Reads an array of at most max_len integers in [min, max]; errors name path/index. */
 vl_status vl__json_int_array(const cJSON *arr, size_t max_len, int64_t min, int64_t max,
                              int64_t *out, size_t *len, const char *path, vl_status code,

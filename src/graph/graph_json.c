@@ -281,8 +281,7 @@ static vl_status int_array(parser *p, uint32_t arr, size_t max_len, int64_t min,
       if (min == 0 && negative(r, c)) {
         return vl_error_set(err, VL_ERR_INVALID_TENSOR, at, "must not be negative");
       }
-      return vl_error_set(err, VL_ERR_INVALID_TENSOR, at, "must be a whole number in [%lld, %lld]",
-                          (long long)min, (long long)max);
+      return vl__json_int_range_error(err, VL_ERR_INVALID_TENSOR, at, min, max);
     }
   }
   *len = n;
