@@ -166,7 +166,13 @@ static void validation_refuses_an_unsafe_plan_naming_the_node(void **state) {
                  "/nodes/0/mem_offset", "the graph has no plan");
   expect_refused("{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":64,"
                  "\"alignment\":12},\"nodes\":[" PH("x", "") OUT("[\"x\"]"),
+                 "/plan/alignment", "must be a power of two from 1 to 1073741824");
+  expect_refused("{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":64},"
+                 "\"nodes\":[" PH("x", "") OUT("[\"x\"]"),
                  "/plan/alignment", "is required: a power of two from 1 to 1073741824");
+  expect_refused("{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":-1,"
+                 "\"alignment\":16},\"nodes\":[" PH("x", "") OUT("[\"x\"]"),
+                 "/plan/arena_bytes", "must be a whole number of bytes from 0 to 2^53");
   expect_refused("{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"alignment\":16},"
                  "\"nodes\":[" PH("x", "") OUT("[\"x\"]"),
                  "/plan/arena_bytes", "is required: a whole number of bytes from 0 to 2^53");

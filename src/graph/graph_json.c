@@ -857,13 +857,15 @@ static vl_status parse_plan(parser *p, uint32_t v) {
   if (!is(p, v, VL__JT_OBJECT)) return FAIL(p, "/plan", "must be an object");
   vl_status st = read_keys(p, v, plan_keys, 2, f, "/plan", "", VL_ERR_INVALID_GRAPH);
   if (st != VL_OK) return st;
+  /* a member left out "is required", one present but out of its range "must be" */
   if (f[0] == NO_ENTRY || !vl__jt_int(&p->r, f[0], 0, VL_PLAN_MAX_BYTES, &p->g->plan_arena_bytes)) {
-    return FAIL(p, "/plan/arena_bytes", "is required: a whole number of bytes from 0 to 2^53");
+    return FAIL(p, "/plan/arena_bytes", "%s a whole number of bytes from 0 to 2^53",
+                f[0] == NO_ENTRY ? "is required:" : "must be");
   }
   int64_t a = 0;
   if (f[1] == NO_ENTRY || !vl__jt_int(&p->r, f[1], 1, VL_PLAN_MAX_ALIGNMENT, &a) || (a & (a - 1))) {
-    return FAIL(p, "/plan/alignment", "is required: a power of two from 1 to %d",
-                VL_PLAN_MAX_ALIGNMENT);
+    return FAIL(p, "/plan/alignment", "%s a power of two from 1 to %d",
+                f[1] == NO_ENTRY ? "is required:" : "must be", VL_PLAN_MAX_ALIGNMENT);
   }
   p->g->plan_alignment = a;
   p->g->has_plan = true;
