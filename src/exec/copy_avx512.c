@@ -11,10 +11,12 @@
  * kernel's 48-byte groups, one per lane) per step. The other narrow kernels are the lower
  * levels'.
  *
- * Two tables of the same kernels that differ in how a register's quarters are loaded and in
- * their tile shapes: vl__copy_kernels_avx512 (masked windows; measured on an Intel core with
- * 48 KiB L1d and 2 MiB L2) and vl__copy_kernels_avx512_amd (inserts, 512-row tiles and streamed
- * 4- and 8-byte transposes; measured on AMD Zen 5, where masked loads cost more than inserts).
+ * Two tables that differ in how a register's quarters are loaded and in their tile shapes:
+ * vl__copy_kernels_avx512 (masked windows; measured on an Intel core with 48 KiB L1d and 2 MiB
+ * L2) and vl__copy_kernels_avx512_amd (inserts, 512-row tiles and streamed 4- and 8-byte
+ * transposes; measured on AMD Zen 5, where masked loads cost more than inserts). The AMD table's
+ * 1- and 2-byte tiles are blocks of 32-byte row pairs instead (VL__PAIRS_TILE), with the
+ * quarters blocks left for planes narrower than theirs.
  * The engine takes the second on AMD cores (level_table in copy.c). docs/kernels.md has the
  * figures. */
 #include "exec/copy_kernels.h"
