@@ -1,6 +1,7 @@
 /* test_service.c - the core's service calls: where vl__service_call_lending lends the request
  * payload to a view_copy's output (a blob in its memory order read into an output in its memory
  * order) and where it copies, with the same result either way. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <cmocka.h>
 
@@ -137,11 +139,52 @@ static void a_failed_view_copy_lends_nothing(void **state) {
   cJSON_Delete(params);
 }
 
+/* vl__service_lends(view_copy of a blob) with the payload at p. */
+static bool lends_blob(const uint8_t *p, size_t len, const char *dtype, int offset, int nbytes) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "{\"input\":{\"dtype\":\"%s\",\"shape\":[%d],\"blob\":{\"offset\":%d,"
+           "\"nbytes\":%d}},\"size\":[%d],\"encoding\":\"blob\"}",
+           dtype, nbytes, offset, nbytes, nbytes);
+  cJSON *params = cJSON_Parse(text);
+  assert_non_null(params);
+  bool lends = vl__service_lends("view_copy", params, p, len, NULL);
+  cJSON_Delete(params);
+  return lends;
+}
+
+/* The daemon asks vl__service_lends on its event loop, so it reads the params alone: with the
+ * payload's pages unreadable it still says yes for an aligned uint8 blob, and no, without
+ * touching a byte, for a blob at an odd offset (the call would copy it) and for a bool blob
+ * (the call checks that every byte is 0 or 1). The call itself still lends a valid bool blob. */
+static void lends_reads_the_json_alone_and_refuses_work_on_the_bytes(void **state) {
+  (void)state;
+  enum { LEN = 1 << 16 };
+  uint8_t *p = mmap(NULL, LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(p != MAP_FAILED);
+  assert_true(lends_blob(p, LEN, "uint8", 0, LEN));
+  assert_false(lends_blob(p, LEN, "uint8", 1, LEN - 1));
+  assert_false(lends_blob(p, LEN, "bool", 0, LEN));
+  assert_int_equal(munmap(p, LEN), 0);
+  cJSON *params = cJSON_Parse(
+      "{\"input\":{\"dtype\":\"bool\",\"shape\":[8],\"blob\":{\"offset\":64,\"nbytes\":8}},"
+      "\"size\":[2,4],\"encoding\":\"blob\"}");
+  outcome o = {0};
+  o.status = vl__service_call_lending("view_copy", params, payload(), sizeof payload_words, NULL,
+                                      &o.result, &o.out, NULL, &o.err);
+  assert_int_equal(o.status, VL_OK);
+  assert_int_equal(o.out.cap, 0); /* lent: bytes 0,0,0,0,1,0,0,0 are valid bools */
+  assert_ptr_equal(o.out.data, (const uint8_t *)payload_words + AT);
+  release(&o);
+  cJSON_Delete(params);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_contiguous_reshape_lends_the_input_bytes),
       cmocka_unit_test(a_reordering_copy_or_another_encoding_is_not_lent),
       cmocka_unit_test(a_failed_view_copy_lends_nothing),
+      cmocka_unit_test(lends_reads_the_json_alone_and_refuses_work_on_the_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 
 #include "base/json_num.h"
 #include "base/json_util.h"
+#include "graph/tensor_json_internal.h"
 #include "layout/tensor_internal.h"
 #include "viewlower/layout.h"
 #include "viewlower/tensor_json.h"
@@ -647,6 +648,28 @@ vl_status vl_tensor_from_json(const cJSON *obj, const uint8_t *payload, size_t p
 /* A blob's bytes are borrowed when they are aligned for every element type (8 bytes). */
 static bool blob_borrowable(const tensor_head *h, const uint8_t *payload) {
   return h->kind == BODY_BLOB && h->nbytes > 0 && (uintptr_t)(payload + h->blob_offset) % 8u == 0;
+}
+
+vl_status vl__tensor_from_json_lendable(const cJSON *obj, const uint8_t *payload,
+                                        size_t payload_len, const vl_limits *lim, vl_tensor *view,
+                                        vl_error *err) {
+  vl_limits defaults;
+  tensor_head h;
+  lim = vl__limits_or_default(lim, &defaults);
+  if (payload == NULL) payload_len = 0;
+  vl_status st = parse_head(obj, lim, &h, err);
+  if (st == VL_OK) st = check_body(&h, payload_len, err);
+  if (st != VL_OK) return st;
+  if (!blob_borrowable(&h, payload) || h.spec.dtype == VL_DTYPE_BOOL) {
+    /* a copy, or a check of every byte (check_bool_bytes): work that follows the payload */
+    return vl_error_set(err, VL_ERR_INVALID_TENSOR, "",
+                        "not a blob that can be lent without reading its bytes");
+  }
+  memset(view, 0, sizeof *view);
+  view->spec = h.spec;
+  view->nbytes = h.nbytes;
+  view->data = (void *)(uintptr_t)(payload + h.blob_offset); /* read only */
+  return VL_OK;
 }
 
 vl_status vl_tensor_from_json_borrow(const cJSON *obj, const uint8_t *payload, size_t payload_len,

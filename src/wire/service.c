@@ -9,6 +9,7 @@
 #include "base/json_util.h"
 #include "base/json_write.h"
 #include "exec/kernel_internal.h"
+#include "graph/tensor_json_internal.h"
 #include "layout/tensor_internal.h"
 #include "viewlower/copy.h"
 #include "viewlower/graph.h"
@@ -35,6 +36,7 @@ typedef struct {
   vl_call_stats *stats;
   vl_error *err;
   bool may_lend; /* vl__service_call_lending */
+  bool lend_probe; /* vl__service_lends: read the JSON only, never the payload's bytes */
 } call;
 
 typedef vl_status (*method_fn)(call *c, cJSON *result);
@@ -390,7 +392,12 @@ static vl_status read_view_copy_args(call *c, view_copy_args *a) {
   }
   /* A blob input is read in place from the request payload (borrowed, not freed here), and a
    * blob output's storage becomes the response payload: no copy of the bytes either way. */
-  if (st == VL_OK) {
+  if (st == VL_OK && c->lend_probe) {
+    /* no copy and no check of the bytes: only an input lendable as it stands passes */
+    st = vl__tensor_from_json_lendable(param(c, "input"), c->payload, c->payload_len, c->lim,
+                                       &a->view, c->err);
+    a->in = &a->view;
+  } else if (st == VL_OK) {
     st = vl_tensor_from_json_borrow(param(c, "input"), c->payload, c->payload_len, c->lim, &a->view,
                                     &a->owned, c->err);
     if (st != VL_OK) vl_error_prefix(c->err, "/input");
@@ -482,7 +489,7 @@ static vl_status service_call(const char *method, const cJSON *params, const uin
   if (stats) memset(stats, 0, sizeof *stats);
   cJSON *res = cJSON_CreateObject();
   if (res == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
-  call c = {params, payload, payload_len, lim, out_payload, stats, err, may_lend};
+  call c = {params, payload, payload_len, lim, out_payload, stats, err, may_lend, false};
   vl_status st = fn(&c, res);
   if (st != VL_OK) {
     if (err->code == VL_OK) vl_error_set(err, st, "", "%s", vl_status_text(st));
@@ -510,7 +517,7 @@ bool vl__service_lends(const char *method, const cJSON *params, const uint8_t *p
   lim = vl__limits_or_default(lim, &dflt);
   vl_error err;
   vl_buf none = {0};
-  call c = {params, payload, payload_len, lim, &none, NULL, &err, true};
+  call c = {params, payload, payload_len, lim, &none, NULL, &err, true, true};
   view_copy_args a;
   vl_spec out_spec;
   bool lends = read_view_copy_args(&c, &a) == VL_OK &&

@@ -18,7 +18,9 @@ vl_status vl__service_call_lending(const char *method, const cJSON *params,
 
 /* Would vl__service_call_lending answer this call by lending, with no work in proportion to
  * the payload (reading the params' JSON and checking the input's spec)? The daemon answers such
- * a call on its event loop. False for any call it would answer otherwise, errors included. */
+ * a call on its event loop. It reads the JSON only, never a byte of the payload, and allocates
+ * no tensor: false for an input that would be copied (a blob not aligned for borrowing) or
+ * checked byte by byte (bool), and for any call answered otherwise, errors included. */
 bool vl__service_lends(const char *method, const cJSON *params, const uint8_t *payload,
                        size_t payload_len, const vl_limits *lim);
 
