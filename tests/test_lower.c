@@ -1061,6 +1061,22 @@ static void param_and_plan_options_are_read_from_json(void **state) {
   cJSON_Delete(j);
 }
 
+static void an_option_given_null_keeps_its_default(void **state) {
+  (void)state;
+  vl_lower_options o;
+  vl_error err;
+  cJSON *j = cJSON_Parse("{\"remove_view_copy\":null,\"policy\":null,\"fold\":null,"
+                         "\"param_layouts\":null,\"plan\":null,\"plan_alignment\":null}");
+  assert_int_equal(vl_lower_options_from_json(j, &o, &err), VL_OK);
+  assert_true(o.remove_view_copy);
+  assert_int_equal(o.policy, VL_POLICY_SAFE);
+  assert_true(o.fold);
+  assert_true(o.param_layouts);
+  assert_false(o.plan);
+  assert_int_equal(o.plan_alignment, 16);
+  cJSON_Delete(j);
+}
+
 /* The patch-token chain with one more node after the flatten, and the tokens' reader. */
 #define CHAIN_WITH(mid, reader, outs)                                                              \
   CONV("1") mid CALL("tokens", "aten.transpose_copy.int", "[\"flat\",1,2]", VAL("[1,4,8]", "[0,1,2]")) \
@@ -1255,6 +1271,7 @@ int main(void) {
       cmocka_unit_test(a_conv_weight_converted_to_channels_last_is_stored_so),
       cmocka_unit_test(readers_that_cannot_alias_score_nothing),
       cmocka_unit_test(param_and_plan_options_are_read_from_json),
+      cmocka_unit_test(an_option_given_null_keeps_its_default),
       cmocka_unit_test(every_mutation_rule_applies_to_a_folded_node),
       cmocka_unit_test(a_split_is_aliases_of_its_input_and_the_producer_goes),
       cmocka_unit_test(a_view_copy_that_writes_is_decided_but_never_folded),

@@ -130,7 +130,8 @@ typedef struct vl_report {
 
 VL_API void vl_lower_options_default(vl_lower_options *o);
 /* Options from JSON {"remove_view_copy": bool, "policy": "safe"|"legacy", "fold": bool,
- * "param_layouts": bool, "plan": bool, "plan_alignment": N}; opts may be NULL. */
+ * "param_layouts": bool, "plan": bool, "plan_alignment": N}; opts may be NULL, and a member
+ * given as null keeps its default, as an absent one does. */
 VL_API vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out,
                                             vl_error *err);
 

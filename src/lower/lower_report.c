@@ -379,8 +379,14 @@ void vl_lower_options_default(vl_lower_options *o) {
   o->plan_alignment = 16;
 }
 
-static vl_status bool_option(const cJSON *opts, const char *key, bool *out, vl_error *err) {
+/* An option given as null is the same as absent (protocol.md: an optional member). */
+static const cJSON *option(const cJSON *opts, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(opts, key);
+  return cJSON_IsNull(v) ? NULL : v;
+}
+
+static vl_status bool_option(const cJSON *opts, const char *key, bool *out, vl_error *err) {
+  const cJSON *v = option(opts, key);
   if (v == NULL) return VL_OK;
   if (!cJSON_IsBool(v)) {
     char path[32];
@@ -402,20 +408,12 @@ vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options *out, v
     }
     vl_status st = vl__json_check_keys(opts, keys, NULL, "", VL_ERR_INVALID_PARAMS, err);
     if (st != VL_OK) return st;
-    const cJSON *rvc = cJSON_GetObjectItemCaseSensitive(opts, "remove_view_copy");
-    const cJSON *pol = cJSON_GetObjectItemCaseSensitive(opts, "policy");
-    if (rvc != NULL && !cJSON_IsBool(rvc)) {
-      return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/remove_view_copy", "must be true or false");
-    }
-    if (rvc != NULL) o.remove_view_copy = cJSON_IsTrue(rvc);
-    const cJSON *fold = cJSON_GetObjectItemCaseSensitive(opts, "fold");
-    if (fold != NULL && !cJSON_IsBool(fold)) {
-      return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/fold", "must be true or false");
-    }
-    if (fold != NULL) o.fold = cJSON_IsTrue(fold);
+    const cJSON *pol = option(opts, "policy");
+    if ((st = bool_option(opts, "remove_view_copy", &o.remove_view_copy, err)) != VL_OK) return st;
+    if ((st = bool_option(opts, "fold", &o.fold, err)) != VL_OK) return st;
     if ((st = bool_option(opts, "param_layouts", &o.param_layouts, err)) != VL_OK) return st;
     if ((st = bool_option(opts, "plan", &o.plan, err)) != VL_OK) return st;
-    const cJSON *align = cJSON_GetObjectItemCaseSensitive(opts, "plan_alignment");
+    const cJSON *align = option(opts, "plan_alignment");
     if (align != NULL) {
       double a = cJSON_IsNumber(align) ? align->valuedouble : 0;
       int64_t v = a >= 1 && a <= VL_PLAN_MAX_ALIGNMENT ? (int64_t)a : 0;
