@@ -1058,7 +1058,14 @@ static cJSON *stats_result(void *owner) {
   for (size_t i = 0; i < n; i++) {
     names[i] = vld_dispatch_method_name(i);
   }
+  /* The counters are copied under the lock, which every loop takes to count each request, and
+   * printed outside it. */
+  vld_stats *copy = malloc(sizeof *copy);
+  if (copy == NULL) {
+    return NULL;
+  }
   lock(srv);
+  *copy = srv->stats;
   vld_stats_view v = {.method_names = names,
                       .n_methods = n,
                       .conns_current = srv->n_conns,
@@ -1070,8 +1077,9 @@ static cJSON *stats_result(void *owner) {
                       .memory_in_use = vld_mem_in_use(),
                       .memory_peak = vld_mem_peak(),
                       .memory_kept = vld_mem_kept()};
-  cJSON *result = vld_stats_to_json(&srv->stats, &v);
   unlock(srv);
+  cJSON *result = vld_stats_to_json(copy, &v);
+  free(copy);
   return result;
 }
 
