@@ -105,6 +105,26 @@ def resolve(target: str, where: str) -> Callable[..., Any]:
         raise ExportError(f"torch has no operator {target}", kind="unknown_target", path=where)
 
 
+#: Ops whose result holds unspecified values (uninitialised memory: dropout in train mode traces
+#: as `bernoulli_` into an `empty_like`, after an `expand_copy` of an `empty`). Every run fills
+#: them with zeros, so the reference and the replay read the same bytes from them.
+UNINITIALISED = {"aten.empty.memory_format", "aten.empty_like.default",
+                 "aten.empty_strided.default", "aten.new_empty.default",
+                 "aten.new_empty_strided.default"}
+
+#: Every run starts torch's global generator from this seed, so random ops (`bernoulli_` of
+#: dropout in train mode, `rand`, …) draw the same numbers in the reference and the replay: the
+#: lowering keeps the order of every op that is not layout-only.
+RNG_SEED = 0
+
+
+def defined(target: str, res: Any) -> Any:
+    """`res` of `target`, with an uninitialised result (UNINITIALISED) zero-filled."""
+    if target in UNINITIALISED and isinstance(res, torch.Tensor):
+        res.zero_()
+    return res
+
+
 def writes_arg0(target: str) -> bool:
     """SPEC §3: an operator name ending in `_` writes argument 0."""
     parts = target.split(".")
@@ -191,6 +211,7 @@ class Run:
     def __iter__(self) -> Iterator[Tuple[str, Any]]:
         env = self.env
         drop = {} if self.keep else last_uses(self.graph)
+        torch.manual_seed(RNG_SEED)
         for idx, node in enumerate(self.graph["nodes"]):
             name, op = node["name"], node["op"]
             where = f"/nodes/{idx}"
@@ -324,7 +345,7 @@ def _call(node: dict, idx: int, where: str, env: Dict[str, Any], layout_of: Layo
           for k, v in node.get("kwargs", {}).items()}
     token = before(idx, node, a, kw) if before else None
     try:
-        res = fn(*a, **kw)
+        res = defined(target, fn(*a, **kw))
     except Exception as e:  # an op torch refuses: name the node
         raise ExportError(f"{target} failed in torch: {e}".splitlines()[0], kind="torch_error",
                           path=where)

@@ -248,3 +248,29 @@ def test_a_replayed_alias_past_its_owners_buffer_is_a_mismatch_naming_it():
 
 def nodes_of_graph(g, target):
     return [n for n in g["nodes"] if n.get("target") == target]
+
+
+@pytest.mark.parametrize("layout", ["edge", "traced"])
+def test_dropout_in_train_mode_replays_bit_exact_and_another_probability_is_a_mismatch(layout):
+    """Dropout traces as bernoulli_ into an empty_like (after an expand of an empty): every run
+    zero-fills the uninitialised results and starts torch's generator from one seed, so two runs
+    agree bit for bit, and a changed probability still shows."""
+    import copy
+    from viewlower import replay
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 64), nn.Dropout(0.3)).train()
+    e = ex.export(m, ex.make_inputs([([4, 8], torch.float32)]), layout_mode=layout)
+    assert nodes_of(e, "aten.empty_like.default") and nodes_of(e, "aten.bernoulli_.float")
+    r = replay.run(e.graph, e.values)
+    for n in e.graph["nodes"]:
+        if n.get("target") in replay.UNINITIALISED:
+            assert not r.env[n["name"]].any() or n["name"] in {
+                m["args"][0] for m in nodes_of(e, "aten.bernoulli_.float")}
+    assert check.compare_replay(e, e.graph) is None
+    if layout == "traced":
+        assert check.compare_with_trace(e) is None
+    tampered = copy.deepcopy(e.graph)
+    (b,) = nodes_of_graph(tampered, "aten.bernoulli_.float")
+    b["args"][1] = 0.25
+    found = check.compare_replay(e, tampered)
+    assert found is not None and found["node"] == b["name"]
