@@ -933,6 +933,18 @@ static void orders_that_are_not_permutations_are_refused(void **state) {
          VL_ERR_KERNEL, "/out_dim_order");
   expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[3,2],\"out_dim_order\":[0]}",
          VL_ERR_KERNEL, "/out_dim_order");
+  /* an entry that is no dim at all is no permutation either: the kernel's error, not a
+   * malformed param (protocol.md); only a non-integer is */
+  expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[3,2],\"out_dim_order\":[1,16]}",
+         VL_ERR_KERNEL, "/out_dim_order");
+  expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[3,2],\"out_dim_order\":[-1,0]}",
+         VL_ERR_KERNEL, "/out_dim_order");
+  expect("view_copy",
+         "{\"input\":" TENSOR_2x3 ",\"size\":[3,2],\"out_dim_order\":[0,1,2,3,4,5,6,7,8,9,10,11,"
+         "12,13,14,15,16]}",
+         VL_ERR_KERNEL, "/out_dim_order");
+  expect("view_copy", "{\"input\":" TENSOR_2x3 ",\"size\":[3,2],\"out_dim_order\":[1,0.5]}",
+         VL_ERR_INVALID_PARAMS, "/out_dim_order/1");
   expect("execute",
          "{\"graph\":" G_HEAD G_X ",{\"name\":\"p\",\"op\":\"call_function\",\"target\":"
          "\"aten.permute_copy.default\",\"args\":[\"x\",[0,0]],\"val\":{\"dtype\":\"float32\","

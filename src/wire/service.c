@@ -378,15 +378,24 @@ static vl_status read_view_copy_args(call *c, view_copy_args *a) {
                      cJSON_GetArraySize(jsize), VL_MAX_RANK);
   }
   if (st == VL_OK) st = get_dims(c, "size", INT64_MIN, INT64_MAX, a->size, &a->rank);
-  a->has_order = param(c, "out_dim_order") != NULL && !cJSON_IsNull(param(c, "out_dim_order"));
-  if (st == VL_OK && a->has_order) {
-    st = get_dims(c, "out_dim_order", 0, VL_MAX_RANK - 1, order, &order_rank);
-  }
-  if (st == VL_OK && a->has_order && order_rank != a->rank) {
+  const cJSON *jorder = param(c, "out_dim_order");
+  a->has_order = jorder != NULL && !cJSON_IsNull(jorder);
+  /* Any list of whole numbers is an order the kernel judges (SPEC §4, protocol.md): one of
+   * another length than the size, or with an entry that is no dim (16, -1), is not a
+   * permutation of the output's dims, a kernel error like [1,1]; only an entry that is not a
+   * whole number within 2^53 is a malformed param. */
+  if (st == VL_OK && a->has_order && cJSON_IsArray(jorder) &&
+      (size_t)cJSON_GetArraySize(jorder) != a->rank) {
     st = vl_error_set(c->err, VL_ERR_KERNEL, "/out_dim_order",
-                      "has %zu entries but the size has %zu", order_rank, a->rank);
+                      "has %d entries but the size has %zu", cJSON_GetArraySize(jorder), a->rank);
   }
-  for (size_t i = 0; i < order_rank; i++) a->dim_order[i] = (uint8_t)order[i];
+  if (st == VL_OK && a->has_order) {
+    st = get_dims(c, "out_dim_order", INT64_MIN, INT64_MAX, order, &order_rank);
+  }
+  for (size_t i = 0; i < order_rank; i++) {
+    /* VL_MAX_RANK is no dim of any output: the kernel's permutation check refuses it */
+    a->dim_order[i] = order[i] >= 0 && order[i] < VL_MAX_RANK ? (uint8_t)order[i] : VL_MAX_RANK;
+  }
   if (st == VL_OK && param(c, "input") == NULL) {
     st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/input", "is required");
   }

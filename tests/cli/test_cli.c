@@ -370,7 +370,8 @@ static void a_pointer_under_a_flag_names_the_flag(void **state) {
   cli_result r = cli_both(
       NULL, (const char *[]){"view-copy", t, "--size", "1,2,-1", "--out-dim-order", "0,1,20", NULL},
       2);
-  assert_error_line(&r, "--out-dim-order: /2: must be a whole number in [0, 15]");
+  /* 20 is no dim of a rank-3 output: the kernel's error, as for 0,1,1 (protocol.md) */
+  assert_error_line(&r, "--out-dim-order: view_copy: out dim order is not a permutation of 0..2");
   cli_result_free(&r);
   r = cli_both(NULL, (const char *[]){"view-copy", t, "--size", "1,-1,-1", NULL}, 2);
   assert_error_line(&r, "--size: view_copy: only one size may be -1 (dims 1 and 2)");
@@ -390,7 +391,7 @@ static void a_size_of_rank_17_is_a_kernel_error(void **state) {
            (const char *[]){"view-copy", t, "--size", "12", "--out-dim-order",
                             "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", NULL},
            2);
-  assert_error_line(&r, "--out-dim-order: has more than 16 entries");
+  assert_error_line(&r, "--out-dim-order: has 17 entries but the size has 1");
   cli_result_free(&r);
 }
 
