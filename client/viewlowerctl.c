@@ -824,15 +824,21 @@ static int cmd_run(ctl *c) {
   return rc;
 }
 
+/* The list as JSON whose numbers keep their digits (vl__json_parse_one): through a double,
+ * 9007199254740993 would reach the service as 2^53, a size nobody gave; with its digits the
+ * service refuses it, at /size/k, in both modes. */
 static cJSON *int_list_json(const int64_t *v, size_t n) {
-  cJSON *arr = cJSON_CreateArray();
-  for (size_t i = 0; arr && i < n; i++) {
-    if (!cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v[i]))) {
-      cJSON_Delete(arr);
-      return NULL;
-    }
+  char text[MAX_LIST * 22 + 3];
+  size_t len = 0;
+  text[len++] = '[';
+  for (size_t i = 0; i < n; i++) {
+    len += (size_t)snprintf(text + len, sizeof text - len, "%s%lld", i > 0 ? "," : "",
+                            (long long)v[i]);
   }
-  return arr;
+  text[len++] = ']';
+  cJSON *arr = NULL;
+  size_t at = 0;
+  return vl__json_parse_one(text, len, false, &arr, &at) == VL__JSON_OK ? arr : NULL;
 }
 
 /* {"input": <file>, "size", "out_dim_order"?, "encoding"}; NULL on out of memory. */

@@ -376,6 +376,11 @@ static void a_pointer_under_a_flag_names_the_flag(void **state) {
   r = cli_both(NULL, (const char *[]){"view-copy", t, "--size", "1,-1,-1", NULL}, 2);
   assert_error_line(&r, "--size: view_copy: only one size may be -1 (dims 1 and 2)");
   cli_result_free(&r);
+  /* sent with its digits, not as the double 2^53 it would round to */
+  r = cli_both(NULL, (const char *[]){"view-copy", t, "--size", "1,9007199254740993,-1", NULL}, 2);
+  assert_error_line(&r, "--size: /1: must be a whole number in [-9007199254740992, "
+                        "9007199254740992]");
+  cli_result_free(&r);
 }
 
 /* SPEC §4 lists rank > 16 among the kernel errors: exit 2 in both modes, not a usage error. */
