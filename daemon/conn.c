@@ -4,7 +4,8 @@
  * Reading: libuv reads into the connection's fixed buffer; the bytes are fed to the frame
  * decoder, and each whole frame goes to the owner (on_frame). When the in-flight or write-queue limit is
  * hit, reading stops and the unconsumed rest of the buffer is kept; vld_conn_settle resumes
- * from it once responses went out. Memory per connection is thus bounded by one read buffer,
+ * from it once responses went out. Likewise when the loop's pass has no room left for the
+ * connection (vld_turn, conn.h): the rest of the buffer waits for the next pass. Memory per connection is thus bounded by one read buffer,
  * one partial frame, --max-inflight requests and the write-queue bound.
  * Closing: a connection whose input is done (EOF, broken framing, refused, shutdown) closes
  * once nothing is in flight and every write was called back. A peer that is really gone
@@ -57,7 +58,7 @@ static vl_frame_admission admit_frame(void *ctx, uint64_t bytes) {
 }
 
 vld_conn *vld_conn_new(uv_loop_t *loop, const vld_conn_limits *lim, const vld_conn_callbacks *cb,
-                       void *owner) {
+                       vld_turn *turn, void *owner) {
   vld_conn *c = calloc(1, sizeof *c);
   uint8_t *rbuf = malloc(VLD_READ_BUF_SIZE);
   if (c == NULL || rbuf == NULL) {
@@ -67,6 +68,7 @@ vld_conn *vld_conn_new(uv_loop_t *loop, const vld_conn_limits *lim, const vld_co
   }
   c->lim = lim;
   c->cb = cb;
+  c->turn = turn;
   c->owner = owner;
   c->rbuf = rbuf;
   c->refs = 1; /* the handles */
@@ -381,12 +383,91 @@ static void retry_admission(vld_conn *c) {
   }
 }
 
-/* Feeds buffered bytes to the decoder and dispatches whole frames until the bytes run out
- * or a limit is hit. */
+/* ---- passes ------------------------------------------------------------------------------ */
+
+static void on_pass(uv_prepare_t *p) {
+  vld_turn *t = p->data;
+  t->pass++;
+}
+
+/* The connections left for this pass go on, each once, in the order they were left; those that
+ * stop again wait for the next pass. */
+static void on_resume(uv_idle_t *h) {
+  vld_turn *t = h->data;
+  vld_conn *c = t->next;
+  t->next = t->last = NULL;
+  t->pass++; /* a pass of its own: the sockets were looked at since these were left */
+  while (c != NULL) {
+    vld_conn *next = c->yield_next;
+    c->yield_next = NULL;
+    c->yielded = false;
+    vld_conn_settle(c);
+    vld_conn_unref(c);
+    c = next;
+  }
+  if (t->next == NULL) {
+    uv_idle_stop(h);
+  }
+}
+
+void vld_turn_init(vld_turn *t, uv_loop_t *loop) {
+  memset(t, 0, sizeof *t);
+  uv_idle_init(loop, &t->resume);
+  uv_prepare_init(loop, &t->passes);
+  t->resume.data = t;
+  t->passes.data = t;
+  uv_prepare_start(&t->passes, on_pass);
+  uv_unref((uv_handle_t *)&t->passes);
+}
+
+void vld_turn_close(vld_turn *t) {
+  if (!uv_is_closing((uv_handle_t *)&t->resume)) {
+    uv_close((uv_handle_t *)&t->resume, NULL);
+    uv_close((uv_handle_t *)&t->passes, NULL);
+  }
+}
+
+/* May c go on with another frame, having taken frames in a row in this call? The first frame
+ * is always taken; the pass's clock starts with the first frame anybody takes in it. */
+static bool pass_has_room(vld_conn *c, unsigned frames) {
+  vld_turn *t = c->turn;
+  uint64_t now = uv_hrtime();
+  if (t->timed_pass != t->pass) {
+    t->timed_pass = t->pass;
+    t->start_ns = now;
+  }
+  return frames == 0 || (frames < VLD_PASS_FRAMES && now - t->start_ns < VLD_PASS_NS);
+}
+
+/* Leaves c's buffered frames for the next pass (it holds a reference until then). */
+static void yield_pass(vld_conn *c) {
+  vld_turn *t = c->turn;
+  if (c->yielded) {
+    return;
+  }
+  c->yielded = true;
+  vld_conn_ref(c);
+  if (t->last != NULL) {
+    t->last->yield_next = c;
+  } else {
+    t->next = c;
+  }
+  t->last = c;
+  uv_idle_start(&t->resume, on_resume);
+  c->cb->on_yield(c);
+}
+
+/* Feeds buffered bytes to the decoder and dispatches whole frames until the bytes run out, a
+ * limit is hit or the pass has no more room for c (then the rest waits for the next pass). */
 static void process_input(vld_conn *c) {
   bool outer = !c->corked; /* the responses answered meanwhile go out together */
+  unsigned frames = 0;
   c->corked = true;
-  while (c->rbuf_off < c->rbuf_len && !c->input_done && !over_limits(c)) {
+  while (c->rbuf_off < c->rbuf_len && !c->input_done && !c->yielded && !over_limits(c)) {
+    if (!pass_has_room(c, frames)) {
+      yield_pass(c);
+      break;
+    }
     size_t used = 0;
     bool ready = false;
     vl_frame frame;
@@ -400,6 +481,7 @@ static void process_input(vld_conn *c) {
     }
     if (ready) {
       deliver(c, &frame);
+      frames++;
     }
   }
   if (outer) {

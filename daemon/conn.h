@@ -25,6 +25,31 @@
 
 typedef struct vld_conn vld_conn;
 
+/* A loop's passes over its connections. Between two looks at its sockets (one pass), the
+ * frames read from all connections together get at most VLD_PASS_NS of the loop, and one
+ * connection at most VLD_PASS_FRAMES frames in a row; each connection always gets one frame per
+ * pass. A connection stopped so keeps its unread bytes and goes on in the next pass (an idle
+ * handle), after the loop has looked at every socket: however many small requests a client
+ * pipelines (a 64 KiB read holds 1,150 pings or 3,800 one-byte invalid requests, each answered
+ * on the loop), the others wait for at most one pass. One per loop, on its thread. */
+#define VLD_PASS_NS 500000 /* 0.5 ms */
+#define VLD_PASS_FRAMES 64
+typedef struct vld_turn {
+  uv_idle_t resume;    /* runs the connections left for the next pass */
+  uv_prepare_t passes; /* counts passes: a pass begins before each look at the sockets */
+  uint64_t pass;       /* the current pass */
+  uint64_t timed_pass; /* the pass whose work began at start_ns */
+  uint64_t start_ns;
+  vld_conn *next; /* connections left for the next pass, in order */
+  vld_conn *last;
+} vld_turn;
+
+/* Starts t's handles on loop (the idle handle keeps it alive while a connection waits). */
+void vld_turn_init(vld_turn *t, uv_loop_t *loop);
+/* Closes t's handles; no connection may be left on it (each holds a reference until its next
+ * pass runs, so the last connection is freed only after that). */
+void vld_turn_close(vld_turn *t);
+
 typedef struct vld_conn_callbacks {
   /* A whole frame: the callee owns it and answers it exactly once (vld_conn_send). */
   void (*on_frame)(vld_conn *c, vl_frame *frame);
@@ -41,6 +66,8 @@ typedef struct vld_conn_callbacks {
   void (*on_wait_memory)(vld_conn *c);
   /* The frame stream broke (err says how), just before the error is answered. */
   void (*on_stream_error)(vld_conn *c, const vl_error *err);
+  /* c's pass ended with whole frames still buffered: they wait for the next pass (vld_turn). */
+  void (*on_yield)(vld_conn *c);
 } vld_conn_callbacks;
 
 typedef struct vld_conn_limits {
@@ -55,6 +82,7 @@ struct vld_conn {
   uv_timer_t idle;
   const vld_conn_limits *lim;
   const vld_conn_callbacks *cb;
+  vld_turn *turn; /* its loop's */
   /* The owner's: */
   void *owner;
   void *user;                   /* whoever holds requests of c (the work list) */
@@ -87,14 +115,17 @@ struct vld_conn {
   uint32_t drain_frames;
   bool started;
   bool reading;
+  bool yielded;              /* on turn's list for the next pass */
+  struct vld_conn *yield_next;
   bool input_done; /* no more frames will be read: EOF, broken framing or refused peer */
   bool draining;   /* read nothing new once the frames already buffered are served */
   bool closing;
 };
 
-/* A connection on loop, not yet accepted into; NULL on out-of-memory. lim and cb outlive it. */
+/* A connection on loop, not yet accepted into; NULL on out-of-memory. lim, cb and turn (the
+ * loop's) outlive it. */
 vld_conn *vld_conn_new(uv_loop_t *loop, const vld_conn_limits *lim, const vld_conn_callbacks *cb,
-                       void *owner);
+                       vld_turn *turn, void *owner);
 /* Starts reading an accepted, admitted connection. */
 void vld_conn_start(vld_conn *c);
 /* Queues an error response with id null. */

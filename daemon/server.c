@@ -513,6 +513,13 @@ static void conn_on_stream_error(vld_conn *c, const vl_error *err) {
   }
 }
 
+static void conn_on_yield(vld_conn *c) {
+  vld_server *srv = ((vld_shard *)c->owner)->srv;
+  lock(srv);
+  srv->stats.yields++;
+  unlock(srv);
+}
+
 static const vld_conn_callbacks conn_callbacks = {
     .on_frame = conn_on_frame,
     .on_closing = conn_on_closing,
@@ -521,6 +528,7 @@ static const vld_conn_callbacks conn_callbacks = {
     .admit_memory = conn_admit_memory,
     .on_wait_memory = conn_on_wait_memory,
     .on_stream_error = conn_on_stream_error,
+    .on_yield = conn_on_yield,
 };
 
 /* ---- accepting -------------------------------------------------------------------------- *
@@ -540,7 +548,7 @@ static void take_peer(vld_shard *sh, const vld_peer *p, bool admitted, const ver
   lock(srv);
   bool stopping = admitted && srv->shutting_down;
   unlock(srv);
-  vld_conn *c = stopping ? NULL : vld_conn_new(sh->loop, &srv->conn_limits, &conn_callbacks, sh);
+  vld_conn *c = stopping ? NULL : vld_conn_new(sh->loop, &srv->conn_limits, &conn_callbacks, &sh->turn, sh);
   if (c == NULL) {
     close(p->fd);
     lock(srv);
@@ -734,6 +742,7 @@ static void finish_shard(vld_shard *sh) {
   close_if_open((uv_handle_t *)&sh->hup_probe);
   close_if_open((uv_handle_t *)&sh->kept_watch);
   close_if_open((uv_handle_t *)&sh->mem_wait);
+  vld_turn_close(&sh->turn);
   if (sh->index != 0) {
     return;
   }
@@ -1213,6 +1222,7 @@ static int init_shard(vld_server *srv, unsigned i, uv_loop_t *loop) {
   sh->mem_wait.data = sh;
   sh->kept_watch.data = sh;
   uv_prepare_start(&sh->kept_watch, on_kept_watch);
+  vld_turn_init(&sh->turn, loop);
   uv_unref((uv_handle_t *)&sh->kept_watch); /* it never keeps the loop running by itself */
   sh->dispatch = (vld_dispatcher){.loop = loop,
                                   .cfg = srv->cfg,

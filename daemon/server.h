@@ -52,6 +52,7 @@ typedef struct vld_shard {
   unsigned idle_probes;   /* probes in a row that found the pool idle (server.c) */
   uv_prepare_t kept_watch; /* each loop turn: kept large blocks get their idle second */
   uv_timer_t mem_wait;    /* resumes connections paused for memory */
+  vld_turn turn;          /* the loop's passes over its connections' buffered frames */
   vld_dispatcher dispatch;
   vld_conn *conns; /* this loop's connection objects */
   bool finished;

@@ -164,6 +164,7 @@ static cJSON *connections_json(const vld_stats *s, const vld_stats_view *v) {
           NULL ||
       cJSON_AddNumberToObject(o, "total", (double)s->conns_total) == NULL ||
       cJSON_AddNumberToObject(o, "rejected", (double)s->conns_rejected) == NULL ||
+      cJSON_AddNumberToObject(o, "yielded", (double)s->yields) == NULL ||
       cJSON_AddNumberToObject(o, "open_files_limit", (double)v->open_files_limit) == NULL ||
       !add(o, "refused", counters_json(vld_refusal_names, s->refused, VLD_REFUSE_COUNT))) {
     cJSON_Delete(o);

@@ -48,6 +48,7 @@ typedef struct vld_stats {
   vld_method_counts invalid; /* requests that named no known method, or none at all */
   uint64_t cancelled;       /* dropped unstarted and unanswered: their connection closed */
   uint64_t memory_waits_admitted; /* frames admitted after waiting for memory */
+  uint64_t yields; /* a connection's buffered frames left for its loop's next pass (vld_turn) */
   uint64_t served_on_loop; /* small graph-bound requests (lower, validate) and lent view_copies
                             run on the loop */
   uint64_t views_replaced;
