@@ -36,7 +36,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                    help="one model input, e.g. 1,3,64,64 or 4,8:int64 (float32 unless given); "
                         "repeat per input; values come from --seed")
     p.add_argument("--channels-last", action="store_true",
-                   help="model and rank-4 inputs in channels-last")
+                   help="rank-4 inputs and parameters in channels-last, rank-5 ones "
+                        "in channels-last-3d")
     p.add_argument("--layout", choices=["edge", "traced"], default="edge",
                    help="edge (default): every view-like *_copy output declared contiguous, as "
                         "ExecuTorch's edge dialect allocates it; traced: the strides torch's "

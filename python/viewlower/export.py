@@ -102,7 +102,8 @@ def load_callable(spec: str) -> Any:
 def build_model(spec: str, kwargs: Dict[str, Any], train: bool = False,
                 channels_last: bool = False) -> torch.nn.Module:
     """The model `spec` names, called with `kwargs`, in eval() (or train()) mode; channels-last
-    moves its 4-D parameters and buffers to channels-last."""
+    moves its 4-D parameters and buffers to channels-last and its 5-D ones to channels-last-3d
+    (torch's `Module.to(memory_format=channels_last)` refuses a 5-D weight: a video model)."""
     torch.manual_seed(0)
     fn = load_callable(spec)
     try:
@@ -113,8 +114,19 @@ def build_model(spec: str, kwargs: Dict[str, Any], train: bool = False,
         raise UsageError(f"MODEL {spec!r} returned a {type(model).__name__}, not a torch.nn.Module")
     model.train(train)
     if channels_last:
-        model = model.to(memory_format=torch.channels_last)
+        model = to_channels_last(model)
     return model
+
+
+def to_channels_last(model: torch.nn.Module) -> torch.nn.Module:
+    """`model` with its 4-D parameters and buffers channels-last and its 5-D ones
+    channels-last-3d, in place (as make_inputs lays out rank-4 and rank-5 inputs)."""
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+    def convert(t: torch.Tensor) -> torch.Tensor:
+        mf = formats.get(t.dim())
+        return t.contiguous(memory_format=mf) if mf is not None else t
+    return model._apply(convert)
 
 
 def randomize_zero_parameters(model: torch.nn.Module, seed: int = 1) -> int:

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from viewlower import export as ex
-from viewlower import check
+from viewlower import check, layout
 from viewlower.errors import ExportError
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
@@ -21,7 +21,7 @@ def exported(model, *shapes, layout="edge", skip=False, cl=False, dtype=torch.fl
     torch.manual_seed(0)
     model.eval()
     if cl:
-        model = model.to(memory_format=torch.channels_last)
+        model = ex.to_channels_last(model)
     inputs = ex.make_inputs([(list(s), dtype) for s in shapes], channels_last=cl)
     return ex.export(model, inputs, name="m", layout_mode=layout, skip_dim_order=skip)
 
@@ -274,3 +274,17 @@ def test_dropout_in_train_mode_replays_bit_exact_and_another_probability_is_a_mi
     b["args"][1] = 0.25
     found = check.compare_replay(e, tampered)
     assert found is not None and found["node"] == b["name"]
+
+
+def test_channels_last_lays_out_a_video_model_channels_last_3d_and_keeps_other_ranks():
+    """torch's Module.to(memory_format=channels_last) refuses a 5-D weight; --channels-last
+    gives rank-5 parameters and inputs channels-last-3d, rank-4 ones channels-last."""
+    m = nn.Sequential(nn.Conv3d(3, 4, 3), nn.Flatten(), nn.Linear(4 * 2 * 2 * 2, 5))
+    e = exported(m, (1, 3, 4, 4, 4), cl=True)
+    dim_orders = {n["name"]: layout.spec_dim_order(n["val"]) for n in e.graph["nodes"]
+                  if n["op"] == "placeholder"}
+    assert dim_orders == {"p_0_weight": [0, 2, 3, 4, 1], "p_0_bias": [0],
+                          "p_2_weight": [0, 1], "p_2_bias": [0], "input": [0, 2, 3, 4, 1]}
+    assert check.compare_replay(e, e.graph) is None
+    conv = ex.to_channels_last(nn.Conv2d(3, 4, 3))
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last)
