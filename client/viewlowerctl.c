@@ -224,9 +224,12 @@ static cJSON *read_json(const char *path, vl_error *err) {
   case VL__JSON_NUL_ESCAPE:
     vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: \\u0000 is not allowed", at);
     break;
-  case VL__JSON_MALFORMED:
-    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu (or nested too deeply)", at);
+  case VL__JSON_MALFORMED: {
+    const char *why = vl__json_malformed_reason(text, len, at);
+    vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu%s%s", at,
+                 why[0] != '\0' ? ": " : "", why);
     break;
+  }
   case VL__JSON_CONTROL:
     vl_error_set(err, VL_ERR_PARSE, "", "malformed JSON at byte %zu: control character 0x%02x", at,
                  (unsigned)(unsigned char)text[at]);

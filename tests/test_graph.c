@@ -717,6 +717,46 @@ static void deep_nesting_is_an_error_not_a_crash(void **state) {
   free(text);
 }
 
+/* Malformed JSON names its rule, at the byte where the rule breaks: nesting past the limit (at
+ * the bracket that opens level 1001), an escape that is none, \u without four hex digits, and
+ * surrogate escapes without their other half (at the backslash). */
+static void malformed_json_names_the_rule_it_breaks(void **state) {
+  (void)state;
+  const char *head = HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\","
+                            "\"args\":";
+  size_t h = strlen(head), depth = 1001;
+  char *text = malloc(h + 2 * depth + 64);
+  assert_non_null(text);
+  memcpy(text, head, h);
+  memset(text + h, '[', depth);
+  memset(text + h + depth, ']', depth);
+  strcpy(text + h + 2 * depth, "}]}");
+  /* the document, nodes and node are 3 levels: args' bracket 998 opens level 1001 */
+  char want[160];
+  snprintf(want, sizeof want,
+           "malformed JSON at byte %zu: arrays and objects nest deeper than 1000 levels", h + 997);
+  expect_error(text, VL_ERR_PARSE, "", want);
+  free(text);
+  static const struct {
+    const char *name, *why;
+  } cases[] = {
+      {"a\\qb", "a backslash starts one of the escapes \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX"},
+      {"a\\u12G4", "\\u must be followed by four hexadecimal digits"},
+      {"a\\uD800b", "a lone high surrogate: \\uD800-\\uDBFF must be followed by the escape of a "
+                    "low one (\\uDC00-\\uDFFF)"},
+      {"a\\uD800\\u0041", "a lone high surrogate: \\uD800-\\uDBFF must be followed by the escape "
+                          "of a low one (\\uDC00-\\uDFFF)"},
+      {"a\\uDC00", "a lone low surrogate: \\uDC00-\\uDFFF must follow a high surrogate"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char doc[512];
+    snprintf(doc, sizeof doc, HEAD "{\"name\":\"%s\",\"op\":\"placeholder\"}]}", cases[i].name);
+    size_t at = (size_t)(strchr(doc, '\\') - doc);
+    snprintf(want, sizeof want, "malformed JSON at byte %zu: %s", at, cases[i].why);
+    expect_error(doc, VL_ERR_PARSE, "", want);
+  }
+}
+
 static void too_many_nodes_is_too_large(void **state) {
   (void)state;
   vl_limits lim;
@@ -814,6 +854,7 @@ int main(void) {
       cmocka_unit_test(view_copy_nodes_must_agree_with_their_size_and_base),
       cmocka_unit_test(mutates_and_out_must_name_arguments),
       cmocka_unit_test(deep_nesting_is_an_error_not_a_crash),
+      cmocka_unit_test(malformed_json_names_the_rule_it_breaks),
       cmocka_unit_test(too_many_nodes_is_too_large),
       cmocka_unit_test(a_100000_node_chain_parses_and_prints),
       cmocka_unit_test(a_node_with_several_outputs_is_read_through_getitem),

@@ -96,10 +96,11 @@ static bool unescape(vl__jr *r) {
     r->pos = at + 2;
     return arena_put(r, &to[k - from], 1);
   }
-  if (c != 'u') return problem(r, VL__JSON_MALFORMED, at + 1);
+  /* every refused escape is placed at its backslash (vl__json_malformed_reason says why) */
+  if (c != 'u') return problem(r, VL__JSON_MALFORMED, at);
   long cp = vl__json_hex4(r->text, r->len, at + 2);
   size_t end = at + 6;
-  if (cp < 0) return problem(r, VL__JSON_MALFORMED, at + 2);
+  if (cp < 0) return problem(r, VL__JSON_MALFORMED, at);
   if (cp == 0) return problem(r, VL__JSON_NUL_ESCAPE, at);
   if (cp >= 0xDC00 && cp <= 0xDFFF) return problem(r, VL__JSON_MALFORMED, at);
   if (cp >= 0xD800 && cp <= 0xDBFF) { /* a high surrogate needs its low half next */

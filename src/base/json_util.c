@@ -394,10 +394,57 @@ static cJSON *tp_value(tree_parser *p) {
   }
 }
 
+/* How many arrays and objects are open just before byte at (brackets in strings not counted). */
+static size_t open_containers(const char *text, size_t at) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < at; i++) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        i++;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      depth++;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return depth;
+}
+
+#define VL__STR(x) #x
+#define VL__XSTR(x) VL__STR(x)
+
+/* Why the escape at s (a backslash, n bytes left) is refused. */
+static const char *escape_reason(const char *s, size_t n) {
+  if (n < 2 || s[1] != 'u') {
+    return "a backslash starts one of the escapes \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX";
+  }
+  long cp = vl__json_hex4(s, n, 2);
+  if (cp < 0) return "\\u must be followed by four hexadecimal digits";
+  if (cp >= 0xDC00 && cp <= 0xDFFF) {
+    return "a lone low surrogate: \\uDC00-\\uDFFF must follow a high surrogate";
+  }
+  if (cp >= 0xD800 && cp <= 0xDBFF) {
+    return "a lone high surrogate: \\uD800-\\uDBFF must be followed by the escape of a low one "
+           "(\\uDC00-\\uDFFF)";
+  }
+  return "";
+}
+
 const char *vl__json_malformed_reason(const char *text, size_t len, size_t at) {
   if (at >= len) return at > 0 ? "the text ends inside a value" : "empty text";
   const char *s = text + at;
   size_t n = len - at, i = 0;
+  if ((s[0] == '[' || s[0] == '{') && open_containers(text, at) >= CJSON_NESTING_LIMIT) {
+    return "arrays and objects nest deeper than " VL__XSTR(CJSON_NESTING_LIMIT) " levels";
+  }
+  if (s[0] == '\\') return escape_reason(s, n);
   if (s[0] == '+') return "a number may not start with '+'";
   if (s[0] == '.') return "a number may not start with '.'";
   if ((n >= 3 && memcmp(s, "NaN", 3) == 0) || (n >= 8 && memcmp(s, "Infinity", 8) == 0) ||

@@ -61,8 +61,10 @@ typedef enum {
  * byte offset of the problem (a malformed number: its first byte). Callers word the error. */
 vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_ok, cJSON **doc,
                                     size_t *at);
-/* Why a text is malformed at byte at, for error messages: what is wrong with the number that
- * starts there ("a number may not have a leading zero", ...), or "" when no number starts there. */
+/* Why a text is malformed at byte at, for error messages (every parser's, so the rules are worded
+ * once): an array or object opened past CJSON_NESTING_LIMIT levels, an escape that is none or a
+ * surrogate escape without its other half (at its backslash), what is wrong with the number that
+ * starts there ("a number may not have a leading zero", ...), or "" for anything else. */
 const char *vl__json_malformed_reason(const char *text, size_t len, size_t at);
 /* Does the string hold valid UTF-8 and no NUL before len? */
 bool vl__utf8_valid(const char *s, size_t len);

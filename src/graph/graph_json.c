@@ -966,10 +966,11 @@ static vl_status finish(parser *p, bool nul_tail_ok) {
   case VL__JSON_NUL_ESCAPE:
     return vl_error_set(p->err, VL_ERR_PARSE, "",
                         "\\u0000 at byte %zu: strings cannot hold NUL characters", at);
-  case VL__JSON_MALFORMED:
-    return vl_error_set(p->err, VL_ERR_PARSE, "",
-                        "malformed JSON at byte %zu (or nested deeper than %d levels)", at,
-                        CJSON_NESTING_LIMIT);
+  case VL__JSON_MALFORMED: {
+    const char *why = vl__json_malformed_reason(r->text, r->len, at);
+    return vl_error_set(p->err, VL_ERR_PARSE, "", "malformed JSON at byte %zu%s%s", at,
+                        why[0] != '\0' ? ": " : "", why);
+  }
   case VL__JSON_CONTROL:
     return vl_error_set(p->err, VL_ERR_PARSE, "",
                         "malformed JSON at byte %zu: control character 0x%02x", at,

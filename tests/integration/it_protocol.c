@@ -314,6 +314,24 @@ static void text_after_the_json_value_is_a_parse_error_with_id_null(void **state
   raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":21,\"method\":\"pi\tng\"}", NULL, 0);
   expect_parse_error(fd, "invalid JSON at byte 37: control character 0x09");
   ping_on(fd, 22);
+  /* The rule is named: nesting past the limit (at the bracket that opens level 1001, the
+   * request object being level 1), a lone surrogate escape (at its backslash). */
+  static const char deep_head[] = "{\"jsonrpc\":\"2.0\",\"id\":23,\"method\":\"ping\",\"params\":";
+  char deep[sizeof deep_head + 2 * 1000 + 2];
+  size_t h = sizeof deep_head - 1;
+  memcpy(deep, deep_head, h);
+  memset(deep + h, '[', 1000);
+  memset(deep + h + 1000, ']', 1000);
+  strcpy(deep + h + 2000, "}");
+  raw_send_frame(fd, deep, NULL, 0);
+  char want[128];
+  snprintf(want, sizeof want,
+           "invalid JSON at byte %zu: arrays and objects nest deeper than 1000 levels", h + 999);
+  expect_parse_error(fd, want);
+  raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":24,\"method\":\"p\\udc00\"}", NULL, 0);
+  expect_parse_error(fd, "invalid JSON at byte 36: a lone low surrogate: \\\\uDC00-\\\\uDFFF must "
+                         "follow a high surrogate");
+  ping_on(fd, 25);
   raw_send_frame(fd, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\"}\n", NULL, 0);
   raw_send_frame(fd, "7 ", NULL, 0); /* a lone value with whitespace after it is JSON */
   raw_send_frame(fd, "7 7", NULL, 0);
