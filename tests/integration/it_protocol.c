@@ -441,11 +441,14 @@ static void an_overloaded_large_request_gets_its_id_from_anywhere_in_the_text(vo
   daemon_prepare(&d);
   static const char *const args[] = {"--workers", "1", "--max-queued", "1", NULL};
   daemon_start(&d, args);
-  /* One verify fills the pool; the large requests follow in the same write, so the loop
-   * dispatches them before it can see the verify finish. */
+  /* One verify fills the pool; the large requests follow in the same write. The loop serves a
+   * connection's buffered frames a pass at a time (docs/daemon.md), and between two passes it
+   * may see a finished verify, so the verify is made long (16 MiB tensors, tens of
+   * milliseconds; seconds under valgrind) against the one loop turn a pass boundary costs:
+   * with 4 MiB ones it finished in that gap about once in eight runs under valgrind. */
   cJSON *req = json("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"verify\",\"params\":{\"seed\":1}}");
   cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(req, "params"), "graph",
-                        heavy_graph(1024, 1024));
+                        heavy_graph(2048, 2048));
   char *verify = cJSON_PrintUnformatted(req);
   cJSON_Delete(req);
   vl_buf b = {0};
