@@ -301,8 +301,11 @@ def force_wrong_alias(graph: dict, report: Optional[dict] = None) -> Optional[st
     """Turns one copy that may not alias into a memory.view, in place, and returns its name
     (None when there is none): a view_copy the lowering kept for a layout reason
     (base_layout/view_layout/reorders, from `report`), else one whose base is not physically
-    contiguous and whose view is a contiguous reshape (the flatten of a channels-last tensor).
-    A replay that really aliases must then differ."""
+    contiguous and whose view is a contiguous reshape (the flatten of a channels-last tensor),
+    else any other layout-only copy kept for a layout reason (a permute or slice kept for
+    `reorders`: a model whose every reshape aliased, RAFT's channels-last correlation), as a
+    view of its input's buffer in its own declared layout. A replay that really aliases must
+    then differ."""
     wanted = {"base_layout", "view_layout", "reorders"}
     by_name = {n["name"]: n for n in graph["nodes"]}
     kept = [d.get("node") for d in (report or {}).get("decisions", [])
@@ -314,6 +317,14 @@ def force_wrong_alias(graph: dict, report: Optional[dict] = None) -> Optional[st
         if n.get("target") == "aten.view_copy.default" and layout.numel(n["val"]["shape"]) > 1:
             n["target"] = "memory.view"
             n["alias_of"] = _owner(by_name, n["args"][0])
+            n.pop("kwargs", None)
+            return n["name"]
+    for n in candidates:
+        if (is_layout_only(n, by_name) and n["target"] != "operator.getitem"
+                and n["target"] != "aten.as_strided_copy.default"
+                and layout.numel(n["val"]["shape"]) > 1):
+            n.update(target="memory.view", args=[n["args"][0], list(n["val"]["shape"])],
+                     alias_of=_owner(by_name, n["args"][0]))
             n.pop("kwargs", None)
             return n["name"]
     return None

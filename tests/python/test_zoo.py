@@ -222,6 +222,27 @@ def test_self_test_catches_a_forced_wrong_alias_of_a_channels_last_flatten(lower
     assert found is not None and found["node"] == forced and found["index"] >= 0
 
 
+class _TransposeChannelsLast(torch.nn.Module):
+    def forward(self, x):
+        return x.transpose(1, 2) + 1
+
+
+def test_self_test_forces_a_kept_transpose_when_no_reshape_reorders(lowerer):
+    """A graph whose only kept copy is a transpose of a channels-last input (kept: reorders), as
+    in RAFT's channels-last graph: the self-test forces that transpose into an alias of its
+    input's buffer, and the replay catches it."""
+    e = ex.export(_TransposeChannelsLast(),
+                  ex.make_inputs([([2, 3, 4, 5], torch.float32)], channels_last=True))
+    assert not [n for n in e.graph["nodes"] if n.get("target") == "aten.view_copy.default"]
+    res = check.run_check(e, lowerer, options_of())
+    assert res.equal
+    (d,) = res.report["decisions"]
+    assert (d["node"], d["decision"], d["reasons"]) == ("transpose_copy", "kept", ["reorders"])
+    forced, found = check.self_test(e, res.lowered, res.report)
+    assert forced == "transpose_copy"
+    assert found is not None and found["node"] == forced and found["index"] >= 0
+
+
 def test_self_test_has_nothing_to_force_in_a_graph_without_reordering_reshapes(lowerer):
     e = exported("gpt_attention", False, "edge")
     wrong = copy.deepcopy(e.graph)
