@@ -81,6 +81,11 @@ static const option options[] = {
     {"max-queued-per-uid", "N", ARG_UINT, 0, 1000000, 0, false, FIELD(max_queued_per_uid),
      "requests of one user queued or running on the workers while other users are connected; "
      "past it the user's next heavy request gets error -32005 at once (0: 3/4 of --max-queued)"},
+    {"max-memory-per-uid", "BYTES", ARG_BYTES, 0, (uint64_t)1 << 50, 0, false,
+     FIELD(max_memory_per_uid),
+     "memory held by one user's unread responses while other users are connected (suffix K, M, "
+     "G or T); past it the daemon stops reading the user's connections with unread responses "
+     "and answers its requests not yet started with error -32005 (0: half of --max-memory)"},
     {"worker-nice", "N", ARG_UINT, 0, 19, 0, false, FIELD(worker_nice),
      "run the workers this much nicer than the event loop, so that the loop's I/O, pings and "
      "small requests come first when the CPUs are busy; for a daemon in a cgroup of its own, "

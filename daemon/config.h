@@ -31,6 +31,7 @@ typedef struct vld_config {
   uint64_t max_memory;       /* the memory budget in bytes; 0: derived from the machine */
   uint32_t max_conns_per_uid;  /* open connections of one uid */
   uint32_t max_queued_per_uid; /* requests of one uid queued or running on the workers */
+  uint64_t max_memory_per_uid; /* memory of one uid's unread responses; 0: half the budget */
   uint32_t worker_nice;        /* the workers' nice above the loop's */
   uint32_t loops;              /* event loops serving connections; 0: one per online CPU */
   vl_limits limits;          /* core limits: nodes, tensor bytes, execution bytes */

@@ -156,6 +156,20 @@ static void out_msg_free(out_msg *m) {
   free(m);
 }
 
+/* Tells the owner what c's unsent responses hold when that moved by VLD_UNSENT_STEP or more
+ * since it was last told, or all are written: a response of a few hundred bytes, written at
+ * once, takes no shared lock. */
+static void tell_unsent(vld_conn *c) {
+  uint64_t now = c->write_bytes, told = c->unsent_told;
+  uint64_t moved = now > told ? now - told : told - now;
+  if (moved == 0 || (now != 0 && moved < VLD_UNSENT_STEP)) {
+    return;
+  }
+  if (c->cb->on_unsent(c, told, now)) {
+    c->unsent_told = now;
+  }
+}
+
 /* Frees the messages of the batch m (uncounted: writes, write_bytes); returns how many. */
 static unsigned batch_free(out_msg *m) {
   unsigned n = 0;
@@ -175,6 +189,7 @@ static void on_written(uv_write_t *req, int status) {
   out_msg *m = req->data;
   vld_conn *c = m->conn;
   unsigned n = batch_free(m);
+  tell_unsent(c);
   if (status == 0) {
     mark_activity(c);
   }
@@ -279,6 +294,7 @@ static void flush_cork(vld_conn *c) {
     last->next = NULL;
     write_batch(c, first);
   }
+  tell_unsent(c);
 }
 
 void vld_conn_send(vld_conn *c, char *json, size_t json_len, bool json_static, vl_buf *payload) {
@@ -334,15 +350,16 @@ void vld_conn_refuse(vld_conn *c, const vl_error *err) {
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
-/* Reading stops at the connection's limits, while its next frame waits for memory, and, while
- * the daemon is over its memory budget, for a connection with responses it has not taken yet
- * (one that pipelines requests without reading the answers; the owner settles it again, on_wait_memory). */
+/* Reading stops at the connection's limits, while its next frame waits for memory, and, for a
+ * connection with responses it has not taken yet (one that pipelines requests without reading
+ * the answers), while the owner finds memory short for it (memory_allows: the daemon over its
+ * budget, or its user at its share; the owner settles it again, on_wait_memory). */
 static bool over_limits(vld_conn *c) {
   if (c->inflight >= c->lim->max_inflight || c->write_bytes >= c->lim->max_write_queue ||
       vl_frame_decoder_waiting(&c->dec)) {
     return true;
   }
-  if (c->writes > 0 && !vld_mem_fits(0)) {
+  if (c->writes > 0 && !c->cb->memory_allows(c)) {
     c->cb->on_wait_memory(c);
     return true;
   }

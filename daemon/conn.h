@@ -22,6 +22,9 @@
 
 #define VLD_READ_BUF_SIZE 65536
 #define VLD_SMALL_FRAME 4096 /* JSON + payload bytes parsed on the loop, admitted at once */
+/* The owner hears of a connection's unsent responses in steps of this much (on_unsent), so a
+ * small response written at once costs no shared lock; its count is off by less per connection. */
+#define VLD_UNSENT_STEP ((uint64_t)64 << 10)
 
 typedef struct vld_conn vld_conn;
 
@@ -64,6 +67,14 @@ typedef struct vld_conn_callbacks {
   bool (*admit_memory)(vld_conn *c, uint64_t bytes);
   /* c stopped reading until memory is released: settle it again later. */
   void (*on_wait_memory)(vld_conn *c);
+  /* May c, which has responses its peer has not taken yet, go on being read? false while memory
+   * is short for it (the owner's rule: the budget, the share of c's user); then c waits and
+   * on_wait_memory is called. */
+  bool (*memory_allows)(vld_conn *c);
+  /* The memory of c's unsent responses went from bytes to bytes (from: as told last). Told in
+   * steps of VLD_UNSENT_STEP, and always once all are written; false: not counted (out of
+   * memory), told again at the next change. */
+  bool (*on_unsent)(vld_conn *c, uint64_t from, uint64_t to);
   /* The frame stream broke (err says how), just before the error is answered. */
   void (*on_stream_error)(vld_conn *c, const vl_error *err);
   /* c's pass ended with whole frames still buffered: they wait for the next pass (vld_turn). */
@@ -92,6 +103,7 @@ struct vld_conn {
   uid_t uid;
   gid_t gid;
   bool counted; /* counts against the owner's limits (not a refused peer) */
+  bool share_paused; /* not read: its user is at its memory share (counted once per pause) */
   /* The connection's own: */
   vl_frame_decoder dec;
   uint8_t *rbuf;   /* VLD_READ_BUF_SIZE bytes, read into only while nothing is left over */
@@ -102,6 +114,7 @@ struct vld_conn {
   uint32_t inflight;    /* requests held (vld_conn_hold) */
   uint32_t writes;      /* responses queued and not yet called back */
   uint64_t write_bytes; /* the memory they hold */
+  uint64_t unsent_told; /* write_bytes as the owner was last told (on_unsent) */
   /* Responses queued while the frames of one read are dispatched, written together after
    * (one write call, one wake-up of the client for a pipelined batch): */
   bool corked;

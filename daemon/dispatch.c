@@ -96,6 +96,7 @@ typedef struct vld_work {
   bool expired; /* the drain timed out while it was on the pool (vld_dispatch_expire) */
   bool over_memory; /* its work passed the memory budget: answered -32005 */
   bool uid_counted; /* counted in its user's queued requests */
+  bool over_share;  /* refused unstarted: its user's unread responses hold its memory share */
   bool served_on_loop; /* a small heavy request run on the loop (runs_on_loop) */
   vl_status status;
   char *json; /* the response text; NULL until answered */
@@ -280,10 +281,44 @@ static void renice_worker(const vld_config *cfg) {
   }
 }
 
+/* Is w's user at its memory share of unread responses, with another user present (the rule:
+ * vld_shares_over_memory)? Its connections are not read then, but requests read before still
+ * wait for a worker: they are not started, so the user's unread answers stop growing at its
+ * share plus what the workers were already running. */
+static bool user_over_share(const work *w) {
+  vld_dispatcher *d = w->d;
+  if (!vld_shares_any_over(d->shares)) {
+    return false;
+  }
+  uv_mutex_lock(d->mu);
+  bool over = vld_shares_over_memory(d->shares, w->conn->uid); /* uid is fixed: read anywhere */
+  uv_mutex_unlock(d->mu);
+  return over;
+}
+
+/* Answers w -32005 unstarted, on the worker: its user is at its memory share. */
+static void refuse_over_share(work *w) {
+  vl_error err;
+  vl_error_set(&err, VL_ERR_OVERLOADED, "",
+               "overloaded: uid %u has unread responses holding its share of the memory budget "
+               "(--max-memory-per-uid %llu bytes) while other users are connected; read them, "
+               "then retry",
+               (unsigned)w->conn->uid, (unsigned long long)w->d->shares->unsent_share);
+  if (!w->parsed) w->rpc.id = vl__rpc_peek_id(w->frame.json, w->frame.json_len);
+  w->over_share = true;
+  vl_frame_free(&w->frame);
+  respond_error(w, &err);
+  vl__rpc_request_free(&w->rpc);
+}
+
 /* Thread pool. A RUN_LOOP method is left unanswered here and answered in after_work. */
 static void run_work(uv_work_t *req) {
   work *w = req->data;
   renice_worker(w->cfg);
+  if (user_over_share(w)) {
+    refuse_over_share(w);
+    return;
+  }
   vl_error err;
   vl_error_clear(&err);
   size_t json_len = w->frame.json_len;
@@ -326,6 +361,7 @@ static void complete(work *w) {
   vld_stats_record(st, w->method, w->status != VL_OK, elapsed);
   st->served_on_loop += w->served_on_loop;
   st->shed[VLD_SHED_MEMORY] += w->over_memory;
+  st->shed[VLD_SHED_UID_MEMORY] += w->over_share;
   st->views_replaced += w->call.views_replaced;
   /* A client controls bytes_saved (huge dynamic upper bounds): saturate, never overflow. */
   if (__builtin_add_overflow(st->bytes_saved, w->call.bytes_saved, &st->bytes_saved)) {

@@ -513,6 +513,42 @@ static void conn_on_stream_error(vld_conn *c, const vl_error *err) {
   }
 }
 
+/* May c, with responses its peer has not taken, be read on? Not while the daemon is over its
+ * budget, nor while its user is at its memory share with another user present (the rule is
+ * vld_shares_over_memory): a user pipelining requests without reading the answers holds at
+ * most its share, and the others' requests keep the rest of the budget. */
+static bool conn_memory_allows(vld_conn *c) {
+  if (!vld_mem_fits(0)) {
+    return false;
+  }
+  vld_server *srv = ((vld_shard *)c->owner)->srv;
+  bool over = false;
+  if (vld_shares_any_over(&srv->shares)) { /* no lock while nobody is at a share */
+    lock(srv);
+    over = vld_shares_over_memory(&srv->shares, c->uid);
+    if (over && !c->share_paused) {
+      srv->stats.share_pauses++;
+      vld_log_debug("conn %llu (uid %u): not read: its user's unread responses hold its memory "
+                    "share (--max-memory-per-uid)",
+                    (unsigned long long)c->serial, (unsigned)c->uid);
+    }
+    unlock(srv);
+  }
+  c->share_paused = over;
+  return !over;
+}
+
+static bool conn_on_unsent(vld_conn *c, uint64_t from, uint64_t to) {
+  vld_server *srv = ((vld_shard *)c->owner)->srv;
+  lock(srv);
+  bool counted = vld_shares_add_unsent(&srv->shares, c->uid, from, to);
+  unlock(srv);
+  if (to == 0) {
+    c->share_paused = false; /* all taken: a later pause is another */
+  }
+  return counted;
+}
+
 static void conn_on_yield(vld_conn *c) {
   vld_server *srv = ((vld_shard *)c->owner)->srv;
   lock(srv);
@@ -527,6 +563,8 @@ static const vld_conn_callbacks conn_callbacks = {
     .on_free = conn_on_free,
     .admit_memory = conn_admit_memory,
     .on_wait_memory = conn_on_wait_memory,
+    .memory_allows = conn_memory_allows,
+    .on_unsent = conn_on_unsent,
     .on_stream_error = conn_on_stream_error,
     .on_yield = conn_on_yield,
 };
@@ -1012,7 +1050,7 @@ static void on_mem_wait(uv_timer_t *t) {
       waiting = true;
     } else if (!c->reading && !c->closing) {
       vld_conn_settle(c); /* may close c, never frees it: its handles hold a ref */
-      waiting |= !c->closing && (c->mem_queued || (c->writes > 0 && !vld_mem_fits(0)));
+      waiting |= !c->closing && (c->mem_queued || (c->writes > 0 && !conn_memory_allows(c)));
     }
   }
   if (!waiting) {
@@ -1085,7 +1123,9 @@ static cJSON *stats_result(void *owner) {
                       .memory_budget = vld_mem_budget(),
                       .memory_in_use = vld_mem_in_use(),
                       .memory_peak = vld_mem_peak(),
-                      .memory_kept = vld_mem_kept()};
+                      .memory_kept = vld_mem_kept(),
+                      .memory_unsent = vld_shares_unsent(&srv->shares),
+                      .memory_share_per_uid = srv->shares.unsent_share};
   unlock(srv);
   cJSON *result = vld_stats_to_json(copy, &v);
   free(copy);
@@ -1304,6 +1344,9 @@ int vld_server_start(vld_server *srv, uv_loop_t *loop, const vld_config *cfg) {
                                        .max_write_queue = cfg->max_write_queue,
                                        .idle_timeout_ms = cfg->idle_timeout_ms};
   vld_stats_init(&srv->stats, uv_hrtime());
+  /* the share of each user's unread responses: half the budget unless given */
+  srv->shares.unsent_share =
+      cfg->max_memory_per_uid > 0 ? cfg->max_memory_per_uid : vld_mem_budget() / 2;
   unsigned loops = vld_config_loops(cfg);
   if (init_shard(srv, 0, loop) != 0) {
     vld_log_error("cannot set up the event loop");
@@ -1328,9 +1371,11 @@ int vld_server_start(vld_server *srv, uv_loop_t *loop, const vld_config *cfg) {
   snprintf(status, sizeof status, "READY=1\nSTATUS=listening on %s",
            srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd");
   vld_systemd_notify(status);
-  vld_log_info("listening on %s (%u event loops, %u workers, max %u connections, max %u queued)",
+  vld_log_info("listening on %s (%u event loops, %u workers, max %u connections, max %u queued, "
+               "%llu bytes of unread responses per user)",
                srv->socket_path[0] != '\0' ? srv->socket_path : "the socket passed by systemd",
-               srv->n_shards, cfg->workers, cfg->max_connections, cfg->max_queued);
+               srv->n_shards, cfg->workers, cfg->max_connections, cfg->max_queued,
+               (unsigned long long)srv->shares.unsent_share);
   return 0;
 }
 

@@ -25,7 +25,7 @@ vld_uid_use *vld_shares_find(vld_shares *s, uid_t uid) {
 }
 
 void vld_shares_forget(vld_shares *s, vld_uid_use *u) {
-  if (u->conns == 0 && u->queued == 0) {
+  if (u->conns == 0 && u->queued == 0 && u->unsent == 0) {
     *u = s->uids[--s->n]; /* the last entry takes its place */
   }
 }
@@ -37,6 +37,38 @@ const vld_uid_use *vld_shares_peek(const vld_shares *s, uid_t uid) {
     }
   }
   return NULL;
+}
+
+bool vld_shares_add_unsent(vld_shares *s, uid_t uid, uint64_t from, uint64_t to) {
+  vld_uid_use *u = vld_shares_find(s, uid);
+  if (u == NULL) {
+    return false;
+  }
+  bool was_over = u->unsent >= s->unsent_share;
+  u->unsent = u->unsent - from + to; /* from is part of it: told before */
+  bool over = u->unsent >= s->unsent_share;
+  if (over != was_over) {
+    atomic_fetch_add_explicit(&s->n_over, over ? 1u : (uint32_t)-1, memory_order_relaxed);
+  }
+  vld_shares_forget(s, u);
+  return true;
+}
+
+bool vld_shares_over_memory(const vld_shares *s, uid_t uid) {
+  const vld_uid_use *u = s->n > 1 ? vld_shares_peek(s, uid) : NULL;
+  return u != NULL && u->unsent >= s->unsent_share;
+}
+
+bool vld_shares_any_over(const vld_shares *s) {
+  return atomic_load_explicit(&s->n_over, memory_order_relaxed) > 0;
+}
+
+uint64_t vld_shares_unsent(const vld_shares *s) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    sum += s->uids[i].unsent;
+  }
+  return sum;
 }
 
 void vld_shares_free(vld_shares *s) {

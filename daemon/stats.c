@@ -19,6 +19,7 @@ const char *const vld_shed_names[VLD_SHED_COUNT] = {
     [VLD_SHED_QUEUE] = "max_queued",
     [VLD_SHED_UID] = "max_queued_per_uid",
     [VLD_SHED_MEMORY] = "max_memory",
+    [VLD_SHED_UID_MEMORY] = "max_memory_per_uid",
 };
 
 /* {names[i]: counts[i]...}; NULL on out-of-memory. */
@@ -165,6 +166,7 @@ static cJSON *connections_json(const vld_stats *s, const vld_stats_view *v) {
       cJSON_AddNumberToObject(o, "total", (double)s->conns_total) == NULL ||
       cJSON_AddNumberToObject(o, "rejected", (double)s->conns_rejected) == NULL ||
       cJSON_AddNumberToObject(o, "yielded", (double)s->yields) == NULL ||
+      cJSON_AddNumberToObject(o, "paused_for_memory_share", (double)s->share_pauses) == NULL ||
       cJSON_AddNumberToObject(o, "open_files_limit", (double)v->open_files_limit) == NULL ||
       !add(o, "refused", counters_json(vld_refusal_names, s->refused, VLD_REFUSE_COUNT))) {
     cJSON_Delete(o);
@@ -178,7 +180,9 @@ static cJSON *memory_json(const vld_stats_view *v) {
   if (o == NULL || cJSON_AddNumberToObject(o, "budget_bytes", (double)v->memory_budget) == NULL ||
       cJSON_AddNumberToObject(o, "in_use_bytes", (double)v->memory_in_use) == NULL ||
       cJSON_AddNumberToObject(o, "peak_bytes", (double)v->memory_peak) == NULL ||
-      cJSON_AddNumberToObject(o, "kept_bytes", (double)v->memory_kept) == NULL) {
+      cJSON_AddNumberToObject(o, "kept_bytes", (double)v->memory_kept) == NULL ||
+      cJSON_AddNumberToObject(o, "unsent_bytes", (double)v->memory_unsent) == NULL ||
+      cJSON_AddNumberToObject(o, "share_per_uid_bytes", (double)v->memory_share_per_uid) == NULL) {
     cJSON_Delete(o);
     return NULL;
   }

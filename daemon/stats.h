@@ -29,9 +29,10 @@ typedef enum {
 
 /* Why a request was answered -32005 without running. */
 typedef enum {
-  VLD_SHED_QUEUE,  /* --max-queued */
-  VLD_SHED_UID,    /* --max-queued-per-uid */
-  VLD_SHED_MEMORY, /* --max-memory */
+  VLD_SHED_QUEUE,      /* --max-queued */
+  VLD_SHED_UID,        /* --max-queued-per-uid */
+  VLD_SHED_MEMORY,     /* --max-memory */
+  VLD_SHED_UID_MEMORY, /* --max-memory-per-uid: its user's unread responses hold its share */
   VLD_SHED_COUNT
 } vld_shed;
 
@@ -48,6 +49,7 @@ typedef struct vld_stats {
   vld_method_counts invalid; /* requests that named no known method, or none at all */
   uint64_t cancelled;       /* dropped unstarted and unanswered: their connection closed */
   uint64_t memory_waits_admitted; /* frames admitted after waiting for memory */
+  uint64_t share_pauses; /* a connection stopped being read: its user at its memory share */
   uint64_t yields; /* a connection's buffered frames left for its loop's next pass (vld_turn) */
   uint64_t served_on_loop; /* small graph-bound requests (lower, validate) and lent view_copies
                             run on the loop */
@@ -74,6 +76,8 @@ typedef struct vld_stats_view {
   uint64_t memory_in_use;
   uint64_t memory_peak;
   uint64_t memory_kept;      /* large freed blocks kept mapped for the next large request */
+  uint64_t memory_unsent;    /* held by responses not yet written, all users (shares.c) */
+  uint64_t memory_share_per_uid; /* --max-memory-per-uid, resolved */
   uint64_t open_files_limit; /* the soft RLIMIT_NOFILE the daemon runs with */
 } vld_stats_view;
 

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <dirent.h>
+#include <grp.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -629,6 +630,185 @@ static void sigterm_reads_a_begun_frame_to_its_end(void **state) {
   daemon_cleanup(&d);
 }
 
+/* ---- 8. one user's unread responses leave the other users room ---------------------------- */
+
+enum { NOBODY = 65534, HOG_BYTES = 256 << 10, HOG_REQUESTS = 128 };
+
+/* In a child running as nobody: connect and ping (another user is connected from now on), write
+ * a byte to ready, wait for a byte on go, then one verify that needs several MiB of the budget;
+ * writes its status and message to result. */
+static pid_t verify_as_nobody(const char *sock, int ready, int go, int result) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid != 0) return pid;
+  alarm(4 * HARNESS_WAIT_MS / 1000); /* never outlives a failed test */
+  if (setgroups(0, NULL) != 0 || setresgid(NOBODY, NOBODY, NOBODY) != 0 ||
+      setresuid(NOBODY, NOBODY, NOBODY) != 0) {
+    _exit(120);
+  }
+  vl_client *c = NULL;
+  vl_error err;
+  vl_error_clear(&err);
+  cJSON *p = json("{\"seed\":1}"), *res = NULL;
+  cJSON_AddItemToObject(p, "graph", heavy_graph(512, 512)); /* 1 MiB a tensor */
+  vl_status s = vl_client_connect(sock, HARNESS_WAIT_MS, &c, &err);
+  if (s == VL_OK) s = vl_client_ping(c, &err);
+  char b = 1;
+  if (write(ready, &b, 1) != 1 || read(go, &b, 1) != 1) _exit(121);
+  if (s == VL_OK) s = vl_client_call(c, "verify", p, NULL, 0, &res, NULL, &err);
+  if (s == VL_OK && !cJSON_IsTrue(cJSON_GetObjectItem(res, "equal"))) s = VL_ERR_INTERNAL;
+  char line[VL_ERROR_MESSAGE_MAX + 16];
+  int n = snprintf(line, sizeof line, "%d %s", (int)s, s == VL_OK ? "ok" : err.message);
+  _exit(write(result, line, (size_t)n) == n ? 0 : 122);
+}
+
+/* HOG_REQUESTS frames of a view_copy of a HOG_BYTES uint8 blob answered as "values" (about
+ * 3.6 bytes of text an element, so each answer holds about 0.9 MiB): more than the budget. */
+static uint8_t *hog_frames(size_t *len) {
+  char text[320];
+  size_t one = 0;
+  uint8_t *all = NULL;
+  for (int i = 0; i < HOG_REQUESTS; i++) {
+    int n =
+        snprintf(text, sizeof text,
+                 "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"view_copy\",\"params\":{\"input\":"
+                 "{\"dtype\":\"uint8\",\"shape\":[%d],\"blob\":{\"offset\":0,\"nbytes\":%d}},"
+                 "\"size\":[%d],\"encoding\":\"values\"}}",
+                 1000 + i, HOG_BYTES, HOG_BYTES, HOG_BYTES);
+    if (all == NULL) {
+      one = VL_FRAME_HEADER_SIZE + (size_t)n + HOG_BYTES;
+      all = malloc(one * HOG_REQUESTS);
+      assert_non_null(all);
+    }
+    uint8_t *f = all + one * (size_t)i;
+    vl_frame_header_encode(f, (uint32_t)n, HOG_BYTES);
+    memcpy(f + VL_FRAME_HEADER_SIZE, text, (size_t)n);
+    for (size_t k = 0; k < HOG_BYTES; k++)
+      f[VL_FRAME_HEADER_SIZE + (size_t)n + k] = (uint8_t)(k % 251);
+  }
+  *len = one * HOG_REQUESTS;
+  return all;
+}
+
+typedef struct hog_reader {
+  int fd;
+  int results, overloaded, other;
+} hog_reader;
+
+/* Reads every answer of the hog's requests: each id once, a result or -32005. */
+static void *read_hog_answers(void *arg) {
+  hog_reader *r = arg;
+  bool seen[HOG_REQUESTS] = {false};
+  for (int i = 0; i < HOG_REQUESTS; i++) {
+    vl_buf pl = {0};
+    cJSON *a = raw_recv_frame(r->fd, &pl);
+    vl_buf_free(&pl);
+    const cJSON *id = cJSON_GetObjectItem(a, "id"), *e = cJSON_GetObjectItem(a, "error");
+    int k = cJSON_IsNumber(id) ? (int)id->valuedouble - 1000 : -1;
+    if (k < 0 || k >= HOG_REQUESTS || seen[k]) {
+      r->other++;
+    } else if (e == NULL) {
+      seen[k] = true;
+      r->results++;
+    } else {
+      seen[k] = true;
+      if (cJSON_GetObjectItem(e, "code")->valueint == -32005)
+        r->overloaded++;
+      else
+        r->other++;
+    }
+    cJSON_Delete(a);
+  }
+  return NULL;
+}
+
+/* A user (root here) pipelines view_copy requests whose answers it never reads: before, its
+ * unread answers took the whole 64 MiB budget (the daemon stopped reading it only once it was
+ * over the budget) and another user's verify was answered -32005. Now, while another user is
+ * connected, the daemon stops reading the first user's connections once its unread answers hold
+ * its share (--max-memory-per-uid, default half the budget), and the other user's verify runs.
+ * The first user's requests then all get their one answer once it reads them. */
+static void one_users_unread_answers_leave_the_others_room(void **state) {
+  (void)state;
+  if (geteuid() != 0) skip();
+  daemon_proc *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  daemon_prepare(d);
+  assert_int_equal(chmod(d->dir, 0755), 0);
+  static const char *const args[] = {
+      "--max-memory", "64M",         "--workers", "2", "--socket-mode",
+      "0666",         "--allow-uid", "65534",     NULL};
+  daemon_start(d, args);
+  int ready[2], go[2], result[2];
+  assert_int_equal(pipe(ready), 0);
+  assert_int_equal(pipe(go), 0);
+  assert_int_equal(pipe(result), 0);
+  pid_t other = verify_as_nobody(d->sock, ready[1], go[0], result[1]);
+  char b = 0;
+  assert_int_equal(read(ready[0], &b, 1), 1); /* nobody is connected */
+  size_t len = 0;
+  uint8_t *frames = hog_frames(&len);
+  int hog = raw_connect(d->sock);
+  raw_set_nonblocking(hog);
+  /* send until the daemon stops reading the hog with its work done */
+  size_t sent = 0;
+  double in_use = 0;
+  for (uint64_t until = now_ms() + HARNESS_WAIT_MS;; sleep_ms(20)) {
+    sent += raw_send_until_stalled(hog, frames + sent, len - sent);
+    cJSON *st = stats_of(d);
+    in_use = json_number(st, "memory.in_use_bytes");
+    bool done = json_number(st, "requests.in_flight") == 0;
+    cJSON_Delete(st);
+    if (done && in_use >= 32.0 * MIB) break;
+    if (now_ms() > until) fail_msg("the hog's answers hold %.1f MiB", in_use / MIB);
+  }
+  fprintf(stderr, "the hog sent %zu of %zu bytes; %.1f MiB in use\n", sent, len, in_use / MIB);
+  assert_int_equal(write(go[1], &b, 1), 1);
+  assert_int_equal(daemon_wait(other, HARNESS_WAIT_MS), 0);
+  char line[VL_ERROR_MESSAGE_MAX + 16] = {0};
+  assert_true(read(result[0], line, sizeof line - 1) > 0);
+  fprintf(stderr, "the other user's verify: %s\n", line);
+  if (strncmp(line, "0 ", 2) != 0) {
+    cJSON *st = stats_of(d);
+    char *t = cJSON_PrintUnformatted(st);
+    fprintf(stderr, "stats: %s\n", t);
+    free(t);
+    cJSON_Delete(st);
+    fail_msg("the other user's verify failed while the hog held its answers: %s", line);
+  }
+  cJSON *st = stats_of(d);
+  double unsent = json_number(st, "memory.unsent_bytes");
+  fprintf(stderr, "unsent answers %.1f MiB, %g pauses for the share, %g refused at start\n",
+          unsent / MIB, json_number(st, "connections.paused_for_memory_share"),
+          json_number(st, "requests.overloaded.max_memory_per_uid"));
+  assert_true(json_number(st, "connections.paused_for_memory_share") >= 1);
+  assert_true(unsent >= 30.0 * MIB); /* the hog holds its share (counted in 64 KiB steps) */
+  assert_true(unsent < 64.0 * MIB);
+  cJSON_Delete(st);
+  /* the hog reads: the rest of its frames are read, and each request gets its one answer */
+  int fl = fcntl(hog, F_GETFL);
+  fcntl(hog, F_SETFL, fl & ~O_NONBLOCK);
+  hog_reader r = {.fd = hog};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, read_hog_answers, &r), 0);
+  raw_send(hog, frames + sent, len - sent);
+  pthread_join(t, NULL);
+  fprintf(stderr, "the hog's answers: %d results, %d -32005, %d other\n", r.results, r.overloaded,
+          r.other);
+  assert_int_equal(r.other, 0);
+  assert_int_equal(r.results + r.overloaded, HOG_REQUESTS);
+  assert_true(r.results >= 32);
+  close(hog);
+  free(frames);
+  for (int i = 0; i < 2; i++) {
+    close(ready[i]);
+    close(go[i]);
+    close(result[i]);
+  }
+  wait_stat(d, "memory.unsent_bytes", 0);
+  daemon_delete(d);
+}
+
 /* ---- 5. batch lower -o DIR never writes through a link ------------------------------------- */
 
 /* Runs viewlowerctl with args (NULL-terminated) and stderr into err_path; its exit status. */
@@ -716,6 +896,9 @@ static void batch_lower_refuses_links_in_the_output_directory(void **state) {
 }
 
 int main(void) {
+  /* VL_IT_FILTER=pattern runs the tests whose names match (cmocka's filter). */
+  const char *filter = getenv("VL_IT_FILTER");
+  if (filter != NULL && filter[0] != '\0') cmocka_set_test_filter(filter);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(waiting_frames_are_admitted_as_memory_frees),
       cmocka_unit_test(an_idle_daemon_gives_its_large_blocks_back),
@@ -728,6 +911,7 @@ int main(void) {
       cmocka_unit_test(numbers_json_forbids_are_parse_errors),
       cmocka_unit_test(sigterm_reads_a_begun_frame_to_its_end),
       cmocka_unit_test(batch_lower_refuses_links_in_the_output_directory),
+      cmocka_unit_test(one_users_unread_answers_leave_the_others_room),
   };
   return harness_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
