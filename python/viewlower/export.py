@@ -120,12 +120,16 @@ def build_model(spec: str, kwargs: Dict[str, Any], train: bool = False,
 
 def to_channels_last(model: torch.nn.Module) -> torch.nn.Module:
     """`model` with its 4-D parameters and buffers channels-last and its 5-D ones
-    channels-last-3d, in place (as make_inputs lays out rank-4 and rank-5 inputs)."""
+    channels-last-3d, in place (as make_inputs lays out rank-4 and rank-5 inputs). Each is
+    converted as `Module.to(memory_format=...)` converts it, by `Tensor.to`: a weight whose
+    layout is ambiguous (a 1x1 or depthwise kernel, contiguous and channels-last at once) is
+    still given channels-last strides, which is what makes torch's convolution choose a
+    channels-last output; `contiguous(memory_format=...)` would keep its contiguous strides."""
     formats = {4: torch.channels_last, 5: torch.channels_last_3d}
 
     def convert(t: torch.Tensor) -> torch.Tensor:
         mf = formats.get(t.dim())
-        return t.contiguous(memory_format=mf) if mf is not None else t
+        return t.to(memory_format=mf) if mf is not None else t
     return model._apply(convert)
 
 

@@ -1,5 +1,6 @@
 """The exporter: spelling of targets, placeholders, layouts, literals, multi-output nodes,
 mutations, the split rewrite, and errors that name the node."""
+import copy
 import json
 import os
 import subprocess
@@ -288,3 +289,17 @@ def test_channels_last_lays_out_a_video_model_channels_last_3d_and_keeps_other_r
     assert check.compare_replay(e, e.graph) is None
     conv = ex.to_channels_last(nn.Conv2d(3, 4, 3))
     assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_channels_last_gives_ambiguous_kernels_channels_last_strides_as_module_to_does():
+    """A 1x1 kernel and a depthwise one are contiguous and channels-last at once; torch's
+    convolution picks its output's layout from the strides the weight carries, so they must be
+    the channels-last ones Module.to(memory_format=channels_last) gives, or a channels-last
+    model's pointwise and depthwise convolutions come out contiguous (ShuffleNet, ConvNeXt)."""
+    for conv in (nn.Conv2d(4, 6, 1), nn.Conv2d(4, 4, 3, padding=1, groups=4)):
+        ours = ex.to_channels_last(copy.deepcopy(conv))
+        theirs = copy.deepcopy(conv).to(memory_format=torch.channels_last)
+        assert ours.weight.stride() == theirs.weight.stride()
+        e = exported(conv, (1, 4, 5, 5), cl=True)
+        outs = [n for n in e.graph["nodes"] if n.get("target") == "aten.convolution.default"]
+        assert [layout.spec_dim_order(n["val"]) for n in outs] == [[0, 2, 3, 1]]
