@@ -35,7 +35,10 @@ typedef struct vld_conn vld_conn;
  * handle), after the loop has looked at every socket: however many small requests a client
  * pipelines (a 64 KiB read holds 1,150 pings or 3,800 one-byte invalid requests, each answered
  * on the loop), the others wait for at most one pass. One per loop, on its thread. */
-#define VLD_PASS_NS 500000 /* 0.5 ms */
+/* 1 ms: at 0.5 ms the bench's 16 clients pipelining 4 small lowerings each (answered on the
+ * loop, 10-20 us apiece) ran out of pass at about half their frames, and the extra passes cost
+ * a tenth of the rate (53k/s against 58k/s unbounded, four alternating runs; 1 ms: 58k/s). */
+#define VLD_PASS_NS 1000000
 #define VLD_PASS_FRAMES 64
 typedef struct vld_turn {
   uv_idle_t resume;    /* runs the connections left for the next pass */
