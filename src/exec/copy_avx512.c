@@ -169,7 +169,7 @@ VL__RECT_TILE(tile_u64_i, 8, 8, 4, 8, block_u64_i, 3)
     }                                                                                              \
   } while (0)
 
-#define VL__PAIRS_TILE(sfx, W, K, ROUNDS, rest)                                                     \
+#define VL__PAIRS_TILE(sfx, W, K, ROUNDS, rest)                                                    \
   static void pairs_##sfx(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {                    \
     __m512i a[K], b[K];                                                                            \
     for (int j = 0; j < (K); j++)                                                                  \
@@ -177,7 +177,7 @@ VL__RECT_TILE(tile_u64_i, 8, 8, 4, 8, block_u64_i, 3)
                                 LOAD32(s + (j + (K)) * sy), 1);                                    \
     VL__INTERLEAVE(W, K, ROUNDS, a);                                                               \
     for (int j = 0; j < (K); j++)                                                                  \
-      b[j] = _mm512_inserti64x4(_mm512_castsi256_si512(LOAD32(s + (j + 2 * (K)) * sy)),           \
+      b[j] = _mm512_inserti64x4(_mm512_castsi256_si512(LOAD32(s + (j + 2 * (K)) * sy)),            \
                                 LOAD32(s + (j + 3 * (K)) * sy), 1);                                \
     VL__INTERLEAVE(W, K, ROUNDS, b);                                                               \
     for (int x = 0; x < (K); x++) {                                                                \
@@ -191,7 +191,8 @@ VL__RECT_TILE(tile_u64_i, 8, 8, 4, 8, block_u64_i, 3)
     VL__INTERLEAVE(W, K, ROUNDS, a);                                                               \
     for (int x = 0; x < (K); x++) {                                                                \
       _mm_storeu_si128((__m128i *)(void *)(d + x * dx), _mm512_castsi512_si128(a[x]));             \
-      _mm_storeu_si128((__m128i *)(void *)(d + ((K) + x) * dx), _mm512_extracti32x4_epi32(a[x], 1)); \
+      _mm_storeu_si128((__m128i *)(void *)(d + ((K) + x) * dx),                                    \
+                       _mm512_extracti32x4_epi32(a[x], 1));                                        \
       _mm_storeu_si128((__m128i *)(void *)(d + (2 * (K) + x) * dx),                                \
                        _mm512_extracti32x4_epi32(a[x], 2));                                        \
       _mm_storeu_si128((__m128i *)(void *)(d + (3 * (K) + x) * dx),                                \
@@ -200,8 +201,8 @@ VL__RECT_TILE(tile_u64_i, 8, 8, 4, 8, block_u64_i, 3)
   }                                                                                                \
   static void tile_##sfx(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,             \
                          ptrdiff_t sy) {                                                           \
-    VL__TILE_BODY_EDGES(2 * (K), 4 * (K), (W) / 8, pairs_##sfx, edge_##sfx, 4 * (K), (K),          \
-                        rest, d, s, nx, ny, dx, sy);                                               \
+    VL__TILE_BODY_EDGES(2 * (K), 4 * (K), (W) / 8, pairs_##sfx, edge_##sfx, 4 * (K), (K), rest, d, \
+                        s, nx, ny, dx, sy);                                                        \
   }
 VL__PAIRS_TILE(u8_p, 8, 16, 4, tile_u8_i)
 VL__PAIRS_TILE(u16_p, 16, 8, 3, tile_u16_i)

@@ -67,6 +67,25 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
 #define VL__TILE_BODY(K, E, block, small, d, s, nx, ny, dx, sy)                                    \
   VL__TILE_BODY2(K, K, E, block, small, d, s, nx, ny, dx, sy)
 
+/* The first row of a plane whose destination stripes start on a 64-byte line: when every
+ * destination row starts at the same offset within a line (dx a multiple of 64), the rows of e
+ * bytes before the first line boundary, if a whole stripe of ky rows fits after them; else 0. */
+static inline int64_t vl__line_lead(const char *d, int64_t ky, int64_t e, int64_t ny,
+                                    ptrdiff_t dx) {
+  int64_t lead = (int64_t)((64 - (uintptr_t)d % 64) % 64);
+  return dx % 64 == 0 && lead % e == 0 && lead / e + ky <= ny ? lead / e : 0;
+}
+
+/* One stripe of a plane: KX-column blocks from row y, the last moved back to end at x's edge. */
+#define VL__STRIPE(KX, E, block, d, s, nx, dx, sy, y)                                              \
+  do {                                                                                             \
+    for (int64_t x_ = 0;; x_ += (KX)) {                                                            \
+      if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                      \
+      block((d) + x_ * (dx) + (y) * (E), (s) + x_ * (E) + (y) * (sy), dx, sy);                     \
+      if (x_ == (nx) - (KX)) break;                                                                \
+    }                                                                                              \
+  } while (0)
+
 /* The body of a tile kernel over KX x KY blocks that write KY elements (64 bytes) of each of KX
  * destination rows: stripes of KY source rows, each walked along x in blocks, the last block of
  * a stripe moved back to end at the plane's x edge. When every destination row starts at the
@@ -80,18 +99,9 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
       rest(d, s, nx, ny, dx, sy);                                                                  \
       break;                                                                                       \
     }                                                                                              \
-    int64_t y_ = 0, lead_ = (int64_t)((64 - (uintptr_t)(d) % 64) % 64);                            \
-    if ((dx) % 64 == 0 && lead_ % (E) == 0 && lead_ / (E) + (KY) <= (ny)) {                        \
-      y_ = lead_ / (E);                                                                            \
-      if (y_ > 0) rest(d, s, nx, y_ < (RK) ? (RK) : y_, dx, sy);                                   \
-    }                                                                                              \
-    for (; y_ + (KY) <= (ny); y_ += (KY)) {                                                        \
-      for (int64_t x_ = 0;; x_ += (KX)) {                                                          \
-        if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                    \
-        block((d) + x_ * (dx) + y_ * (E), (s) + x_ * (E) + y_ * (sy), dx, sy);                     \
-        if (x_ == (nx) - (KX)) break;                                                              \
-      }                                                                                            \
-    }                                                                                              \
+    int64_t y_ = vl__line_lead(d, KY, E, ny, dx);                                                  \
+    if (y_ > 0) rest(d, s, nx, y_ < (RK) ? (RK) : y_, dx, sy);                                     \
+    for (; y_ + (KY) <= (ny); y_ += (KY)) VL__STRIPE(KX, E, block, d, s, nx, dx, sy, y_);          \
     if (y_ < (ny)) {                                                                               \
       if ((ny)-y_ < (RK)) y_ = (ny) - (RK);                                                        \
       rest((d) + y_ * (E), (s) + y_ * (sy), nx, (ny)-y_, dx, sy);                                  \
@@ -110,20 +120,12 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
   do {                                                                                             \
     if ((y1) - (y0) >= (KY) / 2 || (nx) < (EX)) {                                                  \
       int64_t b_ = (y0) == 0 ? 0 : (ny) - (KY);                                                    \
-      for (int64_t x_ = 0;; x_ += (KX)) {                                                          \
-        if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                    \
-        block((d) + x_ * (dx) + b_ * (E), (s) + x_ * (E) + b_ * (sy), dx, sy);                     \
-        if (x_ == (nx) - (KX)) break;                                                              \
-      }                                                                                            \
+      VL__STRIPE(KX, E, block, d, s, nx, dx, sy, b_);                                              \
       break;                                                                                       \
     }                                                                                              \
     for (int64_t e_ = (y0);; e_ += (EY)) {                                                         \
       if (e_ > (y1) - (EY)) e_ = (y1) - (EY) < 0 ? 0 : (y1) - (EY);                                \
-      for (int64_t x_ = 0;; x_ += (EX)) {                                                          \
-        if (x_ > (nx) - (EX)) x_ = (nx) - (EX);                                                    \
-        edge((d) + x_ * (dx) + e_ * (E), (s) + x_ * (E) + e_ * (sy), dx, sy);                      \
-        if (x_ == (nx) - (EX)) break;                                                              \
-      }                                                                                            \
+      VL__STRIPE(EX, E, edge, d, s, nx, dx, sy, e_);                                               \
       if (e_ + (EY) >= (y1)) break;                                                                \
     }                                                                                              \
   } while (0)
@@ -133,17 +135,10 @@ extern const vl__tile_fn vl__copy_tiles_portable[4];
       rest(d, s, nx, ny, dx, sy);                                                                  \
       break;                                                                                       \
     }                                                                                              \
-    int64_t y_ = 0, lead_ = (int64_t)((64 - (uintptr_t)(d) % 64) % 64);                            \
-    if ((dx) % 64 == 0 && lead_ % (E) == 0 && lead_ / (E) + (KY) <= (ny)) y_ = lead_ / (E);        \
+    int64_t y_ = vl__line_lead(d, KY, E, ny, dx);                                                  \
     if (y_ > 0)                                                                                    \
       VL__EDGE_ROWS(KX, KY, E, block, edge, EX, EY, d, s, nx, ny, dx, sy, (int64_t)0, y_);         \
-    for (; y_ + (KY) <= (ny); y_ += (KY)) {                                                        \
-      for (int64_t x_ = 0;; x_ += (KX)) {                                                          \
-        if (x_ > (nx) - (KX)) x_ = (nx) - (KX);                                                    \
-        block((d) + x_ * (dx) + y_ * (E), (s) + x_ * (E) + y_ * (sy), dx, sy);                     \
-        if (x_ == (nx) - (KX)) break;                                                              \
-      }                                                                                            \
-    }                                                                                              \
+    for (; y_ + (KY) <= (ny); y_ += (KY)) VL__STRIPE(KX, E, block, d, s, nx, dx, sy, y_);          \
     if (y_ < (ny)) VL__EDGE_ROWS(KX, KY, E, block, edge, EX, EY, d, s, nx, ny, dx, sy, y_, ny);    \
   } while (0)
 

@@ -650,6 +650,14 @@ static bool blob_borrowable(const tensor_head *h, const uint8_t *payload) {
   return h->kind == BODY_BLOB && h->nbytes > 0 && (uintptr_t)(payload + h->blob_offset) % 8u == 0;
 }
 
+/* *view: the blob's bytes in payload, read in place (read only: see the header). */
+static void blob_view(const tensor_head *h, const uint8_t *payload, vl_tensor *view) {
+  memset(view, 0, sizeof *view);
+  view->spec = h->spec;
+  view->nbytes = h->nbytes;
+  view->data = (void *)(uintptr_t)(payload + h->blob_offset);
+}
+
 vl_status vl__tensor_from_json_lendable(const cJSON *obj, const uint8_t *payload,
                                         size_t payload_len, const vl_limits *lim, vl_tensor *view,
                                         vl_error *err) {
@@ -665,10 +673,7 @@ vl_status vl__tensor_from_json_lendable(const cJSON *obj, const uint8_t *payload
     return vl_error_set(err, VL_ERR_INVALID_TENSOR, "",
                         "not a blob that can be lent without reading its bytes");
   }
-  memset(view, 0, sizeof *view);
-  view->spec = h.spec;
-  view->nbytes = h.nbytes;
-  view->data = (void *)(uintptr_t)(payload + h.blob_offset); /* read only */
+  blob_view(&h, payload, view);
   return VL_OK;
 }
 
@@ -685,10 +690,7 @@ vl_status vl_tensor_from_json_borrow(const cJSON *obj, const uint8_t *payload, s
   st = check_body(&h, payload_len, err);
   if (st != VL_OK) return st;
   if (!blob_borrowable(&h, payload)) return tensor_build(&h, payload, payload_len, lim, owned, err);
-  memset(view, 0, sizeof *view);
-  view->spec = h.spec;
-  view->nbytes = h.nbytes;
-  view->data = (void *)(uintptr_t)(payload + h.blob_offset); /* read only: see the header */
+  blob_view(&h, payload, view);
   return check_bool_bytes(view, "/blob", err);
 }
 
