@@ -787,6 +787,15 @@ static void finish_shard(vld_shard *sh) {
   vld_server *srv = sh->srv;
   close_if_open((uv_handle_t *)&srv->sigterm);
   close_if_open((uv_handle_t *)&srv->sigint);
+  /* Closing the last handle of a signal gives it back its default action, which would end the
+   * process by a second SIGTERM or SIGINT between here and exit (status 143, not 0): the
+   * shutdown is done, so from here on they are ignored. */
+  struct sigaction ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  (void)sigaction(SIGTERM, &ign, NULL);
+  (void)sigaction(SIGINT, &ign, NULL);
   for (size_t i = 0; i < VLD_N_IGNORED_SIGNALS; i++) {
     close_if_open((uv_handle_t *)&srv->ignored[i]);
   }
