@@ -68,6 +68,10 @@ static const metric metrics[] = {
      "Most bytes held by requests at once since start."},
     {"viewlower_memory_kept_bytes", GAUGE, "bytes", "memory/kept_bytes", NULL, 1,
      "Large freed blocks kept mapped for the next large request (not in use)."},
+    {"viewlower_memory_unsent_bytes", GAUGE, "bytes", "memory/unsent_bytes", NULL, 1,
+     "Bytes of responses written but not yet read by their clients, all users."},
+    {"viewlower_memory_share_per_uid_bytes", GAUGE, "bytes", "memory/share_per_uid_bytes", NULL, 1,
+     "Unread response bytes one user may hold while another user is connected."},
 };
 
 /* Follows "a/b/c" from o; NULL when a step is missing. */

@@ -742,6 +742,8 @@ static void stats_prints_openmetrics_and_prometheus_text(void **state) {
   assert_non_null(strstr(r.out, "# TYPE viewlower_requests counter\n"));
   assert_non_null(strstr(r.out, "\nviewlower_requests_total{method=\"ping\"} "));
   assert_non_null(strstr(r.out, "# TYPE viewlower_uptime_seconds gauge\n# UNIT viewlower_uptime_seconds seconds\n"));
+  assert_non_null(strstr(r.out, "\nviewlower_memory_unsent_bytes 0\n"));
+  assert_non_null(strstr(r.out, "# TYPE viewlower_memory_share_per_uid_bytes gauge\n"));
   size_t len = strlen(r.out);
   assert_true(len > 6 && strcmp(r.out + len - 6, "# EOF\n") == 0);
   /* every sample line: name[{labels}] number */
