@@ -5,8 +5,9 @@
  * decoder, and each whole frame goes to the owner (on_frame). When the in-flight or write-queue limit is
  * hit, reading stops and the unconsumed rest of the buffer is kept; vld_conn_settle resumes
  * from it once responses went out. Likewise when the loop's pass has no room left for the
- * connection (vld_turn, conn.h): the rest of the buffer waits for the next pass. Memory per connection is thus bounded by one read buffer,
- * one partial frame, --max-inflight requests and the write-queue bound.
+ * connection (vld_turn, conn.h): the rest of the buffer waits for the next pass. Memory per
+ * connection is thus bounded by one read buffer, one partial frame, --max-inflight requests and
+ * the write-queue bound.
  * Closing: a connection whose input is done (EOF, broken framing, refused, shutdown) closes
  * once nothing is in flight and every write was called back. A peer that is really gone
  * (read error, failed write, or an EOF after which the socket reports a hang-up) closes the

@@ -586,7 +586,8 @@ static void take_peer(vld_shard *sh, const vld_peer *p, bool admitted, const ver
   lock(srv);
   bool stopping = admitted && srv->shutting_down;
   unlock(srv);
-  vld_conn *c = stopping ? NULL : vld_conn_new(sh->loop, &srv->conn_limits, &conn_callbacks, &sh->turn, sh);
+  vld_conn *c =
+      stopping ? NULL : vld_conn_new(sh->loop, &srv->conn_limits, &conn_callbacks, &sh->turn, sh);
   if (c == NULL) {
     close(p->fd);
     lock(srv);

@@ -658,15 +658,22 @@ static void blob_view(const tensor_head *h, const uint8_t *payload, vl_tensor *v
   view->data = (void *)(uintptr_t)(payload + h->blob_offset);
 }
 
+/* The tensor obj's head and body checked against the payload (none when payload is NULL): what
+ * both the lending probe and the borrowing read take first. */
+static vl_status read_head(const cJSON *obj, const uint8_t *payload, size_t *payload_len,
+                           const vl_limits *lim, tensor_head *h, vl_error *err) {
+  if (payload == NULL) *payload_len = 0;
+  vl_status st = parse_head(obj, lim, h, err);
+  return st == VL_OK ? check_body(h, *payload_len, err) : st;
+}
+
 vl_status vl__tensor_from_json_lendable(const cJSON *obj, const uint8_t *payload,
                                         size_t payload_len, const vl_limits *lim, vl_tensor *view,
                                         vl_error *err) {
   vl_limits defaults;
   tensor_head h;
   lim = vl__limits_or_default(lim, &defaults);
-  if (payload == NULL) payload_len = 0;
-  vl_status st = parse_head(obj, lim, &h, err);
-  if (st == VL_OK) st = check_body(&h, payload_len, err);
+  vl_status st = read_head(obj, payload, &payload_len, lim, &h, err);
   if (st != VL_OK) return st;
   if (!blob_borrowable(&h, payload) || h.spec.dtype == VL_DTYPE_BOOL) {
     /* a copy, or a check of every byte (check_bool_bytes): work that follows the payload */
@@ -684,10 +691,7 @@ vl_status vl_tensor_from_json_borrow(const cJSON *obj, const uint8_t *payload, s
   tensor_head h;
   *owned = NULL;
   lim = vl__limits_or_default(lim, &defaults);
-  if (payload == NULL) payload_len = 0;
-  vl_status st = parse_head(obj, lim, &h, err);
-  if (st != VL_OK) return st;
-  st = check_body(&h, payload_len, err);
+  vl_status st = read_head(obj, payload, &payload_len, lim, &h, err);
   if (st != VL_OK) return st;
   if (!blob_borrowable(&h, payload)) return tensor_build(&h, payload, payload_len, lim, owned, err);
   blob_view(&h, payload, view);

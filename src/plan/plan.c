@@ -337,9 +337,10 @@ static vl_status fits_an_arena(const vl_graph *g, const vl_storages *s, int64_t 
   if (*cap < 0) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory while planning");
   if (*cap <= VL_PLAN_MAX_BYTES) return VL_OK;
   snprintf(path, sizeof path, "/nodes/%u", peak);
-  return vl_error_set(err, VL_ERR_TOO_LARGE, path,
-                      "the buffers live at node %.64s together need more than %lld bytes, the largest arena",
-                      g->nodes[peak].name, (long long)VL_PLAN_MAX_BYTES);
+  return vl_error_set(
+      err, VL_ERR_TOO_LARGE, path,
+      "the buffers live at node %.64s together need more than %lld bytes, the largest arena",
+      g->nodes[peak].name, (long long)VL_PLAN_MAX_BYTES);
 }
 
 vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error *err) {
