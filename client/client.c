@@ -10,7 +10,12 @@
  * JSON and payload of each response are served from it. Bytes in rbuf[rpos, rend) are the
  * stream's next bytes, read before the socket and before any poll for input. A wanted run at
  * least as long as the buffer (a large payload) that finds the buffer drained is received
- * straight into its destination, never through the buffer. */
+ * straight into its destination, never through the buffer.
+ *
+ * Corked (vl_client_cork), requests are copied into a send buffer of SEND_BUF_SIZE bytes and go
+ * out in one sendmsg when it fills, when the client is about to read from the socket (so it
+ * never waits for a response to a request it still holds), when uncorked, or at close. A
+ * request that does not fit an empty buffer is sent at once, after those queued before it. */
 #include "viewlower/client.h"
 
 #include <errno.h>
@@ -37,6 +42,9 @@ struct vl_client {
   bool broken;
   uint8_t *rbuf; /* RECV_BUF_SIZE bytes; rbuf[rpos, rend) received, not yet consumed */
   size_t rpos, rend;
+  bool corked;
+  uint8_t *wbuf; /* SEND_BUF_SIZE bytes once corked; wbuf[0, wlen) queued, not yet sent */
+  size_t wlen;
 };
 
 /* 64 KiB, allocated at connect: a pipelined batch of typical responses (a lowered graph's is a
@@ -44,6 +52,9 @@ struct vl_client {
  * default). Runs this long or longer are received in place. Dropped payloads pass through it
  * too (there is no scratch array on the stack). */
 enum { RECV_BUF_SIZE = 65536 };
+
+/* 64 KiB: sixteen pipelined lowerings of a few KiB each go out in one write. */
+enum { SEND_BUF_SIZE = 65536 };
 
 /* ---- deadlines and raw I/O ---------------------------------------------------------------- */
 
@@ -119,11 +130,27 @@ static vl_status send_all(vl_client *c, struct iovec *iov, int n, int64_t deadli
   return VL_OK;
 }
 
+/* Sends the corked requests queued in wbuf. */
+static vl_status flush_sends(vl_client *c, int64_t deadline, vl_error *err) {
+  if (c->wlen == 0) {
+    return VL_OK;
+  }
+  struct iovec iov = {c->wbuf, c->wlen};
+  c->wlen = 0;
+  return send_all(c, &iov, 1, deadline, err);
+}
+
 /* One recv of at most cap (> 0) bytes into p, waiting for input until the deadline; *got is
  * then at least 1. End of stream is a transport failure: it only happens mid-frame or where a
  * response is due. */
+static vl_status flush_sends(vl_client *c, int64_t deadline, vl_error *err);
+
 static vl_status recv_some(vl_client *c, void *p, size_t cap, size_t *got, int64_t deadline,
                            vl_error *err) {
+  vl_status fs = flush_sends(c, deadline, err); /* never wait for answers to unsent requests */
+  if (fs != VL_OK) {
+    return fs;
+  }
   for (;;) {
     ssize_t r = recv(c->fd, p, cap, 0);
     if (r > 0) {
@@ -350,12 +377,18 @@ void vl_client_close(vl_client *c) {
   if (c == NULL) {
     return;
   }
+  if (c->fd >= 0 && c->wlen > 0 && !c->broken) {
+    vl_error ignored;
+    flush_sends(c, deadline_after(c->timeout_ms), &ignored); /* requests queued while corked */
+  }
   if (c->fd >= 0) {
     close(c->fd);
   }
   free(c->rbuf);
+  free(c->wbuf);
   free(c);
 }
+
 
 void vl_client_set_timeout(vl_client *c, int timeout_ms) {
   c->timeout_ms = timeout_ms;
@@ -374,6 +407,30 @@ bool vl_client_is_transport_error(vl_status s) {
 static vl_status check_usable(const vl_client *c, vl_error *err) {
   if (c->broken) {
     return vl_error_set(err, VL_ERR_IO, "", "the connection is unusable after an earlier error");
+  }
+  return VL_OK;
+}
+
+/* Sends the frame iov[0..n), or queues it in wbuf while corked: the queue goes out first when
+ * the frame does not fit beside it, and a frame larger than the whole buffer is sent as is. */
+static vl_status send_or_queue(vl_client *c, struct iovec *iov, int n, int64_t deadline,
+                               vl_error *err) {
+  size_t len = 0;
+  for (int i = 0; i < n; i++) {
+    len += iov[i].iov_len;
+  }
+  if (c->corked && len > SEND_BUF_SIZE - c->wlen) {
+    vl_status s = flush_sends(c, deadline, err);
+    if (s != VL_OK) {
+      return s;
+    }
+  }
+  if (!c->corked || len > SEND_BUF_SIZE) {
+    return send_all(c, iov, n, deadline, err);
+  }
+  for (int i = 0; i < n; i++) {
+    memcpy(c->wbuf + c->wlen, iov[i].iov_base, iov[i].iov_len);
+    c->wlen += iov[i].iov_len;
   }
   return VL_OK;
 }
@@ -403,7 +460,7 @@ static vl_status send_request_as(vl_client *c, uint64_t id, const char *method, 
     uint8_t hdr[VL_FRAME_HEADER_SIZE];
     vl_frame_header_encode(hdr, h.json_len, h.payload_len);
     struct iovec iov[3] = {{hdr, sizeof hdr}, {text, json_len}, {(void *)payload, payload_len}};
-    s = send_all(c, iov, payload_len > 0 ? 3 : 2, deadline, err);
+    s = send_or_queue(c, iov, payload_len > 0 ? 3 : 2, deadline, err);
   }
   free(text);
   return s;
@@ -443,6 +500,21 @@ vl_status vl_client_send_text(vl_client *c, uint64_t id, const char *method, con
     c->pending++;
   }
   return s;
+}
+
+vl_status vl_client_cork(vl_client *c, bool on, vl_error *err) {
+  vl_status s = check_usable(c, err);
+  if (s != VL_OK) {
+    return s;
+  }
+  if (on && c->wbuf == NULL) {
+    c->wbuf = malloc(SEND_BUF_SIZE);
+    if (c->wbuf == NULL) {
+      return vl_error_set(err, VL_ERR_NOMEM, "", "cannot allocate the send buffer");
+    }
+  }
+  c->corked = on;
+  return on ? VL_OK : flush_sends(c, deadline_after(c->timeout_ms), err);
 }
 
 /* ---- responses ---------------------------------------------------------------------------- */

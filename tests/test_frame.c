@@ -607,6 +607,52 @@ static void responses_are_scanned_as_strictly_as_parsed(void **state) {
   free(t);
 }
 
+/* Strings are crossed eight bytes at a time (json_read.c, plain_run): a quote, a backslash or a
+ * control byte at every place of a word, after runs of every length and of bytes that are no
+ * stops (0x7f, UTF-8, space), end the run exactly there. */
+static void string_stops_are_found_at_every_place_of_a_word(void **state) {
+  (void)state;
+  static const char *const fillers[] = {"a", "\x7f", "\xc3\xa9", " ", "~"};
+  enum { END, ESCAPE, CONTROL_1, CONTROL_1F, N_STOPS };
+  for (size_t f = 0; f < sizeof fillers / sizeof *fillers; f++) {
+    for (size_t k = 0; k < 40; k++) {
+      for (int stop = 0; stop < N_STOPS; stop++) {
+        char text[256], str[128] = "";
+        for (size_t i = 0; i < k; i++) strcat(str, fillers[f]);
+        size_t run = strlen(str);
+        static const char *const tails[N_STOPS] = {"", "\\nz", "\x01z", "\x1fz"};
+        strcat(str, tails[stop]);
+        snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":[\"%s\",1]}", str);
+        bool id_null = false;
+        uint64_t id = 0;
+        size_t off = 0, len = 0;
+        bool ok = vl__rpc_response_scan(text, strlen(text), &id_null, &id, &off, &len);
+        if (ok != (stop == END || stop == ESCAPE)) {
+          fail_msg("filler %zu, run %zu, stop %d: scanned %d", f, run, stop, ok);
+        }
+        if (ok) {
+          assert_int_equal(len, strlen(str) + 6); /* ["…",1] */
+          assert_memory_equal(text + off + 2, str, strlen(str));
+        }
+        /* the tree reader agrees, and keeps the string's bytes (the escape decoded) */
+        vl__rpc_response resp;
+        vl_error err;
+        vl_error_clear(&err);
+        vl_status rs = vl__rpc_response_parse(text, strlen(text), &resp, &err);
+        assert_int_equal(rs == VL_OK, ok);
+        if (ok) {
+          const char *got = cJSON_GetStringValue(cJSON_GetArrayItem(resp.result, 0));
+          assert_non_null(got);
+          assert_int_equal(strlen(got), run + (stop == ESCAPE ? 2 : 0));
+          assert_memory_equal(got, str, run);
+          if (stop == ESCAPE) assert_string_equal(got + run, "\nz");
+        }
+        vl__rpc_response_free(&resp);
+      }
+    }
+  }
+}
+
 /* Parses a response; returns the status and fills resp (freed by the caller). */
 static vl_status response(const char *json, vl__rpc_response *resp, vl_error *err) {
   vl_error_clear(err);
@@ -690,6 +736,7 @@ int main(void) {
       cmocka_unit_test(responses_are_read_strictly),
       cmocka_unit_test(small_requests_are_scanned_as_the_strict_reader_reads_them),
       cmocka_unit_test(responses_are_scanned_as_strictly_as_parsed),
+      cmocka_unit_test(string_stops_are_found_at_every_place_of_a_word),
       cmocka_unit_test(status_map_inverts_itself),
       cmocka_unit_test(header_decode_reads_back_the_encoded_lengths),
       cmocka_unit_test(header_decode_rejects_a_bad_magic),

@@ -134,6 +134,7 @@ typedef struct {
   int timeout_ms;
   long daemon_pid;
   bool check;
+  bool no_cork; /* one write per request instead of one per pipelined batch */
   double max_rss_growth_pct;
   uint64_t settle_ms;
 } config;
@@ -142,9 +143,11 @@ static const char usage[] =
     "usage: viewlower-load --socket PATH [--clients N] [--pipeline N] [--requests N]\n"
     "         [--duration-ms N] [--warmup-ms N] [--invalid-pct N] [--reconnect-every N]\n"
     "         [--seed N] [--timeout-ms N] [--daemon-pid PID] [--check]\n"
-    "         [--max-rss-growth-pct X] [--settle-ms N] [--kinds KIND,...]\n"
+    "         [--max-rss-growth-pct X] [--settle-ms N] [--kinds KIND,...] [--no-cork]\n"
     "  --requests is per client; at least one of --requests and --duration-ms is needed.\n"
-    "  --kinds sends only the listed request kinds (names as in the report's requests_by_kind).\n";
+    "  --kinds sends only the listed request kinds (names as in the report's requests_by_kind).\n"
+    "  With --pipeline over 1 each client corks its connection (vl_client_cork): the requests\n"
+    "  sent before it next waits for a response go out in one write; --no-cork writes each alone.\n";
 
 typedef struct {
   const char *name;
@@ -167,6 +170,7 @@ static const flag flags[] = {
     OPT("--timeout-ms", timeout_ms, 'n'),
     OPT("--daemon-pid", daemon_pid, 'l'),
     OPT("--check", check, 'b'),
+    OPT("--no-cork", no_cork, 'b'),
     OPT("--max-rss-growth-pct", max_rss_growth_pct, 'd'),
     OPT("--settle-ms", settle_ms, 'u'),
     OPT("--kinds", kinds, 's'),
@@ -455,6 +459,7 @@ static bool run_connection(worker *w, uint64_t *next_id) {
   w->connects++;
   uint64_t here = 0;
   vl_status s = VL_OK;
+  if (w->cfg->pipeline > 1 && !w->cfg->no_cork) s = vl_client_cork(c, true, &err);
   while (s == VL_OK && (w->n_slots > 0 || may_send(w, here))) {
     while (s == VL_OK && w->n_slots < w->cfg->pipeline && may_send(w, here)) {
       s = send_one(w, c, (*next_id)++, &err);
@@ -632,6 +637,7 @@ static cJSON *report(const config *cfg, const totals *t, uint64_t main_answered,
   cJSON *o = cJSON_CreateObject();
   add_num(o, "clients", cfg->clients);
   add_num(o, "pipeline", cfg->pipeline);
+  cJSON_AddBoolToObject(o, "corked", cfg->pipeline > 1 && !cfg->no_cork);
   add_num(o, "warmup_seconds", (double)cfg->warmup_ms / 1000.0);
   add_num(o, "seconds", secs);
   add_num(o, "connections", (double)t->connects);

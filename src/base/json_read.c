@@ -51,6 +51,9 @@ static bool skip_ws(vl__jr *r) {
 }
 
 static uint32_t push(vl__jr *r, vl__jt_type type) {
+  if (r->checking && r->n < r->cap) {
+    return r->n; /* the same entry for every value: only their syntax matters */
+  }
   if (r->n == r->cap) {
     uint32_t cap = r->cap ? r->cap * 2 : 64;
     vl__jt *t = cap > r->cap ? realloc(r->tape, cap * sizeof *t) : NULL;
@@ -68,7 +71,7 @@ static uint32_t push(vl__jr *r, vl__jt_type type) {
 }
 
 static bool arena_put(vl__jr *r, const char *s, size_t n) {
-  if (n == 0) return true;
+  if (n == 0 || r->checking) return true;
   if (r->arena_cap - r->arena_len < n) {
     size_t cap = r->arena_cap ? r->arena_cap : 256;
     while (cap - r->arena_len < n) {
@@ -123,14 +126,47 @@ static const bool stops_string[256] = {
     [24] = 1, [25] = 1, [26] = 1, [27] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1,
     ['"'] = 1, ['\\'] = 1};
 
+/* The bytes of w equal to b, or (below) less than b (b <= 0x80), as their top bits: the
+ * classic "has a zero byte" tests on whole words. A borrow only runs on past a byte that does
+ * match, so the lowest flag always marks a true match (bytes above it may be flagged wrongly). */
+static uint64_t word_eq(uint64_t w, unsigned b) {
+  const uint64_t ones = 0x0101010101010101u;
+  uint64_t v = w ^ (ones * b);
+  return (v - ones) & ~v & (ones * 0x80u);
+}
+
+static uint64_t word_below(uint64_t w, unsigned b) {
+  const uint64_t ones = 0x0101010101010101u;
+  return (w - ones * b) & ~w & (ones * 0x80u);
+}
+
+/* Index of the first byte at or after t[p] that ends a plain run (stops_string), or n: eight
+ * bytes at a time, so the long messages of a report are crossed a word per step instead of a
+ * table lookup per byte. */
+static size_t plain_run(const unsigned char *t, size_t p, size_t n) {
+  for (; n - p >= 8; p += 8) {
+    uint64_t w;
+    memcpy(&w, t + p, 8);
+    uint64_t stop = word_eq(w, '"') | word_eq(w, '\\') | word_below(w, 0x20);
+    if (stop != 0) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      return p + (size_t)__builtin_ctzll(stop) / 8; /* the lowest flag: a true stop */
+#else
+      break;
+#endif
+    }
+  }
+  while (p < n && !stops_string[t[p]]) p++;
+  return p;
+}
+
 /* A string at r->pos (its opening quote) onto the tape: a span of the text when it has no
  * escapes, else decoded into the arena. */
 static uint32_t read_string(vl__jr *r) {
   uint32_t i = push(r, VL__JT_STRING);
   if (i == VL__JT_NONE) return i;
   const unsigned char *t = (const unsigned char *)r->text;
-  size_t start = ++r->pos, p = start, n = r->len;
-  while (p < n && !stops_string[t[p]]) p++;
+  size_t start = ++r->pos, n = r->len, p = plain_run(t, start, n);
   r->pos = p;
   if (p < n && t[p] == '"') {
     r->pos = p + 1;
@@ -150,8 +186,7 @@ static uint32_t read_string(vl__jr *r) {
       if (!unescape(r)) return VL__JT_NONE;
       continue;
     }
-    size_t run = r->pos;
-    while (run < n && !stops_string[t[run]]) run++;
+    size_t run = plain_run(t, r->pos, n);
     if (!arena_put(r, r->text + r->pos, run - r->pos)) return VL__JT_NONE;
     r->pos = run;
   }
@@ -261,6 +296,15 @@ static uint32_t read_value(vl__jr *r) {
 
 uint32_t vl__jr_value(vl__jr *r) {
   return r->problem == VL__JSON_OK ? read_value(r) : VL__JT_NONE;
+}
+
+bool vl__jr_check_value(vl__jr *r) {
+  uint32_t n = r->n;
+  r->checking = true;
+  bool ok = r->problem == VL__JSON_OK && read_value(r) != VL__JT_NONE;
+  r->checking = false;
+  r->n = n;
+  return ok;
 }
 
 bool vl__jr_key(vl__jr *r) {

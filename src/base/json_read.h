@@ -52,6 +52,7 @@ typedef struct vl__jr {
   uint32_t n, cap;
   char *arena;
   size_t arena_len, arena_cap;
+  bool checking; /* vl__jr_check_value: values go through one tape entry, strings nowhere */
 } vl__jr;
 
 void vl__jr_init(vl__jr *r, const char *text, size_t len);
@@ -67,6 +68,9 @@ bool vl__jr_key(vl__jr *r);
 /* Reads one value onto the tape after what is there (the caller empties it with r->n = 0 and
  * r->arena_len = 0 when it is done with the previous value); returns its index or VL__JT_NONE. */
 uint32_t vl__jr_value(vl__jr *r);
+/* Checks one value as strictly as vl__jr_value reads it, without putting it on the tape (the
+ * caller wants only its span: r->pos before and after); false on a problem. */
+bool vl__jr_check_value(vl__jr *r);
 /* After the document's value: only whitespace may follow (or NUL bytes, when nul_tail_ok). */
 bool vl__jr_end(vl__jr *r, bool nul_tail_ok);
 

@@ -726,7 +726,8 @@ bool vl__rpc_response_scan(const char *json, size_t len, bool *id_null, uint64_t
     ok = ok && i >= 0 && !(seen & (1u << i));
     seen |= ok ? 1u << i : 0;
     size_t start = ok ? skip_ws(json, len, r.pos) : 0;
-    uint32_t v = ok ? vl__jr_value(&r) : VL__JT_NONE;
+    /* the result is only checked: its text is handed over as it is */
+    uint32_t v = !ok ? VL__JT_NONE : i != 2 ? vl__jr_value(&r) : vl__jr_check_value(&r) ? 0 : VL__JT_NONE;
     ok = v != VL__JT_NONE;
     int64_t n = 0;
     if (ok && i == 0) ok = vl__jt_is(&r, v, "2.0");

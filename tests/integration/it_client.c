@@ -3,8 +3,9 @@
  * sides of the client's receive buffer) and come out bit-exact; bytes already buffered are
  * served before any wait for input; end of stream mid-frame and a frame over the limit are
  * transport errors. The peer is a plain socket in a thread of the test writing frames made with
- * the frame codec; the last test pipelines blob payloads around the buffer's size through a real
- * viewlowerd. */
+ * the frame codec; the last tests pipeline blob payloads around the buffer's size and corked
+ * lowerings through a real viewlowerd. Corking (vl_client_cork) is watched from the peer's end
+ * of the socket: what a send leaves queued in the client, and when it arrives. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/sockios.h>
@@ -318,6 +319,150 @@ static void a_buffered_frame_over_the_limit_is_refused_from_its_header(void **st
   peer_finish(&p, c);
 }
 
+/* ---- corking ------------------------------------------------------------------------------- */
+
+/* The frame of {"jsonrpc":"2.0","id":id,"method":"ping","params":params}. */
+static void request_frame(vl_buf *b, uint64_t id, const char *params) {
+  char json[128 * 1024];
+  int n = snprintf(json, sizeof json, "{\"jsonrpc\":\"2.0\",\"id\":%llu,\"method\":\"ping\",\"params\":%s}",
+                   (unsigned long long)id, params);
+  assert_true(n > 0 && (size_t)n < sizeof json);
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, (uint32_t)n, 0);
+  assert_int_equal(vl_buf_append(b, h, sizeof h), VL_OK);
+  assert_int_equal(vl_buf_append(b, json, (size_t)n), VL_OK);
+}
+
+/* Bytes the client has sent that the peer's end holds unread. A Unix stream send is complete
+ * when it returns: the bytes are already queued at the peer. */
+static size_t unread_at(int fd) {
+  int n = -1;
+  assert_int_equal(ioctl(fd, FIONREAD, &n), 0);
+  return (size_t)n;
+}
+
+/* Reads what the peer's end holds and checks that it is exactly want's bytes. */
+static void expect_received(int fd, const vl_buf *want) {
+  assert_int_equal(unread_at(fd), want->len);
+  uint8_t *got = malloc(want->len + 1);
+  assert_non_null(got);
+  size_t at = 0;
+  while (at < want->len) {
+    ssize_t r = recv(fd, got + at, want->len - at, 0);
+    assert_true(r > 0);
+    at += (size_t)r;
+  }
+  assert_memory_equal(got, want->data, want->len);
+  free(got);
+}
+
+static void send_ping(vl_client *c, uint64_t id, const char *params) {
+  vl_error err;
+  if (vl_client_send_text(c, id, "ping", params, strlen(params), NULL, 0, &err) != VL_OK) {
+    fail_msg("send %llu: %s", (unsigned long long)id, err.message);
+  }
+}
+
+/* Corked requests stay in the client until it is uncorked, is about to read from the socket, its
+ * 64 KiB queue would overflow, or it closes; they then arrive in order, byte for byte the frames
+ * an uncorked client sends. Single-threaded: the test holds the peer's end of the socket. */
+static void corked_requests_go_out_when_the_client_waits_uncorks_fills_or_closes(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(listener >= 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", d.sock);
+  assert_int_equal(bind(listener, (struct sockaddr *)&sa, sizeof sa), 0);
+  assert_int_equal(listen(listener, 1), 0);
+  vl_client *c = NULL;
+  vl_error err;
+  assert_int_equal(vl_client_connect(d.sock, daemon_wait_ms(), &c, &err), VL_OK);
+  int fd = accept(listener, NULL, NULL); /* the connection was made in the backlog */
+  assert_true(fd >= 0);
+  vl_buf want = {0};
+
+  /* uncorked (the default): each request is on its way when the send returns */
+  send_ping(c, 1, "{}");
+  request_frame(&want, 1, "{}");
+  expect_received(fd, &want);
+
+  /* corked: nothing until uncorked, then the three in one go */
+  assert_int_equal(vl_client_cork(c, true, &err), VL_OK);
+  want.len = 0;
+  for (uint64_t id = 2; id <= 4; id++) {
+    send_ping(c, id, "{}");
+    request_frame(&want, id, "{}");
+  }
+  assert_int_equal(unread_at(fd), 0);
+  assert_int_equal(vl_client_cork(c, false, &err), VL_OK);
+  expect_received(fd, &want);
+
+  /* corked again: a receive sends the queued request before it reads (here the answer is
+   * already waiting, so the receive does not have to wait; a client that waited for the answer
+   * to a request it still held would wait forever) */
+  assert_int_equal(vl_client_cork(c, true, &err), VL_OK);
+  send_ping(c, 5, "{}");
+  assert_int_equal(unread_at(fd), 0);
+  vl_buf answer = {0};
+  frame_append(&answer, &(response){5, VL_OK, "{\"pong\":true}", 0});
+  assert_int_equal(send(fd, answer.data, answer.len, MSG_NOSIGNAL), (ssize_t)answer.len);
+  want.len = 0;
+  request_frame(&want, 5, "{}");
+  expect_response(c, &(response){5, VL_OK, "{\"pong\":true}", 0}, false);
+  expect_received(fd, &want);
+
+  /* a request that does not fit beside the queue sends the queue first; one larger than the
+   * whole queue goes out at once, after it */
+  char *params = malloc(BUF + 64);
+  assert_non_null(params);
+  size_t fill = BUF / 2;
+  memset(params, ' ', fill);
+  memcpy(params, "{\"a\":\"", 6);
+  memcpy(params + fill - 2, "\"}", 3);
+  send_ping(c, 6, params); /* over half the queue */
+  assert_int_equal(unread_at(fd), 0);
+  send_ping(c, 7, params); /* would overflow it: 6 goes first, 7 waits */
+  want.len = 0;
+  request_frame(&want, 6, params);
+  expect_received(fd, &want);
+  send_ping(c, 8, "{}");
+  fill = BUF + 32; /* a frame larger than the queue */
+  memset(params, ' ', fill);
+  memcpy(params, "{\"a\":\"", 6);
+  memcpy(params + fill - 2, "\"}", 3);
+  send_ping(c, 9, params);
+  want.len = 0;
+  char *first = malloc(BUF);
+  assert_non_null(first);
+  memset(first, ' ', BUF / 2);
+  memcpy(first, "{\"a\":\"", 6);
+  memcpy(first + BUF / 2 - 2, "\"}", 3);
+  request_frame(&want, 7, first);
+  request_frame(&want, 8, "{}");
+  request_frame(&want, 9, params);
+  expect_received(fd, &want);
+
+  /* closing sends what is queued, then ends the stream */
+  send_ping(c, 10, "{}");
+  assert_int_equal(unread_at(fd), 0);
+  vl_client_close(c);
+  want.len = 0;
+  request_frame(&want, 10, "{}");
+  expect_received(fd, &want);
+  char byte;
+  assert_int_equal(recv(fd, &byte, 1, 0), 0);
+
+  free(first);
+  free(params);
+  vl_buf_free(&answer);
+  vl_buf_free(&want);
+  close(fd);
+  close(listener);
+  daemon_cleanup(&d);
+}
+
 /* ---- a real daemon -------------------------------------------------------------------------- */
 
 /* view_copy requests of uint8 blobs on both sides of the buffer's size, all sent before any is
@@ -368,6 +513,51 @@ static void pipelined_blobs_around_the_buffer_size_come_back_bit_exact(void **st
   daemon_delete(d);
 }
 
+/* The same sixteen small lowerings pipelined corked and uncorked through a real daemon: the
+ * answers are the same bytes, whichever way the requests went out. */
+static void corked_lowerings_get_the_answers_of_uncorked_ones(void **state) {
+  (void)state;
+  static const char graph_fmt[] =
+      "{\"graph\":{\"format\":\"viewlower.graph\",\"version\":1,\"name\":\"g%d\",\"nodes\":["
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[2,%d]}},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+      "\"args\":[\"x\",[%d,2]],\"val\":{\"dtype\":\"float32\",\"shape\":[%d,2]}},"
+      "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"y\"]}]}}";
+  enum { N = 16 };
+  daemon_proc *d = daemon_new(NULL);
+  char *answers[2][N] = {{NULL}};
+  for (int corked = 0; corked < 2; corked++) {
+    vl_client *c = client_open(d);
+    vl_error err;
+    assert_int_equal(vl_client_cork(c, corked == 1, &err), VL_OK);
+    for (int i = 0; i < N; i++) {
+      char text[1024];
+      snprintf(text, sizeof text, graph_fmt, i, i + 1, i + 1, i + 1);
+      assert_int_equal(vl_client_send_text(c, (uint64_t)i + 1, "lower", text, strlen(text), NULL,
+                                           0, &err),
+                       VL_OK);
+    }
+    for (int k = 0; k < N; k++) {
+      uint64_t id = 0;
+      char *r = NULL;
+      size_t len = 0;
+      if (vl_client_recv_text(c, &id, &r, &len, NULL, &err) != VL_OK) {
+        fail_msg("lower: %s %s", err.path, err.message);
+      }
+      assert_true(id >= 1 && id <= N && answers[corked][id - 1] == NULL);
+      answers[corked][id - 1] = r;
+    }
+    vl_client_close(c);
+  }
+  for (int i = 0; i < N; i++) {
+    assert_non_null(strstr(answers[0][i], "\"view_copy_nodes\":1,"));
+    assert_string_equal(answers[1][i], answers[0][i]);
+    free(answers[0][i]);
+    free(answers[1][i]);
+  }
+  daemon_delete(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(frames_in_one_write_come_out_bit_exact),
@@ -376,7 +566,9 @@ int main(void) {
       cmocka_unit_test(frames_in_odd_chunks_come_out_bit_exact),
       cmocka_unit_test(a_frame_cut_by_the_end_of_stream_is_an_io_error_after_the_whole_ones),
       cmocka_unit_test(a_buffered_frame_over_the_limit_is_refused_from_its_header),
+      cmocka_unit_test(corked_requests_go_out_when_the_client_waits_uncorks_fills_or_closes),
       cmocka_unit_test(pipelined_blobs_around_the_buffer_size_come_back_bit_exact),
+      cmocka_unit_test(corked_lowerings_get_the_answers_of_uncorked_ones),
   };
   return harness_result(cmocka_run_group_tests(tests, NULL, NULL));
 }
