@@ -652,6 +652,42 @@ static void view_copy_nodes_must_agree_with_their_size_and_base(void **state) {
   vl_graph_free(g);
 }
 
+/* An in-place result (and an out= result) is its written argument's storage: a val that
+ * declares another layout would let a view of it be judged on a layout the storage does not
+ * have (a channels-last clone written by add_ and declared contiguous was aliased as
+ * contiguous, and verify found wrong values). */
+#define CL4 "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1]}"
+#define WRITTEN(node, val)                                                                 \
+  HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":" CL4 "},"                          \
+       "{\"name\":\"y\",\"op\":\"call_function\",\"target\":" node ",\"val\":" val "}," OUT("y") \
+       "]}"
+
+static void an_in_place_result_has_its_written_arguments_layout(void **state) {
+  (void)state;
+  expect_error(WRITTEN("\"aten.add_.Tensor\",\"args\":[\"x\",1]",
+                       "{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}"),
+               VL_ERR_INVALID_GRAPH, "/nodes/1/val",
+               "y writes x in place, so its result is that storage: it must have x's layout, "
+               "dim_order [0,2,3,1], not dim_order [0,1,2,3]");
+  expect_error(WRITTEN("\"aten.relu_.default\",\"args\":[\"x\"]",
+                       "{\"dtype\":\"float64\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1]}"),
+               VL_ERR_INVALID_GRAPH, "/nodes/1/val", "it must have x's dtype float32, not float64");
+  expect_error(WRITTEN("\"aten.relu_.default\",\"args\":[\"x\"]",
+                       "{\"dtype\":\"float32\",\"shape\":[1,3,2,2],\"dim_order\":[0,2,3,1]}"),
+               VL_ERR_INVALID_GRAPH, "/nodes/1/val",
+               "it must have x's shape [1,2,2,3], not [1,3,2,2]");
+  expect_error(WRITTEN("\"aten.add.Tensor\",\"args\":[\"x\",1],\"kwargs\":{\"out\":\"x\"}",
+                       "{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}"),
+               VL_ERR_INVALID_GRAPH, "/nodes/1/val", "y writes x in place");
+  /* the same strides spelled with another order of the size-1 dims are the same storage */
+  vl_graph *g = parse_ok(
+      WRITTEN("\"aten.relu_.default\",\"args\":[\"x\"]",
+              "{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"dim_order\":[2,3,1,0]}"));
+  vl_graph_free(g);
+  g = parse_ok(WRITTEN("\"aten.relu_.default\",\"args\":[\"x\"]", CL4));
+  vl_graph_free(g);
+}
+
 /* Parsing alone skips the validation step: a view whose val disagrees with its base is read
  * and printed back as it stands, while vl_graph_parse refuses it. Structural errors (a
  * reference to an unknown name) still fail. */
@@ -852,6 +888,7 @@ int main(void) {
       cmocka_unit_test(unvalidated_parsing_reads_what_validation_refuses),
       cmocka_unit_test(raw_control_bytes_are_malformed_json),
       cmocka_unit_test(view_copy_nodes_must_agree_with_their_size_and_base),
+      cmocka_unit_test(an_in_place_result_has_its_written_arguments_layout),
       cmocka_unit_test(mutates_and_out_must_name_arguments),
       cmocka_unit_test(deep_nesting_is_an_error_not_a_crash),
       cmocka_unit_test(malformed_json_names_the_rule_it_breaks),

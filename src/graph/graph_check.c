@@ -1,10 +1,12 @@
 /* graph_check.c - semantic validation after parsing (SPEC §2): the skip_dim_order spelling
- * rule, and view nodes (view_copy / memory.view) whose size argument, val and base agree. */
+ * rule, view nodes (view_copy / memory.view) whose size argument, val and base agree, and
+ * in-place / out= results whose val describes the storage they share. */
 #include <stdio.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
 #include "graph/storage.h"
+#include "layout/tensor_internal.h"
 #include "viewlower/layout.h"
 
 static vl_status node_error(vl_error *err, uint32_t i, const char *sub, const char *msg) {
@@ -109,12 +111,58 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
   return VL_OK;
 }
 
+static void order_text(char *buf, size_t n, const char *lead, const vl_spec *s) {
+  int64_t order[VL_MAX_RANK];
+  for (uint8_t k = 0; k < s->rank; k++) order[k] = s->dim_order[k];
+  char list[120];
+  snprintf(buf, n, "%s%s", lead, vl__shape_text(list, sizeof list, s->rank, order));
+}
+
+/* The result of an in-place op (arg 0) or of an out= node (kwargs.out) is the written
+ * argument's storage (SPEC §3's aliases): the interpreter writes it through the argument's
+ * layout, and the passes read the node's val as that storage's layout, so the two must agree
+ * (dtype, shape, dynamism and the strides of every dim of size > 1). Otherwise a view of the
+ * result would be judged on a layout the storage does not have. */
+static vl_status check_written(const vl_graph *g, uint32_t i, vl_error *err) {
+  const vl_node *n = &g->nodes[i];
+  uint32_t w = VL_NO_NODE;
+  if (n->out != VL_NO_NODE) {
+    w = n->out;
+  } else if (vl__node_is_inplace(n)) {
+    w = n->args[0].u.ref;
+  }
+  if (w == VL_NO_NODE || !n->has_val || !g->nodes[w].has_val) return VL_OK;
+  const vl_spec *a = g->nodes[w].val, *v = n->val;
+  char msg[2 * VL_ERROR_MESSAGE_MAX], want[200], got[200];
+  vl_desc d;
+  vl_desc_of_spec(a, 0, &d);
+  if (a->dtype != v->dtype) {
+    snprintf(want, sizeof want, "dtype %s", vl_dtype_name(a->dtype));
+    snprintf(got, sizeof got, "%s", vl_dtype_name(v->dtype));
+  } else if (a->rank != v->rank || memcmp(a->shape, v->shape, a->rank * sizeof a->shape[0])) {
+    snprintf(want, sizeof want, "shape %s", vl__shape_text(msg, 160, a->rank, a->shape));
+    vl__shape_text(got, sizeof got, v->rank, v->shape);
+  } else if (a->dynamic != v->dynamic) {
+    snprintf(want, sizeof want, "dynamism (dynamic %s)", a->dynamic ? "true" : "false");
+    snprintf(got, sizeof got, "dynamic %s", v->dynamic ? "true" : "false");
+  } else if (!vl_desc_matches_spec(&d, v)) {
+    order_text(want, sizeof want, "layout, dim_order ", a);
+    order_text(got, sizeof got, "dim_order ", v);
+  } else {
+    return VL_OK;
+  }
+  snprintf(msg, sizeof msg, "%.64s writes %.64s in place, so its result is that storage: it must "
+           "have %.64s's %s, not %s", n->name, g->nodes[w].name, g->nodes[w].name, want, got);
+  return node_error(err, i, "/val", msg);
+}
+
 vl_status vl__graph_check(vl_graph *g, vl_error *err) {
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     const vl_node *n = &g->nodes[i];
     if (n->op != VL_NODE_CALL) continue;
     vl_status st = check_spelling(g, i, err);
     if (st == VL_OK && (vl__is_view_copy(n) || vl__is_memory_view(n))) st = check_view(g, i, err);
+    if (st == VL_OK) st = check_written(g, i, err);
     if (st != VL_OK) return st;
   }
   return vl__plan_check(g, err); /* SPEC §11, once every node is known to be well formed */
