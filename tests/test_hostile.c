@@ -494,9 +494,26 @@ static void a_plan_past_the_largest_arena_is_refused_at_its_node(void **state) {
       PH_U8("b", "[9007199254740992]") ","
       "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"a\",\"b\"]}]},"
       "\"options\":{\"plan\":true}}";
+  /* Live at most 15 * 2^49 bytes at a node, but no greedy placement fits the six buffers in
+   * 2^53 (one does exist: the planner's tries miss it): refused at the buffer the first try
+   * could not place. It read "the arena would pass 9007199254740992 bytes" with no place. */
+#define CUSTOM(name, args, shape)                                                                  \
+  ",{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"custom.op.default\",\"args\":" \
+  args ",\"val\":" U8(shape) "}"
+  const char *frag = "{\"graph\":" G_HEAD PH_U8("n0", "[3377699720527872]")
+      CUSTOM("n1", "[\"n0\"]", "[3377699720527872]") CUSTOM("n2", "[\"n0\"]", "[1688849860263936]")
+      CUSTOM("n3", "[\"n2\"]", "[562949953421312]")
+      CUSTOM("n4", "[\"n1\",\"n2\"]", "[1125899906842624]")
+      CUSTOM("n5", "[\"n1\",\"n4\"]", "[2814749767106560]")
+      ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n5\"]}]},\"options\":{\"plan\":true}}";
+#undef CUSTOM
   const struct {
     const char *method, *params, *path, *message;
   } cases[] = {
+      {"lower", frag, "/graph/nodes/4",
+       "no placement found keeps the arena within 9007199254740992 bytes, the largest arena: n4's "
+       "buffer of 1125899906842624 bytes would end past it (the buffers live at one node need "
+       "8444249301319680 bytes together)"},
       {"lower", huge, "/graph/nodes/0/val",
        "a needs a buffer of more than 9007199254740992 bytes, the largest arena"},
       {"verify", huge, "/graph/nodes/0/val",

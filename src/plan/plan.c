@@ -35,6 +35,8 @@ typedef struct {
   uint32_t *adj;
   int64_t *offset; /* per storage, or -1 while unplaced */
   int64_t cap;     /* the lower bound: where the long-lived storages' upper end is */
+  uint32_t passed; /* the first storage a try could place only past the largest arena, or
+                    * UINT32_MAX: the one an arena that fits no try is refused at */
 } planner;
 
 typedef struct {
@@ -289,6 +291,7 @@ static int64_t place_all(planner *p, const order_key *keys, int fit, int64_t end
       if (end >= 0) at = end;
     }
     if (at > VL_PLAN_MAX_BYTES - size) { /* this try passes the largest arena: it loses */
+      if (p->passed == UINT32_MAX) p->passed = k;
       arena = INT64_MAX;
       break;
     }
@@ -343,6 +346,22 @@ static vl_status fits_an_arena(const vl_graph *g, const vl_storages *s, int64_t 
       g->nodes[peak].name, (long long)VL_PLAN_MAX_BYTES);
 }
 
+/* Every try placed some storage past the largest arena although the buffers live at any one
+ * node fit it (fragmentation the greedy placements cannot avoid): refused at the node whose
+ * buffer the first try could not place, with the bound that did fit. */
+static vl_status no_placement(const vl_graph *g, const vl_storages *s, uint32_t k, int64_t cap,
+                              vl_error *err) {
+  char path[48];
+  uint32_t owner = k < s->n ? s->s[k].owner : 0;
+  snprintf(path, sizeof path, "/nodes/%u", owner);
+  return vl_error_set(err, VL_ERR_TOO_LARGE, path,
+                      "no placement found keeps the arena within %lld bytes, the largest arena: "
+                      "%.64s's buffer of %lld bytes would end past it (the buffers live at one "
+                      "node need %lld bytes together)",
+                      (long long)VL_PLAN_MAX_BYTES, g->nodes[owner].name,
+                      (long long)(k < s->n ? s->s[k].size : 0), (long long)cap);
+}
+
 vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error *err) {
   if (alignment < 1 || alignment > VL_PLAN_MAX_ALIGNMENT || (alignment & (alignment - 1))) {
     return vl_error_set(err, VL_ERR_INVALID_PARAMS, "/plan_alignment",
@@ -356,7 +375,7 @@ vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error 
     vl__storages_free(&s);
     return st;
   }
-  planner p = {&s, NULL, NULL, malloc((s.n ? s.n : 1) * sizeof(int64_t)), cap};
+  planner p = {&s, NULL, NULL, malloc((s.n ? s.n : 1) * sizeof(int64_t)), cap, UINT32_MAX};
   int64_t *best = malloc((s.n ? s.n : 1) * sizeof *best);
   order_key *keys = malloc((s.n ? s.n : 1) * sizeof *keys);
   int64_t *breadth = malloc((s.n ? s.n : 1) * sizeof *breadth);
@@ -397,14 +416,14 @@ vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error 
       best[k] = round_up(arena, s.s[k].align);
       if (best[k] > VL_PLAN_MAX_BYTES - s.s[k].size) {
         arena = INT64_MAX; /* refused below */
+        p.passed = k;
         break;
       }
       arena = best[k] + s.s[k].size;
     }
   }
   if (st == VL_OK && arena > VL_PLAN_MAX_BYTES) {
-    st = vl_error_set(err, VL_ERR_TOO_LARGE, "", "the arena would pass %lld bytes",
-                      (long long)VL_PLAN_MAX_BYTES);
+    st = no_placement(g, &s, p.passed, cap, err);
   } else if (st == VL_OK) {
     vl_plan_drop(g);
     g->has_plan = true;
