@@ -764,6 +764,26 @@ static void stats_prints_openmetrics_and_prometheus_text(void **state) {
   assert_non_null(strstr(r.out, "# TYPE viewlower_requests_total counter\n"));
   assert_null(strstr(r.out, "# EOF"));
   assert_null(strstr(r.out, "# UNIT"));
+  /* viewlowerctl(1)'s METRICS lists every metric printed, each by its whole name */
+  FILE *man = fopen(VL_EXAMPLES_DIR "/../man/viewlowerctl.1", "rb");
+  assert_non_null(man);
+  static char page[65536];
+  size_t page_len = fread(page, 1, sizeof page - 1, man);
+  fclose(man);
+  page[page_len] = '\0';
+  const char *metrics = strstr(page, ".SH METRICS");
+  assert_non_null(metrics);
+  size_t families = 0;
+  for (const char *t = strstr(r.out, "# TYPE "); t; t = strstr(t + 1, "# TYPE ")) {
+    const char *name = t + 7;
+    size_t n = strcspn(name, " ");
+    bool listed = false;
+    for (const char *m = strstr(metrics, "viewlower_"); m && !listed; m = strstr(m + 1, "viewlower_"))
+      listed = strncmp(m, name, n) == 0 && !strchr("abcdefghijklmnopqrstuvwxyz0123456789_", m[n]);
+    if (!listed) fail_msg("viewlowerctl(1) METRICS does not list %.*s", (int)n, name);
+    families++;
+  }
+  assert_int_equal(families, 24);
   cli_result_free(&r);
   r = cli_run(false, NULL, (const char *[]){"stats", "--format", "xml", NULL});
   assert_int_equal(r.status, 64);
