@@ -858,6 +858,8 @@ static char *json_text(const cJSON *j) {
   return t;
 }
 
+static const vl_param_kept *kept_param(const lowered *l, const char *name);
+
 /* SPEC §3b: the weight is stored transposed and the t_copy is its alias. */
 static void a_linear_weight_is_stored_transposed_and_its_t_copy_aliases_it(void **state) {
   (void)state;
@@ -900,6 +902,19 @@ static void a_linear_weight_is_stored_transposed_and_its_t_copy_aliases_it(void 
     assert_int_equal(node(&l, "w")->val->dim_order[0], 0);
     expect_fold(&l, "wt", "kept", "w", 0,
                 R(REORDERS) | (strstr(never[k], "mutated") ? R(BASE_MUTABLE_INPUT) : 0));
+    done(&l);
+  }
+  /* A parameter or constant the program writes (marked mutated) is accepted and keeps its
+   * layout, listed with its own rule; its t_copy stays a copy. */
+  const char *written[] = {PARAM ",\"mutated\":true", ",\"kind\":\"constant\",\"mutated\":true"};
+  for (size_t k = 0; k < sizeof written / sizeof *written; k++) {
+    char json[2048];
+    snprintf(json, sizeof json, LINEAR("%s", ""), written[k]);
+    l = lower_fold(json);
+    assert_int_equal(l.r.params_relaid, 0);
+    assert_int_equal(node(&l, "w")->val->dim_order[0], 0);
+    assert_int_equal(kept_param(&l, "w")->rules, 1u << VL_PARAM_MUTATED);
+    expect_fold(&l, "wt", "kept", "w", 0, R(REORDERS) | R(BASE_MUTABLE_INPUT));
     done(&l);
   }
 }
