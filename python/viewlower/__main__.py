@@ -56,8 +56,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 def _lower_args(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--socket", metavar="PATH",
-                   help="viewlowerd socket (default: $VIEWLOWER_SOCKET, else as viewlowerctl "
-                        "finds it)")
+                   help="viewlowerd socket (default: $VIEWLOWER_SOCKET, else as root "
+                        "/run/viewlower/viewlower.sock, else $XDG_RUNTIME_DIR/viewlower.sock; "
+                        "unlike viewlowerctl, no fallback to the system socket)")
     g.add_argument("--local", action="store_true", help="lower in-process via viewlowerctl --local")
     p.add_argument("--viewlowerctl", metavar="PATH",
                    help="viewlowerctl binary for --local (default: $VIEWLOWERCTL, the build "

@@ -74,6 +74,15 @@ def test_check_json_of_a_mismatch_and_of_an_error_is_still_one_object(tmp_path, 
     assert set(out["timings"]) == {"trace", "layouts", "lower"}  # the phase that failed too
 
 
+def test_the_socket_help_names_the_clients_own_default_without_viewlowerctls_fallback():
+    for command in ("check", "lower"):
+        p = cli(command, "--help", env={"COLUMNS": "400"})
+        assert p.returncode == 0, p.stderr
+        assert ("--socket PATH viewlowerd socket (default: $VIEWLOWER_SOCKET, else as root "
+                "/run/viewlower/viewlower.sock, else $XDG_RUNTIME_DIR/viewlower.sock; unlike "
+                "viewlowerctl, no fallback to the system socket)") in " ".join(p.stdout.split())
+
+
 def test_every_flag_of_every_command_has_help():
     import argparse
     sys.path.insert(0, os.path.join(ROOT, "python"))
