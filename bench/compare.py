@@ -16,7 +16,8 @@ rate of small lowers. The figures carry the flag as "worker_nice".
 
 Prints one JSON object: SPEC section 9's, each copy entry with torch_gbps, torch_all_gbps,
 numpy_gbps (medians; *_best_gbps from the fastest sample) and their ratios to memcpy, plus
-"daemon": {lower_small_rps_socket, lower_small_rps_inprocess, blob_64mib_roundtrip_gbps,
+"daemon": {lower_small_rps_socket (clients corked), lower_small_rps_socket_uncorked,
+lower_small_rps_inprocess, blob_64mib_roundtrip_gbps,
 socket_echo_gbps, ...}.
 """
 import json
@@ -180,13 +181,18 @@ def daemon_figures(build, quick, bench_args):
             time.sleep(0.02)
         figures = run_json(bench_args + ["--no-copy", "--no-lower", "--daemon", sock])["daemon"]
         clients = 16
-        load = run_json([os.path.join(build, "tools", "viewlower-load"), "--socket", sock,
-                         "--clients", str(clients), "--pipeline", "4", "--kinds", "lower",
-                         "--duration-ms", "1000" if quick else "3000", "--timeout-ms", "60000"])
+        load_args = [os.path.join(build, "tools", "viewlower-load"), "--socket", sock,
+                     "--clients", str(clients), "--pipeline", "4", "--kinds", "lower",
+                     "--duration-ms", "1000" if quick else "3000", "--timeout-ms", "60000"]
+        load = run_json(load_args)
+        # the same clients each writing every request alone (no vl_client_cork), side by side
+        uncorked = run_json(load_args + ["--no-cork"])
         figures["worker_nice"] = nice
         figures["lower_small_rps_socket"] = load["requests_per_s"]
         figures["socket_clients"] = clients
-        figures["socket_unexpected"] = load["unexpected"] + load["lost"] + load["transport_errors"]
+        figures["lower_small_rps_socket_uncorked"] = uncorked["requests_per_s"]
+        figures["socket_unexpected"] = sum(r["unexpected"] + r["lost"] + r["transport_errors"]
+                                           for r in (load, uncorked))
         inproc = figures["lower_small_rps_inprocess"]
         figures["socket_vs_inprocess"] = (load["requests_per_s"] / inproc) if inproc > 0 else None
         blob, echo = figures.get("blob_64mib_roundtrip_gbps"), figures.get("socket_echo_gbps")
