@@ -378,8 +378,10 @@ void vl_client_close(vl_client *c) {
     return;
   }
   if (c->fd >= 0 && c->wlen > 0 && !c->broken) {
+    /* requests queued while corked: sent within the client's timeout (a second without one,
+     * so that closing never hangs on a daemon that stopped reading) */
     vl_error ignored;
-    flush_sends(c, deadline_after(c->timeout_ms), &ignored); /* requests queued while corked */
+    flush_sends(c, deadline_after(c->timeout_ms > 0 ? c->timeout_ms : 1000), &ignored);
   }
   if (c->fd >= 0) {
     close(c->fd);

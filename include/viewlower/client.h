@@ -86,11 +86,12 @@ VL_API vl_status vl_client_send_text(vl_client *c, uint64_t id, const char *meth
 VL_API vl_status vl_client_recv_text(vl_client *c, uint64_t *id, char **result, size_t *result_len,
                                      vl_buf *out_payload, vl_error *err);
 /* Corking, for pipelining clients: while on, requests sent are queued in the client (64 KiB)
- * and written together when the queue is full, when the client is about to read from the socket
- * (a receive or call never waits for the answer to a request still queued), when corking is
- * turned off, or at vl_client_close. A pipeline of small requests then costs one write per batch
- * instead of one per request. Turning it off sends what is queued (a transport error then, as
- * a send's). Off by default: a request is written before vl_client_send returns. */
+ * and written together when the queue is full, when the client is about to read from the
+ * socket (a receive or call never waits for the answer to a request still queued), when
+ * corking is turned off, or at vl_client_close (within the timeout; a second when there is
+ * none). A pipeline of small requests then costs one write per batch instead of one per
+ * request. Turning it off sends what is queued (a transport error then, as a send's). Off by
+ * default: a request is written before vl_client_send returns. */
 VL_API vl_status vl_client_cork(vl_client *c, bool on, vl_error *err);
 
 /* Convenience calls, thin wrappers of vl_client_call (SPEC §6 params and results). */
