@@ -3,8 +3,9 @@
  * Reads cases from stdin, each a 4-byte little-endian length and that many bytes, and reads
  * each with both strict readers of the core: the tree parser (vl__json_parse_one, which the
  * envelope, tensors and the worker use) and the streaming reader (vl__jr_*, which graph text
- * uses). Writes one line per case and reader: "OK <canonical value>" or "ERR <problem>", tree
- * first. The canonical form is the one json_diff.py prints for Python's reading: numbers as
+ * uses), then with the streaming reader's check alone (vl__jr_check_value, which the client
+ * uses on a response's result: no tape, so its line is "OK" with no value). Writes one line per
+ * case and reader: "OK <canonical value>" or "ERR <problem>", tree first. The canonical form is the one json_diff.py prints for Python's reading: numbers as
  * their token text after '#', strings as "..." with only '"', '\' and bytes below 0x20 escaped
  * (\u00XX), object members in order (duplicates kept), no whitespace. */
 #include <stdint.h>
@@ -131,6 +132,13 @@ int main(void) {
       fputs("OK ", out);
       put_tape(out, &r, root);
       fputc('\n', out);
+    } else {
+      fprintf(out, "ERR %s %zu\n", problem_name(r.problem), r.at);
+    }
+    vl__jr_free(&r);
+    vl__jr_init(&r, text, n);
+    if (vl__jr_check_value(&r) && vl__jr_end(&r, false)) {
+      fputs("OK\n", out);
     } else {
       fprintf(out, "ERR %s %zu\n", problem_name(r.problem), r.at);
     }

@@ -4,11 +4,11 @@
 Generates JSON-like texts aimed at the places readers disagree (number tokens valid and nearly
 valid, string escapes and surrogates, nesting up to and past the limit, whitespace and control
 bytes, trailing text, random byte mutations), reads each with json_diff (the C driver: the tree
-parser and the streaming reader) and with Python's json held to RFC 8259: parse_constant refuses
-NaN/Infinity, and what the readers refuse on purpose is refused here too (a \\u0000 escape, a lone
-surrogate, more than 1000 nested containers). Both readers must accept exactly what the oracle
-accepts, with the same value (numbers compared by token text, strings by bytes, members in
-order with duplicates). A disagreement is printed and written to --out, and the exit status is 1.
+parser, the streaming reader, and the streaming reader's check alone) and with Python's json held
+to RFC 8259: parse_constant refuses NaN/Infinity, and what the readers refuse on purpose is
+refused here too (a \\u0000 escape, a lone surrogate, more than 1000 nested containers). All three
+must accept exactly what the oracle accepts, the two readers with the same value (numbers
+compared by token text, strings by bytes, members in order with duplicates). A disagreement is printed and written to --out, and the exit status is 1.
 
   json_diff.py --driver build/tests/fuzz/json_diff [--seconds 20] [--cases N] [--seed S]
 """
@@ -201,7 +201,7 @@ def run(driver, cases):
     stdin = b"".join(struct.pack("<I", len(c)) + c for c in cases)
     out = subprocess.run([driver], input=stdin, stdout=subprocess.PIPE, check=True).stdout
     lines = out.split(b"\n")
-    return [(lines[2 * i], lines[2 * i + 1]) for i in range(len(cases))]
+    return [(lines[3 * i], lines[3 * i + 1], lines[3 * i + 2]) for i in range(len(cases))]
 
 
 def main():
@@ -225,14 +225,16 @@ def main():
             break
         n = batch if not args.cases else min(batch, args.cases - total)
         cases = [case(rng) for _ in range(n)]
-        for data, (tree, tape) in zip(cases, run(args.driver, cases)):
+        for data, (tree, tape, check) in zip(cases, run(args.driver, cases)):
             total += 1
             want = oracle(data)
             if want is None:
                 no_opinion += 1
                 continue
-            for name, got in (("tree", tree), ("stream", tape)):
-                ok = got == want if want != b"ERR" else got.startswith(b"ERR ")
+            # the check alone says only whether the text is accepted
+            for name, got, whole in (("tree", tree, want), ("stream", tape, want),
+                                     ("check", check, b"OK")):
+                ok = got == whole if want != b"ERR" else got.startswith(b"ERR ")
                 if not ok:
                     with open(args.out, "wb") as f:
                         f.write(data)
