@@ -15,22 +15,61 @@
 
 /* ---- tensor maps --------------------------------------------------------------------------- */
 
-uint32_t vl__graph_placeholder(const vl_graph *g, const char *name) {
-  for (uint32_t i = 0; i < g->n_nodes; i++) {
-    if (g->nodes[i].op == VL_NODE_PLACEHOLDER && strcmp(g->nodes[i].name, name) == 0) return i;
-  }
-  return VL_NO_NODE;
+/* A name and where it came from, sorted by name for binary searches. */
+typedef struct named {
+  const char *name;
+  long at;
+} named;
+
+static int named_cmp(const void *a, const void *b) {
+  return strcmp(((const named *)a)->name, ((const named *)b)->name);
+}
+
+static long named_find(const named *sorted, size_t n, const char *name) {
+  named key = {name, -1};
+  const named *hit = n > 0 ? bsearch(&key, sorted, n, sizeof *sorted, named_cmp) : NULL;
+  return hit != NULL ? hit->at : -1;
 }
 
 vl_status vl__inputs_check_names(const vl_graph *g, const vl_tensor_map *inputs, vl_error *err) {
-  for (size_t k = 0; inputs != NULL && k < inputs->count; k++) {
-    if (vl__graph_placeholder(g, inputs->names[k]) == VL_NO_NODE) {
+  if (inputs == NULL || inputs->count == 0) return VL_OK;
+  named *ph = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *ph);
+  if (ph == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  size_t n = 0;
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].op == VL_NODE_PLACEHOLDER) ph[n++] = (named){g->nodes[i].name, (long)i};
+  }
+  qsort(ph, n, sizeof *ph, named_cmp); /* node names are unique */
+  vl_status st = VL_OK;
+  for (size_t k = 0; st == VL_OK && k < inputs->count; k++) {
+    if (named_find(ph, n, inputs->names[k]) < 0) {
       char path[VL_ERROR_PATH_MAX] = "";
       vl_pointer_append(path, sizeof path, inputs->names[k]);
-      return vl_error_set(err, VL_ERR_INVALID_PARAMS, path, "no placeholder is named %s",
-                          inputs->names[k]);
+      st = vl_error_set(err, VL_ERR_INVALID_PARAMS, path, "no placeholder is named %s",
+                        inputs->names[k]);
     }
   }
+  free(ph);
+  return st;
+}
+
+vl_status vl__inputs_index(const vl_graph *g, const vl_tensor_map *inputs, long **out,
+                           vl_error *err) {
+  size_t count = inputs != NULL ? inputs->count : 0;
+  long *index = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *index);
+  named *in = malloc((count ? count : 1) * sizeof *in);
+  if (index == NULL || in == NULL) {
+    free(index);
+    free(in);
+    return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  }
+  for (size_t k = 0; k < count; k++) in[k] = (named){inputs->names[k], (long)k};
+  qsort(in, count, sizeof *in, named_cmp); /* a map's names are unique */
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    index[i] = g->nodes[i].op == VL_NODE_PLACEHOLDER ? named_find(in, count, g->nodes[i].name) : -1;
+  }
+  free(in);
+  *out = index;
   return VL_OK;
 }
 
@@ -43,10 +82,15 @@ vl_status vl__tensor_map_new(vl_tensor_map **out, vl_error *err) {
 
 vl_status vl__tensor_map_add(vl_tensor_map *m, const char *name, const vl_spec *spec,
                              const vl_limits *lim, vl_error *err) {
-  char **names = realloc(m->names, (m->count + 1) * sizeof *names);
+  /* Full when count is 0 or a power of two: double (one realloc per entry was quadratic in
+   * copies wherever realloc cannot grow in place). */
+  bool full = (m->count & (m->count - 1)) == 0;
+  size_t cap = m->count > 0 ? 2 * m->count : 1;
+  char **names = full ? realloc(m->names, cap * sizeof *names) : m->names;
   if (names != NULL) m->names = names;
-  vl_tensor **tensors =
-      names != NULL ? realloc(m->tensors, (m->count + 1) * sizeof *tensors) : NULL;
+  vl_tensor **tensors = names == NULL ? NULL
+                        : full        ? realloc(m->tensors, cap * sizeof *tensors)
+                                      : m->tensors;
   if (tensors != NULL) m->tensors = tensors;
   char *copy = tensors != NULL ? strdup(name) : NULL;
   if (copy == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
@@ -184,10 +228,9 @@ static vl_status fill_sequence(vl_tensor *t, uint64_t offset, vl_error *err) {
 
 /* Adds a value for placeholder i (the p-th placeholder): a copy of the given one, or generated. */
 static vl_status add_input(vl_tensor_map *m, const vl_graph *g, uint32_t i, uint32_t p,
-                           const vl_tensor_map *given, uint64_t seed, const vl_limits *lim,
-                           vl_error *err) {
+                           const vl_tensor_map *given, long k, uint64_t seed,
+                           const vl_limits *lim, vl_error *err) {
   const vl_node *n = &g->nodes[i];
-  long k = vl_tensor_map_find(given, n->name);
   const vl_spec *spec = k >= 0 ? &given->tensors[k]->spec : n->val;
   vl_status st = vl__tensor_map_add(m, n->name, spec, lim, err);
   if (st != VL_OK) return st;
@@ -205,11 +248,13 @@ vl_status vl_inputs_generate(const vl_graph *g, const vl_tensor_map *given, uint
   vl_tensor_map *m = NULL;
   int64_t total = 0;
   uint32_t p = 0;
+  long *index = NULL;
   vl_status st = vl__inputs_check_names(g, given, err);
+  if (st == VL_OK) st = vl__inputs_index(g, given, &index, err);
   if (st == VL_OK) st = vl__tensor_map_new(&m, err);
   for (uint32_t i = 0; st == VL_OK && i < g->n_nodes; i++) {
     if (g->nodes[i].op != VL_NODE_PLACEHOLDER) continue;
-    st = add_input(m, g, i, p++, given, seed, lim, err);
+    st = add_input(m, g, i, p++, given, index[i], seed, lim, err);
     if (st != VL_OK) break;
     total += m->tensors[m->count - 1]->nbytes;
     if (lim != NULL && total > lim->max_total_bytes) {
@@ -217,6 +262,7 @@ vl_status vl_inputs_generate(const vl_graph *g, const vl_tensor_map *given, uint
                         (long long)lim->max_total_bytes);
     }
   }
+  free(index);
   if (st != VL_OK) {
     vl_tensor_map_free(m);
     return st;

@@ -48,6 +48,7 @@ typedef struct run {
   int64_t total; /* bytes allocated so far, temporaries included while alive */
   vl_error *err;
   char *arena; /* a planned graph's arena (SPEC §11), else NULL */
+  long *input_of; /* per node: the index of a placeholder's value in the inputs, or -1 */
 } run;
 
 /* A tensor as an op sees it: bytes plus the spec they are read through. */
@@ -138,6 +139,7 @@ static void run_free(run *r) {
     if (!r->stores[i].in_arena) free(r->stores[i].data);
   }
   free(r->arena);
+  free(r->input_of);
   free(r->stores);
   free(r->slots);
 }
@@ -625,7 +627,7 @@ static vl_status exec_call(run *r, uint32_t i) {
 /* Binds placeholder i to its input, converted to the placeholder's layout. */
 static vl_status exec_placeholder(run *r, uint32_t i, const vl_tensor_map *inputs) {
   const vl_node *n = &r->g->nodes[i];
-  long k = vl_tensor_map_find(inputs, n->name);
+  long k = r->input_of[i];
   char sa[160], sb[160];
   tview dst;
   if (k < 0) {
@@ -755,6 +757,7 @@ vl_status vl_interp_run(const vl_graph *g, const vl_tensor_map *inputs, const vl
   lim = vl__limits_or_default(lim, &deflim);
   vl_status st = run_init(&r, g, lim, err);
   if (st == VL_OK) st = vl__inputs_check_names(g, inputs, err);
+  if (st == VL_OK) st = vl__inputs_index(g, inputs, &r.input_of, err);
   if (st == VL_OK) st = run_nodes(&r, inputs);
   if (st == VL_OK) st = vl__tensor_map_new(&m, err);
   if (st == VL_OK) {
