@@ -45,7 +45,6 @@ struct vl_client {
   bool corked;
   uint8_t *wbuf; /* SEND_BUF_SIZE bytes once corked; wbuf[0, wlen) queued, not yet sent */
   size_t wlen;
-  size_t wqueued; /* requests in wbuf */
 };
 
 /* 64 KiB, allocated at connect: a pipelined batch of typical responses (a lowered graph's is a
@@ -138,22 +137,17 @@ static vl_status flush_sends(vl_client *c, int64_t deadline, vl_error *err) {
   }
   struct iovec iov = {c->wbuf, c->wlen};
   c->wlen = 0;
-  c->wqueued = 0;
   return send_all(c, &iov, 1, deadline, err);
 }
 
 /* One recv of at most cap (> 0) bytes into p, waiting for input until the deadline; *got is
  * then at least 1. End of stream is a transport failure: it only happens mid-frame or where a
- * response is due. The corked requests go out first (a receive never waits for the answer to a
- * request still queued); when they were every request in flight, no answer can be there yet,
- * so the wait comes before the recv instead of after one that finds nothing. */
+ * response is due. */
+static vl_status flush_sends(vl_client *c, int64_t deadline, vl_error *err);
+
 static vl_status recv_some(vl_client *c, void *p, size_t cap, size_t *got, int64_t deadline,
                            vl_error *err) {
-  bool none_answered = c->wqueued > 0 && c->wqueued >= c->pending;
-  vl_status fs = flush_sends(c, deadline, err);
-  if (fs == VL_OK && none_answered) {
-    fs = wait_ready(c, POLLIN, deadline, err);
-  }
+  vl_status fs = flush_sends(c, deadline, err); /* never wait for answers to unsent requests */
   if (fs != VL_OK) {
     return fs;
   }
@@ -440,7 +434,6 @@ static vl_status send_or_queue(vl_client *c, struct iovec *iov, int n, int64_t d
     memcpy(c->wbuf + c->wlen, iov[i].iov_base, iov[i].iov_len);
     c->wlen += iov[i].iov_len;
   }
-  c->wqueued++;
   return VL_OK;
 }
 
