@@ -143,8 +143,6 @@ static vl_status flush_sends(vl_client *c, int64_t deadline, vl_error *err) {
 /* One recv of at most cap (> 0) bytes into p, waiting for input until the deadline; *got is
  * then at least 1. End of stream is a transport failure: it only happens mid-frame or where a
  * response is due. */
-static vl_status flush_sends(vl_client *c, int64_t deadline, vl_error *err);
-
 static vl_status recv_some(vl_client *c, void *p, size_t cap, size_t *got, int64_t deadline,
                            vl_error *err) {
   vl_status fs = flush_sends(c, deadline, err); /* never wait for answers to unsent requests */
@@ -390,7 +388,6 @@ void vl_client_close(vl_client *c) {
   free(c->wbuf);
   free(c);
 }
-
 
 void vl_client_set_timeout(vl_client *c, int timeout_ms) {
   c->timeout_ms = timeout_ms;
