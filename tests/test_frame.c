@@ -514,7 +514,7 @@ static void small_requests_are_scanned_as_the_strict_reader_reads_them(void **st
   expect_scan("{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\",\"params\":null}", true, NULL,
               NULL, -1);
   expect_scan("{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,\"method\":\"ping\"}", true,
-              "9007199254740992", NULL, -1);
+              "9007199254740993", NULL, -1);
   /* everything else is left to the strict reader */
   static const char *const left[] = {
       "{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"ping\"}",

@@ -8,9 +8,10 @@
  * come from cJSON's end pointer, never from cJSON_GetErrorPtr (a global shared by every
  * worker thread).
  * Ids are echoed exactly (SPEC §6: responses carry the request's id). cJSON prints numbers
- * at 15 significant digits (9007199254740991 would come back as 9.00719925474099e+15), so a
- * numeric id is kept as its own text (a cJSON raw item), made once by id_echo; the loop's
- * id scanner (vl__rpc_peek_id) goes through the same function. */
+ * at 15 significant digits (9007199254740991 would come back as 9.00719925474099e+15), and a
+ * double cannot hold every 64-bit integer (9007199254740993 reads as 2^53), so a numeric id is
+ * echoed as its own token text (a cJSON raw item), made once by id_echo; the loop's id scanner
+ * (vl__rpc_peek_id) goes through the same function. */
 #include "wire/envelope.h"
 
 #include <math.h>
@@ -122,8 +123,10 @@ static void number_text(double v, char buf[32]) {
 }
 
 /* The item a response prints as the id of the request whose id is v (a number, string or
- * null): NULL for null, a copy of a string, the exact text of a number (raw). A number that is
- * not finite as a double (1e400) is refused: it cannot be echoed. */
+ * null): NULL for null, a copy of a string, a number's own token text (raw; the strict readers
+ * keep it in valuestring), so that 9007199254740993 or 1.0 come back as sent. A number that is
+ * not finite as a double (1e400) is refused, as before ids were echoed as text: no client
+ * library could match it. */
 static vl_status id_echo(const cJSON *v, cJSON **out, vl_error *err) {
   *out = NULL;
   if (cJSON_IsNull(v)) {
@@ -135,8 +138,10 @@ static vl_status id_echo(const cJSON *v, cJSON **out, vl_error *err) {
       return vl_error_set(err, VL_ERR_INVALID_REQUEST, "", "\"id\" is not a finite number");
     }
     char text[32];
-    number_text(d, text);
-    *out = cJSON_CreateRaw(text);
+    if (v->valuestring == NULL) {
+      number_text(d, text); /* a tree built by a caller, not read from text */
+    }
+    *out = cJSON_CreateRaw(v->valuestring != NULL ? v->valuestring : text);
   } else {
     /* echoed into the response, which must stay JSON text (UTF-8) */
     if (!vl__utf8_valid(v->valuestring, strlen(v->valuestring))) {
