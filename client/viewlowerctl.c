@@ -1074,6 +1074,19 @@ static const struct option_row *find_option(const struct command *cmd, const cha
 /* parse_command_args' answer when it printed the command's help: exit 0, run nothing. */
 enum { HELP_SHOWN = -1 };
 
+/* "--name=value" (as viewlowerd takes its flags): the flag's name into name (NUL-terminated;
+ * false when it does not fit) and its value; an argument without '=' is its own name, with no
+ * value. */
+static bool split_flag(const char *a, char *name, size_t cap, const char **value) {
+  const char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+  size_t len = eq != NULL ? (size_t)(eq - a) : strlen(a);
+  *value = eq != NULL ? eq + 1 : NULL;
+  if (len >= cap) return false;
+  memcpy(name, a, len);
+  name[len] = '\0';
+  return true;
+}
+
 static int parse_command_args(ctl *c, const struct command *cmd, int argc, char **argv) {
   unsigned seen = 0;
   for (int i = 0; i < argc; i++) {
@@ -1087,16 +1100,22 @@ static int parse_command_args(ctl *c, const struct command *cmd, int argc, char 
       c->positional[c->n_positional++] = a;
       continue;
     }
-    const struct option_row *row = find_option(cmd, a);
+    char flag[32];
+    const char *value = NULL;
+    const struct option_row *row =
+        split_flag(a, flag, sizeof flag, &value) ? find_option(cmd, flag) : NULL;
     if (row == NULL) return usage_error("unknown option %s for this command", a);
     seen |= row->bit;
     if (row->is_switch) {
+      if (value != NULL) return usage_error("%s takes no value", flag);
       *(bool *)((char *)c + row->offset) = true;
       continue;
     }
-    if (i + 1 >= argc) return usage_error("%s needs a value", a);
-    const char *value = argv[++i];
-    if (row->check && !row->check(c, value)) return usage_error("%s %s: %s", a, value, row->hint);
+    if (value == NULL && i + 1 >= argc) return usage_error("%s needs a value", a);
+    if (value == NULL) value = argv[++i];
+    if (row->check && !row->check(c, value)) {
+      return usage_error("%s %s: %s", flag, value, row->hint);
+    }
     *(const char **)((char *)c + row->offset) = value;
   }
   if (c->n_positional < cmd->min_args) return usage_error("%s needs more arguments", cmd->name);
@@ -1125,6 +1144,11 @@ int main(int argc, char **argv) {
   c.enc = VL_ENCODING_VALUES;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
+    char flag[32];
+    const char *value = NULL;
+    bool valued = split_flag(argv[i], flag, sizeof flag, &value) &&
+                  (strcmp(flag, "--socket") == 0 || strcmp(flag, "--timeout-ms") == 0);
+    if (valued && value == NULL && i + 1 < argc) value = argv[++i];
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       usage(stdout);
       return 0;
@@ -1133,11 +1157,11 @@ int main(int argc, char **argv) {
       return 0;
     } else if (strcmp(argv[i], "--local") == 0) {
       c.local = true;
-    } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-      c.socket = argv[++i];
-    } else if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc) {
-      if (!parse_int(argv[++i], &c.timeout_ms)) {
-        return usage_error("--timeout-ms %s: not a number of milliseconds", argv[i]);
+    } else if (valued && value != NULL && strcmp(flag, "--socket") == 0) {
+      c.socket = value;
+    } else if (valued && value != NULL) {
+      if (!parse_int(value, &c.timeout_ms)) {
+        return usage_error("--timeout-ms %s: not a number of milliseconds", value);
       }
     } else {
       return usage_error("unknown option %s", argv[i]);

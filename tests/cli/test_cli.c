@@ -149,6 +149,50 @@ static void lower_of_several_graphs_writes_one_result_per_input(void **state) {
   free(text);
 }
 
+/* --option=VALUE is the same as --option VALUE, for global and command options alike; a switch
+ * given a value, an unknown --name=value and a bad value name the flag. */
+static void options_take_their_value_after_an_equals_sign_too(void **state) {
+  (void)state;
+  cli_result spaced = cli_run(true, NULL, (const char *[]){"verify", EX "patch_embed.json",
+                                                           "--seed", "7", "--plan-alignment",
+                                                           "64", "--plan", NULL});
+  char socket_flag[400];
+  snprintf(socket_flag, sizeof socket_flag, "--socket=%s", cli_socket());
+  cli_result joined = cli_spawn(NULL, 0,
+                                (const char *[]){VL_CTL, socket_flag, "--timeout-ms=60000",
+                                                 "verify", EX "patch_embed.json", "--seed=7",
+                                                 "--plan-alignment=64", "--plan", NULL},
+                                NULL, false);
+  assert_int_equal(spaced.status, 0);
+  assert_int_equal(joined.status, 0);
+  assert_non_null(strstr(spaced.out, "\"equal\":true"));
+  assert_string_equal(joined.out, spaced.out);
+  cli_result_free(&spaced);
+  cli_result_free(&joined);
+  static const struct {
+    const char *arg, *err;
+  } bad[] = {
+      {"--plan=1", "viewlowerctl: --plan takes no value (see viewlowerctl --help)\n"},
+      {"--seed=x", "viewlowerctl: --seed x: not a whole number in [0, 2^53] (see viewlowerctl "
+                   "--help)\n"},
+      {"--nope=1", "viewlowerctl: unknown option --nope=1 for this command (see viewlowerctl "
+                   "--help)\n"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cli_result r = cli_run(true, NULL, (const char *[]){"verify", EX "patch_embed.json",
+                                                        bad[i].arg, NULL});
+    assert_int_equal(r.status, 64);
+    assert_string_equal(r.err, bad[i].err);
+    cli_result_free(&r);
+  }
+  cli_result r = cli_spawn(NULL, 0, (const char *[]){VL_CTL, "--timeout-ms=soon", "ping", NULL},
+                           NULL, false);
+  assert_int_equal(r.status, 64);
+  assert_string_equal(r.err, "viewlowerctl: --timeout-ms soon: not a number of milliseconds (see "
+                             "viewlowerctl --help)\n");
+  cli_result_free(&r);
+}
+
 static void verify_is_equal_under_safe_and_exits_1_under_legacy(void **state) {
   (void)state;
   cli_result r = cli_both(NULL, (const char *[]){"verify", EX "patch_embed.json", "--seed", "7", NULL}, 0);
@@ -801,6 +845,7 @@ int main(void) {
       cmocka_unit_test(usage_errors_exit_64),
       cmocka_unit_test(lower_keeps_the_patch_embedding_copy_and_explains_why),
       cmocka_unit_test(lower_of_several_graphs_writes_one_result_per_input),
+      cmocka_unit_test(options_take_their_value_after_an_equals_sign_too),
       cmocka_unit_test(verify_is_equal_under_safe_and_exits_1_under_legacy),
       cmocka_unit_test(run_gives_the_exact_patch_embedding_tokens),
       cmocka_unit_test(view_copy_reads_channels_last_in_logical_order),
