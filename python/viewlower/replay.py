@@ -142,7 +142,12 @@ def place(value: torch.Tensor, strides: Sequence[int]) -> torch.Tensor:
 
 def logical_bytes(t: torch.Tensor) -> torch.Tensor:
     """The tensor's elements in logical order as raw bytes (bit-exact comparison, NaNs too)."""
-    return t.contiguous().reshape(-1).view(torch.uint8)
+    flat = t.contiguous().reshape(-1)
+    if flat.numel() == 1 and flat.stride(0) != 1:
+        # One element that a select or slice left with its base's stride: torch calls it
+        # contiguous and keeps the stride, which a view as bytes refuses.
+        flat = flat.clone(memory_format=torch.contiguous_format)
+    return flat.view(torch.uint8)
 
 
 def digest(t: torch.Tensor) -> bytes:
