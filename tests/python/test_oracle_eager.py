@@ -51,3 +51,19 @@ def test_a_one_element_result_that_keeps_its_bases_stride_is_compared(lowerer, d
     assert torch.equal(replay.logical_bytes(t), replay.logical_bytes(t.clone()))
     for layout in ("traced", "edge"):
         checked(lowerer, lambda x: x.select(-1, -1).select(1, -2), x, layout)
+
+
+def test_a_view_copy_rebased_by_normalization_is_not_a_changed_literal(lowerer):
+    # movedim, flatten, unflatten: the unflatten's view_copy reads the flatten's view_copy and
+    # normalization points it at the flatten's base (a reference, not a literal, changes).
+    x = torch.arange(120, dtype=torch.float32).reshape(2, 4, 3, 5)
+    fn = lambda x: x.movedim(1, -1).flatten(1, 2).unflatten(1, (3, 5))
+    for opts in ({}, {"fold": False}):
+        res = checked(lowerer, fn, x, "traced", opts)
+        assert res.report["normalized"] == 1
+    # A changed literal is still found.
+    e = ex.export(Lambda(fn), [x], name="m", layout_mode="traced")
+    lowered = lowerer.lower(e.graph, {})["graph"]
+    node = next(n for n in lowered["nodes"] if n.get("target") == "aten.view_copy.default")
+    node["args"][1] = list(reversed(node["args"][1]))
+    assert check.literal_change(e.graph, lowered)["node"] == node["name"]
