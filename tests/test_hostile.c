@@ -522,6 +522,127 @@ static void many_placeholders_with_inputs_run_in_linear_time(void **state) {
   cJSON_Delete(value);
 }
 
+/* ---------------------------------------------------------------- colliding names */
+
+/* 2^BLOCKS names, "n" then BLOCKS blocks of 6 letters, whose FNV-1a hashes all agree in their
+ * low 32 bits (the 64-bit hash when wide, the 32-bit one otherwise): the low 32 bits of FNV-1a's
+ * state depend only on the low 32 bits before, so one pair of blocks that collide from the
+ * state at block j collides whichever blocks came before, and every choice of one block of each
+ * pair gives the same hash. Each pair is found by a birthday search. The tables of names (the
+ * parser's) and of interned strings (the store's) were keyed by these hashes: every insert
+ * probed past every earlier name. Caller frees the one allocation. */
+enum { BLOCKS = 17, BLOCK = 6, COLLIDING = 1 << BLOCKS, NAME_LEN = 1 + BLOCKS * BLOCK };
+
+static uint32_t fnv_step(uint32_t h, uint32_t prime, const char *b, size_t n) {
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)b[i]) * prime;
+  return h;
+}
+
+static char *fnv_colliding_names(bool wide) {
+  /* the low 32 bits of the parser's 64-bit basis (1469598103934665603) and prime, or the
+   * store's 32-bit ones */
+  uint32_t h = wide ? 0x739d0383u : 2166136261u, prime = wide ? 0x1b3u : 16777619u;
+  enum { SLOTS = 1 << 19 };
+  uint32_t *seen_hash = malloc(SLOTS * sizeof *seen_hash);
+  char (*seen)[BLOCK] = malloc(SLOTS * sizeof *seen), pairs[BLOCKS][2][BLOCK];
+  char *names = malloc((size_t)COLLIDING * (NAME_LEN + 1));
+  assert_true(seen_hash && seen && names);
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
+  h = fnv_step(h, prime, "n", 1);
+  for (int j = 0; j < BLOCKS; j++) {
+    memset(seen, 0, SLOTS * sizeof *seen);
+    bool found = false;
+    for (uint32_t tries = 0; !found && tries < SLOTS / 2; tries++) {
+      char b[BLOCK];
+      for (int c = 0; c < BLOCK; c++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        b[c] = (char)('a' + (rng >> 33) % 26);
+      }
+      uint32_t v = fnv_step(h, prime, b, BLOCK), i = (v * 2654435769u) >> 13;
+      while (seen[i][0] != 0 && seen_hash[i] != v) i = (i + 1) & (SLOTS - 1);
+      if (seen[i][0] != 0 && memcmp(seen[i], b, BLOCK) != 0) {
+        memcpy(pairs[j][0], seen[i], BLOCK);
+        memcpy(pairs[j][1], b, BLOCK);
+        found = true;
+      }
+      memcpy(seen[i], b, BLOCK);
+      seen_hash[i] = v;
+    }
+    assert_true(found);
+    h = fnv_step(h, prime, pairs[j][0], BLOCK);
+  }
+  for (uint32_t k = 0; k < COLLIDING; k++) {
+    char *n = names + (size_t)k * (NAME_LEN + 1);
+    n[0] = 'n';
+    for (int j = 0; j < BLOCKS; j++) memcpy(n + 1 + j * BLOCK, pairs[j][(k >> j) & 1], BLOCK);
+    n[NAME_LEN] = '\0';
+  }
+  free(seen_hash);
+  free(seen);
+  return names;
+}
+
+static void validate_within(const char *what, cJSON *params, double bound) {
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  vl_error err;
+  vl_status st = call_doc("validate", params, NULL, &err);
+  double secs = seconds_since(&t0);
+  if (st != VL_OK) fail_msg("%s: %s %s", what, err.path, err.message);
+  if (secs > bound) fail_msg("validating %s took %.3f s", what, secs);
+}
+
+/* 131,072 node names whose FNV-1a hashes agree in 32 bits: 65,536 took 16 s to validate. Now
+ * the parser's table hashes under a random key; the graph takes about a second. */
+static void node_names_chosen_to_collide_parse_in_linear_time(void **state) {
+  (void)state;
+  char *names = fnv_colliding_names(true);
+  cJSON *params = cJSON_CreateObject(), *g = cJSON_AddObjectToObject(params, "graph");
+  cJSON_AddStringToObject(g, "format", "viewlower.graph");
+  cJSON_AddNumberToObject(g, "version", 1);
+  cJSON *nodes = cJSON_AddArrayToObject(g, "nodes");
+  cJSON *spec = cJSON_Parse("{\"dtype\":\"uint8\",\"shape\":[1]}");
+  for (uint32_t k = 0; k < COLLIDING; k++) {
+    cJSON *n = cJSON_CreateObject();
+    cJSON_AddItemToObjectCS(n, "name",
+                            cJSON_CreateStringReference(names + (size_t)k * (NAME_LEN + 1)));
+    cJSON_AddItemToObjectCS(n, "op", cJSON_CreateStringReference("placeholder"));
+    cJSON_AddItemReferenceToObject(n, "val", spec);
+    cJSON_AddItemToArray(nodes, n);
+  }
+  cJSON *out = cJSON_CreateObject(), *args = cJSON_AddArrayToObject(out, "args");
+  cJSON_AddStringToObject(out, "name", "out");
+  cJSON_AddStringToObject(out, "op", "output");
+  cJSON_AddItemToArray(args, cJSON_CreateStringReference(names));
+  cJSON_AddItemToArray(nodes, out);
+  /* quadratic: minutes; keyed: well under a second optimised (generous for sanitizers) */
+  validate_within("131,072 colliding node names", params, 20.0);
+  cJSON_Delete(params);
+  cJSON_Delete(spec);
+  free(names);
+}
+
+/* The same for interned strings: 131,072 string literals in one kwarg whose 32-bit FNV-1a
+ * hashes agree (65,536 took 19 s). */
+static void string_literals_chosen_to_collide_intern_in_linear_time(void **state) {
+  (void)state;
+  char *names = fnv_colliding_names(false);
+  char *graph = malloc((size_t)COLLIDING * (NAME_LEN + 3) + 1024), *at = graph;
+  assert_non_null(graph);
+  at += sprintf(at, "{\"graph\":" G_HEAD G_X ",{\"name\":\"c\",\"op\":\"call_function\","
+                    "\"target\":\"my.op.default\",\"args\":[\"x\"],\"kwargs\":{\"names\":[");
+  for (uint32_t k = 0; k < COLLIDING; k++) {
+    at += sprintf(at, "%s\"%s\"", k ? "," : "", names + (size_t)k * (NAME_LEN + 1));
+  }
+  sprintf(at, "]},\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," G_OUT("c") "]}}");
+  cJSON *params = cJSON_Parse(graph);
+  assert_non_null(params);
+  validate_within("131,072 colliding string literals", params, 20.0);
+  cJSON_Delete(params);
+  free(graph);
+  free(names);
+}
+
 /* ---------------------------------------------------------------- memory plans */
 
 #define U8(shape) "{\"dtype\":\"uint8\",\"shape\":" shape "}"
@@ -1066,6 +1187,8 @@ int main(void) {
       cmocka_unit_test(orders_that_are_not_permutations_are_refused),
       cmocka_unit_test(malformed_requests_are_refused),
       cmocka_unit_test(many_placeholders_with_inputs_run_in_linear_time),
+      cmocka_unit_test(node_names_chosen_to_collide_parse_in_linear_time),
+      cmocka_unit_test(string_literals_chosen_to_collide_intern_in_linear_time),
       cmocka_unit_test(a_plan_past_the_largest_arena_is_refused_at_its_node),
       cmocka_unit_test(a_plan_whose_naive_size_passes_63_bits_reports_it_saturated),
   };

@@ -2,8 +2,9 @@
  *
  * One pass over the text, no document tree: the reader (base/json_read.h) walks the outer
  * object and the nodes array itself and reads one node at a time onto a reused tape, so memory
- * is the graph plus one node. Names go into a hash table as nodes arrive; a reference must
- * name an earlier node. Literals are exact (numbers from their token text, base/json_num.h).
+ * is the graph plus one node. Names go into a hash table (under the store's random key, so no
+ * input can choose names that collide) as nodes arrive; a reference must name an earlier node.
+ * Literals are exact (numbers from their token text, base/json_num.h).
  *
  * Errors: the first problem in document order wins, except that malformed JSON anywhere wins
  * over every graph error (after a graph error the rest is still read, for syntax only). A
@@ -127,10 +128,8 @@ static const char *text_of(const vl__jr *r, uint32_t i, char *buf, size_t n) {
 
 /* ---- names ---- */
 
-static uint64_t hash_span(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-  return h;
+static uint32_t hash_span(const parser *p, const char *s, size_t n) {
+  return (uint32_t)vl__store_hash(p->g->store, s, n);
 }
 
 /* Is the C string name the span s[0..n) (which holds no NUL)? strncmp stops at name's end. */
@@ -169,7 +168,7 @@ static bool names_grow(parser *p) {
 }
 
 static uint32_t name_lookup(parser *p, const char *s, size_t n) {
-  uint32_t v = name_slot(p, s, n, (uint32_t)hash_span(s, n))->node;
+  uint32_t v = name_slot(p, s, n, hash_span(p, s, n))->node;
   return v ? v - 1 : VL_NO_NODE;
 }
 
@@ -728,7 +727,7 @@ static vl_status parse_name(parser *p, vl_node *n, uint32_t name) {
   }
   if (!vl__utf8_valid(s, len)) return FAIL(p, "/name", "is not valid UTF-8");
   if (!names_grow(p)) return VL_ERR_NOMEM;
-  uint32_t h = (uint32_t)hash_span(s, len);
+  uint32_t h = hash_span(p, s, len);
   name_slot_t *slot = name_slot(p, s, len, h);
   if (slot->node != 0) {
     return FAIL(p, "/name", "duplicate name \"%.64s\" (first used by /nodes/%lld)",

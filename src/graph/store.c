@@ -5,12 +5,16 @@
  * malloc per MiB instead of one per string or array (no per-allocation headers or rounding).
  * A request larger than a quarter chunk gets a chunk of its own, kept behind the current one
  * so the current chunk's room is not lost. Intern tables are open addressing, at most half
- * full, keyed by a 32-bit FNV-1a hash beside the pointer. */
+ * full, a 32-bit hash beside the pointer. The hash is SipHash under a random key per store
+ * (base/hash.h): with a fixed hash (FNV-1a) an input could choose strings or shapes that all
+ * land in one slot and make every insert probe past every earlier one. */
 #include "graph/store.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/hash.h"
 
 enum { CHUNK_MIN = 4096, CHUNK_MAX = 1 << 20, ALIGN = 8 };
 
@@ -39,11 +43,14 @@ struct vl__store {
   table strings, specs;
   uint32_t *users;
   size_t users_cap;
+  vl__hash_key key;
 };
 
 vl__store *vl__store_new(void) {
   vl__store *s = calloc(1, sizeof *s);
-  if (s != NULL) s->next_cap = CHUNK_MIN;
+  if (s == NULL) return NULL;
+  s->next_cap = CHUNK_MIN;
+  vl__hash_key_new(&s->key);
   return s;
 }
 
@@ -110,10 +117,8 @@ const char *vl__store_str(vl__store *s, const char *p, size_t n) {
   return d;
 }
 
-static uint32_t fnv(uint32_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 16777619u;
-  return h;
+uint64_t vl__store_hash(const vl__store *s, const void *p, size_t n) {
+  return vl__hash(&s->key, p, n);
 }
 
 /* Keeps t at most half full; false when out of memory. */
@@ -138,7 +143,7 @@ static bool table_grow(table *t) {
 const char *vl__store_intern(vl__store *s, const char *p, size_t n) {
   table *t = &s->strings;
   if (n > UINT32_MAX || !table_grow(t)) return NULL;
-  uint32_t h = fnv(2166136261u, p, n), i = h & t->mask;
+  uint32_t h = (uint32_t)vl__store_hash(s, p, n), i = h & t->mask;
   for (; t->slots[i].p != NULL; i = (i + 1) & t->mask) {
     const slot *e = &t->slots[i];
     if (e->hash == h && e->len == n && memcmp(e->p, p, n) == 0) return e->p;
@@ -150,12 +155,17 @@ const char *vl__store_intern(vl__store *s, const char *p, size_t n) {
   return d;
 }
 
-static uint32_t spec_hash(const vl_spec *v) {
-  uint32_t h = fnv(2166136261u, &v->dtype, sizeof v->dtype);
-  h = fnv(h, &v->rank, 1);
-  h = fnv(h, &v->dynamic, 1);
-  h = fnv(h, v->shape, (size_t)v->rank * sizeof v->shape[0]);
-  return fnv(h, v->dim_order, v->rank);
+/* The hash of the fields vl_spec_equal compares, laid end to end. */
+static uint32_t spec_hash(const vl__store *s, const vl_spec *v) {
+  unsigned char b[3 + VL_MAX_RANK * (sizeof v->shape[0] + 1)];
+  size_t n = 0, shape = (size_t)v->rank * sizeof v->shape[0];
+  b[n++] = (unsigned char)v->dtype;
+  b[n++] = v->rank;
+  b[n++] = v->dynamic;
+  memcpy(b + n, v->shape, shape);
+  n += shape;
+  memcpy(b + n, v->dim_order, v->rank);
+  return (uint32_t)vl__store_hash(s, b, n + v->rank);
 }
 
 const vl_spec *vl__store_spec(vl__store *s, const vl_spec *spec) {
@@ -165,7 +175,7 @@ const vl_spec *vl__store_spec(vl__store *s, const vl_spec *spec) {
   memcpy(key.shape, spec->shape, rank * sizeof key.shape[0]);
   memcpy(key.dim_order, spec->dim_order, rank);
   if (!table_grow(t)) return NULL;
-  uint32_t h = spec_hash(&key), i = h & t->mask;
+  uint32_t h = spec_hash(s, &key), i = h & t->mask;
   for (; t->slots[i].p != NULL; i = (i + 1) & t->mask) {
     if (t->slots[i].hash == h && vl_spec_equal(t->slots[i].p, &key)) return t->slots[i].p;
   }

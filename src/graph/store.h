@@ -30,6 +30,9 @@ const char *vl__store_intern(vl__store *s, const char *p, size_t n);
 /* spec interned (only its first rank sizes and dim order entries count; the copy is zero past
  * them); NULL when out of memory. */
 const vl_spec *vl__store_spec(vl__store *s, const vl_spec *spec);
+/* The store's hash of p[0..n): SipHash under a random key of this store (base/hash.h), for
+ * tables of what an input names, whose collisions no input can then choose. */
+uint64_t vl__store_hash(const vl__store *s, const void *p, size_t n);
 /* Room for n users (the old content is not kept); NULL when out of memory. */
 uint32_t *vl__store_users(vl__store *s, size_t n);
 
