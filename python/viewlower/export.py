@@ -194,9 +194,11 @@ def trace(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Tuple[Any, 
     params = [(n, p.detach()) for n, p in model.named_parameters()]
     buffers = [(n, b) for n, b in model.named_buffers()]
     names = [n for n, _ in params] + [n for n, _ in buffers]
+    tied = _tied_names(model, names)
 
     def f(*flat: torch.Tensor) -> Any:
         state = dict(zip(names, flat[:len(names)]))
+        state.update({alias: state[name] for alias, name in tied.items()})
         return functional_call(model, state, tuple(flat[len(names):]))
 
     state = {n: t for n, t in params + buffers}
@@ -210,6 +212,24 @@ def trace(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Tuple[Any, 
         raise ExportError(f"tracing the model failed: {type(e).__name__}: {first}",
                           kind="trace_failed")
     return gm, [n for n, _ in params], [n for n, _ in buffers], state
+
+
+def _tied_names(model: torch.nn.Module, names: Sequence[str]) -> Dict[str, str]:
+    """Every other qualified name of a parameter or buffer that is reachable under several
+    (weight tying: `fc.weight = emb.weight`; a submodule used twice) → the name
+    named_parameters/named_buffers give it. torch 1.13's functional_call swaps only the names
+    it is given, so the trace would capture the tensor behind an untied name as a constant
+    (`_param_constant0`, read through a non-functional `aten.t`) beside its placeholder."""
+    tensors = dict(model.named_parameters())
+    tensors.update(model.named_buffers())
+    by_id = {id(tensors[n]): n for n in names}
+    tied: Dict[str, str] = {}
+    for prefix, mod in model.named_modules(remove_duplicate=False):
+        for attr, t in list(mod._parameters.items()) + list(mod._buffers.items()):
+            full = f"{prefix}.{attr}" if prefix else attr
+            if t is not None and id(t) in by_id and by_id[id(t)] != full:
+                tied[full] = by_id[id(t)]
+    return tied
 
 
 class _memory_format_contiguous:
