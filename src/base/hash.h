@@ -3,8 +3,9 @@
  *
  * An unkeyed hash (FNV-1a) lets an input choose its names so that they all land in one slot:
  * 65,536 node names whose FNV-1a hashes agree in 32 bits took 16 s to validate (each insert
- * probed past every earlier one). SipHash-1-3 under a random key per table (getrandom, or the
- * clock and addresses when that fails) leaves no way to choose colliding names without the key.
+ * probed past every earlier one). SipHash-1-3 under a key per table made from the clock and
+ * addresses that ASLR randomises (no system call) leaves no way to choose colliding names
+ * without the key.
  * A table's key lives with the table: no global state, and nothing printed depends on it. */
 #ifndef VIEWLOWER_HASH_H
 #define VIEWLOWER_HASH_H

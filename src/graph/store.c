@@ -5,7 +5,7 @@
  * malloc per MiB instead of one per string or array (no per-allocation headers or rounding).
  * A request larger than a quarter chunk gets a chunk of its own, kept behind the current one
  * so the current chunk's room is not lost. Intern tables are open addressing, at most half
- * full, a 32-bit hash beside the pointer. The hash is SipHash under a random key per store
+ * full, a 32-bit hash beside the pointer. The hash is SipHash under an unguessable key per store
  * (base/hash.h): with a fixed hash (FNV-1a) an input could choose strings or shapes that all
  * land in one slot and make every insert probe past every earlier one. */
 #include "graph/store.h"
