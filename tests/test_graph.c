@@ -732,8 +732,23 @@ static void mutates_and_out_must_name_arguments(void **state) {
       HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[],"
              "\"mutates\":[\"x\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}}," OUT("y") "]}",
       VL_ERR_INVALID_GRAPH, "/nodes/1/mutates/0", "not among the node's arguments");
+  /* Arguments are marked per node: an earlier node's arguments do not count; a name deep in a
+   * nested list does. */
+  expect_error(
+      HEAD X ",{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[\"x\"],"
+             "\"mutates\":[\"x\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
+             "{\"name\":\"b\",\"op\":\"call_function\",\"target\":\"my.op\",\"args\":[\"a\"],"
+             "\"mutates\":[\"a\",\"x\"],\"val\":{\"dtype\":\"float32\",\"shape\":[2,3]}},"
+             OUT("b") "]}",
+      VL_ERR_INVALID_GRAPH, "/nodes/2/mutates/1", "not among the node's arguments");
   vl_graph *g =
-      parse_ok(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.out\","
+      parse_ok(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"my.op\","
+                      "\"args\":[1,[2,[[\"x\"]]]],\"mutates\":[\"x\",\"x\"],\"val\":{\"dtype\":"
+                      "\"float32\",\"shape\":[2,3]}}," OUT("y") "]}");
+  assert_int_equal(g->nodes[1].n_mutates, 2);
+  assert_int_equal(g->nodes[1].mutates[1], 0);
+  vl_graph_free(g);
+  g = parse_ok(HEAD X ",{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.relu.out\","
                       "\"args\":[\"x\"],\"kwargs\":{\"out\":\"x\"},\"val\":{\"dtype\":\"float32\","
                       "\"shape\":[2,3]}}," OUT("y") "]}");
   assert_int_equal(g->nodes[1].out, 0);

@@ -66,6 +66,8 @@ typedef struct {
   vl_status failed; /* the first graph error; the rest is read for syntax only */
   pending_ref pending;
   bool seen_format, seen_version, seen_nodes;
+  uint32_t *mark; /* mark[ref] == index + 1: node index's arguments reference ref (mutates) */
+  uint32_t mark_len;
 } parser;
 
 static const char *const graph_keys[] = {"format", "version", "name", "skip_dim_order",
@@ -497,13 +499,25 @@ static vl_status parse_kwargs(parser *p, vl_node *n, uint32_t kw) {
   return VL_OK;
 }
 
-static bool args_mention(const vl_arg *a, uint32_t ref) {
-  if (a->kind == VL_ARG_REF) return a->u.ref == ref;
-  if (a->kind != VL_ARG_LIST) return false;
-  for (uint32_t i = 0; i < a->count; i++) {
-    if (args_mention(&a->u.items[i], ref)) return true;
+static void mark_refs(const vl_arg *a, uint32_t *mark, uint32_t stamp) {
+  if (a->kind == VL_ARG_REF) mark[a->u.ref] = stamp;
+  if (a->kind != VL_ARG_LIST) return;
+  for (uint32_t i = 0; i < a->count; i++) mark_refs(&a->u.items[i], mark, stamp);
+}
+
+/* Marks the nodes n's arguments reference, once: each mutates entry is then looked up in
+ * O(1). (A search of the arguments per entry cost 256 passes over a list of millions.) */
+static vl_status mark_args(parser *p, const vl_node *n) {
+  if (p->mark_len < p->g->n_nodes) {
+    uint32_t len = p->cap;
+    uint32_t *mark = realloc(p->mark, (size_t)len * sizeof *mark);
+    if (mark == NULL) return VL_ERR_NOMEM;
+    memset(mark + p->mark_len, 0, (size_t)(len - p->mark_len) * sizeof *mark);
+    p->mark = mark;
+    p->mark_len = len;
   }
-  return false;
+  for (uint32_t i = 0; i < n->n_args; i++) mark_refs(&n->args[i], p->mark, p->index + 1);
+  return VL_OK;
 }
 
 static vl_status parse_mutates(parser *p, vl_node *n, uint32_t m) {
@@ -516,7 +530,8 @@ static vl_status parse_mutates(parser *p, vl_node *n, uint32_t m) {
   if (count > VL__MAX_KWARGS) {
     return fail(p, VL_ERR_TOO_LARGE, "/mutates", "more than %d mutated arguments", VL__MAX_KWARGS);
   }
-  if ((n->mutates = vl__store_alloc(p->g->store, count * sizeof *n->mutates)) == NULL) {
+  if ((n->mutates = vl__store_alloc(p->g->store, count * sizeof *n->mutates)) == NULL ||
+      mark_args(p, n) != VL_OK) {
     return VL_ERR_NOMEM;
   }
   char sub[VL_ERROR_PATH_MAX] = "/mutates", name[80];
@@ -526,9 +541,7 @@ static vl_status parse_mutates(parser *p, vl_node *n, uint32_t m) {
     uint32_t ref;
     vl_status st = resolve(p, c, sub, &ref);
     if (st != VL_OK) return st;
-    bool among = false;
-    for (uint32_t i = 0; i < n->n_args && !among; i++) among = args_mention(&n->args[i], ref);
-    if (!among) {
+    if (p->mark[ref] != p->index + 1) {
       return FAIL(p, sub, "\"%.64s\" is not among the node's arguments",
                   text_of(r, c, name, sizeof name));
     }
@@ -1023,6 +1036,7 @@ static vl_status parse_text(const char *json, size_t len, const vl_limits *lim, 
   vl__jr_free(&p.r);
   free(p.pending.name);
   free(p.names.slots);
+  free(p.mark);
   if (st == VL_OK) vl__graph_fit(p.g);
   if (st == VL_OK && vl_graph_index_users(p.g) != VL_OK) {
     st = vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
