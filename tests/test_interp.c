@@ -779,6 +779,58 @@ static void layout_only_arguments_out_of_range_are_named(void **state) {
   }
 }
 
+/* A planned split's outputs live where the first getitem of each says (its mem_offset), now
+ * found in one pass over the split's users (a search per output cost 256 passes over them):
+ * here output 2 is read first and twice, output 0 next, output 1 never, in an arena that reuses
+ * their bytes; the run gives the unplanned graph's values. */
+static const char *planned_split_json =
+    "{\"format\":\"viewlower.graph\",\"version\":1,\"plan\":{\"arena_bytes\":96,"
+    "\"alignment\":16},\"nodes\":[{\"name\":\"x\",\"op\":\"placeholder\","
+    "\"val\":{\"dtype\":\"float32\",\"shape\":[4,3]},\"mem_offset\":0},"
+    "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"aten.mul.Tensor\",\"args\":[\"x\","
+    "2.0],\"val\":{\"dtype\":\"float32\",\"shape\":[4,3]},\"mem_offset\":48},"
+    "{\"name\":\"s\",\"op\":\"call_function\","
+    "\"target\":\"aten.split_with_sizes_copy.default\",\"args\":[\"y\",[1,1,1,1]],"
+    "\"vals\":[{\"dtype\":\"float32\",\"shape\":[1,3]},{\"dtype\":\"float32\",\"shape\":[1,"
+    "3]},{\"dtype\":\"float32\",\"shape\":[1,3]},{\"dtype\":\"float32\",\"shape\":[1,3]}]},"
+    "{\"name\":\"g0\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+    "\"args\":[\"s\",2],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]},\"mem_offset\":0},"
+    "{\"name\":\"g1\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+    "\"args\":[\"s\",0],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]},\"mem_offset\":16},"
+    "{\"name\":\"g2\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+    "\"args\":[\"s\",2],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]}},"
+    "{\"name\":\"g3\",\"op\":\"call_function\",\"target\":\"operator.getitem\","
+    "\"args\":[\"s\",3],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]},\"mem_offset\":32},"
+    "{\"name\":\"r0\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+    "\"args\":[\"g0\"],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]},\"mem_offset\":48},"
+    "{\"name\":\"r1\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+    "\"args\":[\"g1\"],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]},\"mem_offset\":64},"
+    "{\"name\":\"r2\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+    "\"args\":[\"g2\"],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]},\"mem_offset\":80},"
+    "{\"name\":\"r3\",\"op\":\"call_function\",\"target\":\"aten.relu.default\","
+    "\"args\":[\"g3\"],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]},\"mem_offset\":0},"
+    "{\"name\":\"c\",\"op\":\"call_function\",\"target\":\"aten.add.Tensor\","
+    "\"args\":[\"r0\",\"r1\"],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]},"
+    "\"mem_offset\":32},"
+    "{\"name\":\"d\",\"op\":\"call_function\",\"target\":\"aten.add.Tensor\","
+    "\"args\":[\"r2\",\"r3\"],\"val\":{\"dtype\":\"float32\",\"shape\":[1,3]},"
+    "\"mem_offset\":48},"
+    "{\"name\":\"out\",\"op\":\"output\",\"args\":[\"c\",\"d\",\"g1\"]}]}";
+
+static void a_planned_split_places_each_output_at_its_first_getitem(void **state) {
+  (void)state;
+  vl_graph *g = parse(planned_split_json);
+  vl_tensor_map *in = input_iota("x", 2, (const int64_t[]){4, 3}, NULL);
+  vl_tensor_map *out = run_ok(g, in);
+  assert_int_equal(out->count, 3);
+  assert_output_f32(out, 0, (const float[]){12, 16, 20}, 3);
+  assert_output_f32(out, 1, (const float[]){30, 34, 38}, 3);
+  assert_output_f32(out, 2, (const float[]){0, 2, 4}, 3);
+  vl_tensor_map_free(out);
+  vl_tensor_map_free(in);
+  vl_graph_free(g);
+}
+
 /* A rank-0 graph: x -> y = target(x, args...) -> output y. */
 static vl_graph *scalar_graph(const char *target, const char *args) {
   char json[1024];
@@ -869,6 +921,7 @@ int main(void) {
       cmocka_unit_test(an_as_strided_copy_past_its_input_is_a_kernel_error),
       cmocka_unit_test(layout_only_arguments_out_of_range_are_named),
       cmocka_unit_test(a_scalar_transposes_and_permutes_as_pytorch_wraps_its_dims),
+      cmocka_unit_test(a_planned_split_places_each_output_at_its_first_getitem),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -507,18 +507,19 @@ static vl_status op_strided(run *r, uint32_t i, const tview *dst, bool fresh) {
 
 /* A split (split_copy, split_with_sizes_copy, unbind_copy): one storage per output, each the
  * slice (or select) of the input that output is; slot i names the first. */
-/* The getitem that owns output k of node i in a plan (the first one of that output), or
- * VL_NO_NODE when no getitem reads it. */
-static uint32_t output_owner(const vl_graph *g, uint32_t i, uint32_t k) {
+/* The getitem that owns each output k of node i in a plan (the first one of that output), or
+ * VL_NO_NODE when no getitem reads it: one pass over the users (a search per output cost 256
+ * passes over a split's users). */
+static void output_owners(const vl_graph *g, uint32_t i, uint32_t *owner) {
   const vl_node *n = &g->nodes[i];
+  for (uint32_t k = 0; k < n->n_vals; k++) owner[k] = VL_NO_NODE;
   for (uint32_t u = 0; u < n->n_users; u++) {
     uint32_t producer, index;
     if (vl_node_getitem(&g->nodes[n->users[u]], &producer, &index) && producer == i &&
-        index == k) {
-      return n->users[u];
+        index < n->n_vals && owner[index] == VL_NO_NODE) {
+      owner[index] = n->users[u];
     }
   }
-  return VL_NO_NODE;
 }
 
 static vl_status exec_split(run *r, uint32_t i) {
@@ -530,7 +531,13 @@ static vl_status exec_split(run *r, uint32_t i) {
   vl_desc_of_spec(&self.spec, 0, &in);
   uint32_t first = r->n_stores;
   int64_t *starts = malloc(((size_t)n->n_vals + 1) * sizeof *starts);
-  if (starts == NULL) return vl_error_set(r->err, VL_ERR_NOMEM, "", "out of memory");
+  uint32_t *owner = malloc(((size_t)n->n_vals + 1) * sizeof *owner);
+  if (starts == NULL || owner == NULL) {
+    free(starts);
+    free(owner);
+    return vl_error_set(r->err, VL_ERR_NOMEM, "", "out of memory");
+  }
+  output_owners(r->g, i, owner);
   st = vl__fold_split_starts(n, starts) ? VL_OK : bad_args(r, i, NULL);
   for (uint32_t k = 0; st == VL_OK && k < n->n_vals; k++) {
     const vl_spec *v = &n->vals[k];
@@ -539,10 +546,11 @@ static vl_status exec_split(run *r, uint32_t i) {
       st = bad_args(r, i, NULL);
       break;
     }
-    st = slot_alloc(r, i, output_owner(r->g, i, k), v, &dst);
+    st = slot_alloc(r, i, owner[k], v, &dst);
     if (st == VL_OK) copy_desc(&dst, &self, &d);
   }
   free(starts);
+  free(owner);
   if (st != VL_OK) return st;
   r->slots[i] = (slot){.store = first, .spec = self.spec, .offset = 0};
   return VL_OK;
