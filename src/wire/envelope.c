@@ -335,7 +335,8 @@ static cJSON *scan_graph(vl__jr *r, long *nodes) {
 }
 
 /* The members of params (r just past its '{') into the object p: "graph" as a raw item (and
- * the count of its nodes in *nodes), the others as trees; none twice. */
+ * the count of its nodes in *nodes), the others as trees, each checked first by the reader
+ * without a tape (so a large member, an execute's inputs, costs its tree alone); none twice. */
 static bool scan_params(vl__jr *r, cJSON *p, long *nodes) {
   bool more = false;
   for (bool first = true; vl__jr_next(r, '}', first, &more) && more; first = false) {
@@ -344,9 +345,9 @@ static bool scan_params(vl__jr *r, cJSON *p, long *nodes) {
     size_t start = r->pos;
     cJSON *item = NULL;
     if (key != NULL && cJSON_GetObjectItemCaseSensitive(p, key) == NULL) {
-      item = strcmp(key, "graph") == 0        ? scan_graph(r, nodes)
-             : vl__jr_value(r) != VL__JT_NONE ? tree_of(r, start)
-                                              : NULL;
+      item = strcmp(key, "graph") == 0 ? scan_graph(r, nodes)
+             : vl__jr_check_value(r)    ? tree_of(r, start)
+                                        : NULL;
     }
     bool ok = item != NULL && cJSON_AddItemToObject(p, key, item);
     if (!ok) cJSON_Delete(item);
