@@ -210,8 +210,8 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
      * The loop's light methods (ping, version, small invalid requests) always proceed. */
     if (on_pool) vld_mem_guard_begin();
     s = vl__service_call_lending(w->rpc.method, w->rpc.params, w->frame.payload,
-                                 w->frame.payload_len, &w->cfg->limits, &result, &w->payload,
-                                 &w->call, err);
+                                 w->frame.payload_len, &w->cfg->limits, w->cfg->max_frame_bytes,
+                                 &result, &w->payload, &w->call, err);
     if (s != VL_OK && s != VL_ERR_NOMEM && w->scanned) {
       /* The scan left the graph's text unchecked: a failed call is answered as the strict
        * reader has it (its errors, in its order), reading the request again. */
@@ -222,8 +222,8 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
       s = vl__rpc_request_parse(w->frame.json, w->frame.json_len, &w->rpc, err);
       if (s == VL_OK) {
         s = vl__service_call_lending(w->rpc.method, w->rpc.params, w->frame.payload,
-                                     w->frame.payload_len, &w->cfg->limits, &result, &w->payload,
-                                     &w->call, err);
+                                     w->frame.payload_len, &w->cfg->limits,
+                                     w->cfg->max_frame_bytes, &result, &w->payload, &w->call, err);
       } else {
         w->method = -1; /* counted as the strict reader counts it: an invalid request */
       }

@@ -48,8 +48,8 @@ static outcome view_copy(bool lending, const char *in_order, const char *out_ord
   assert_non_null(params);
   outcome o = {0};
   const uint8_t *p = payload();
-  o.status = lending ? vl__service_call_lending("view_copy", params, p, sizeof payload_words,
-                                                NULL, &o.result, &o.out, NULL, &o.err)
+  o.status = lending ? vl__service_call_lending("view_copy", params, p, sizeof payload_words, NULL,
+                                                0, &o.result, &o.out, NULL, &o.err)
                      : vl_service_call("view_copy", params, p, sizeof payload_words, NULL,
                                        &o.result, &o.out, NULL, &o.err);
   cJSON_Delete(params);
@@ -64,8 +64,8 @@ static void assert_result_text(const outcome *o, const char *want) {
   free(text);
 }
 
-static const char blob_result[] =
-    "{\"output\":{\"dtype\":\"int32\",\"shape\":[3,2],\"dim_order\":[0,1],\"blob\":{\"offset\":0,\"nbytes\":24}}}";
+static const char blob_result[] = "{\"output\":{\"dtype\":\"int32\",\"shape\":[3,2],\"dim_order\":["
+                                  "0,1],\"blob\":{\"offset\":0,\"nbytes\":24}}}";
 
 static void assert_blob_at_zero(const outcome *o) {
   assert_result_text(o, blob_result);
@@ -119,7 +119,8 @@ static void a_reordering_copy_or_another_encoding_is_not_lent(void **state) {
   outcome v = view_copy(true, "[0,1]", NULL, "values");
   assert_int_equal(v.status, VL_OK);
   assert_null(v.out.data);
-  assert_result_text(&v, "{\"output\":{\"dtype\":\"int32\",\"shape\":[3,2],\"dim_order\":[0,1],\"values\":[0,1,2,3,4,5]}}");
+  assert_result_text(&v, "{\"output\":{\"dtype\":\"int32\",\"shape\":[3,2],\"dim_order\":[0,1],"
+                         "\"values\":[0,1,2,3,4,5]}}");
   release(&v);
 }
 
@@ -130,7 +131,7 @@ static void a_failed_view_copy_lends_nothing(void **state) {
       "{\"input\":{\"dtype\":\"int32\",\"shape\":[2,3],\"blob\":{\"offset\":64,\"nbytes\":24}},"
       "\"size\":[7],\"encoding\":\"blob\"}");
   outcome o = {0};
-  o.status = vl__service_call_lending("view_copy", params, payload(), sizeof payload_words, NULL,
+  o.status = vl__service_call_lending("view_copy", params, payload(), sizeof payload_words, NULL, 0,
                                       &o.result, &o.out, NULL, &o.err);
   assert_int_equal(o.status, VL_ERR_KERNEL);
   assert_string_equal(o.err.path, "/size");
@@ -170,7 +171,7 @@ static void lends_reads_the_json_alone_and_refuses_work_on_the_bytes(void **stat
       "{\"input\":{\"dtype\":\"bool\",\"shape\":[8],\"blob\":{\"offset\":64,\"nbytes\":8}},"
       "\"size\":[2,4],\"encoding\":\"blob\"}");
   outcome o = {0};
-  o.status = vl__service_call_lending("view_copy", params, payload(), sizeof payload_words, NULL,
+  o.status = vl__service_call_lending("view_copy", params, payload(), sizeof payload_words, NULL, 0,
                                       &o.result, &o.out, NULL, &o.err);
   assert_int_equal(o.status, VL_OK);
   assert_int_equal(o.out.cap, 0); /* lent: bytes 0,0,0,0,1,0,0,0 are valid bools */

@@ -35,8 +35,9 @@ typedef struct {
   vl_buf *out_payload;
   vl_call_stats *stats;
   vl_error *err;
-  bool may_lend; /* vl__service_call_lending */
-  bool lend_probe; /* vl__service_lends: read the JSON only, never the payload's bytes */
+  bool may_lend;             /* vl__service_call_lending */
+  bool lend_probe;           /* vl__service_lends: read the JSON only, never the payload's bytes */
+  uint64_t max_result_bytes; /* JSON + payload bytes the caller can send back; 0: no bound */
 } call;
 
 typedef vl_status (*method_fn)(call *c, cJSON *result);
@@ -161,6 +162,46 @@ static vl_status put_tensor(call *c, cJSON *result, const char *key, const vl_te
   return vl_error_set(c->err, VL_ERR_NOMEM, "", "out of memory encoding outputs");
 }
 
+/* The fewest bytes a tensor of spec takes encoded as enc: blob, its bytes of payload; base64,
+ * four characters of JSON per three bytes; values, one character and a separator per element. */
+static uint64_t encoded_min_bytes(const vl_spec *spec, vl_encoding enc) {
+  int64_t numel = 0, nbytes = 0;
+  vl_spec_numel(spec, &numel);
+  vl_spec_nbytes(spec, &nbytes);
+  uint64_t n = (uint64_t)nbytes;
+  switch (enc) {
+  case VL_ENCODING_BLOB: return n;
+  case VL_ENCODING_BASE64: return n / 3 * 4 + (n % 3 != 0 ? 4 : 0);
+  default: return (uint64_t)numel * 2;
+  }
+}
+
+/* Refuses, before anything runs, a graph whose outputs' encoding alone would pass the caller's
+ * bound of a result (its declared specs give their sizes; a dynamic one counts nothing here and
+ * meets the caller's own check of the printed result): a graph may list one large tensor as an
+ * output many times over, and each listing is a tensor of its own (1,000 listings of a 1 MiB
+ * input held a worker for 7 s and 2 GB before the frame limit refused the result). */
+static vl_status check_result_size(call *c, const vl_graph *g) {
+  if (c->max_result_bytes == 0) return VL_OK;
+  vl_encoding enc;
+  vl_status st = get_encoding(c, &enc);
+  if (st != VL_OK) return st;
+  const vl_node *o = &g->nodes[g->output];
+  uint64_t total = 0;
+  for (uint32_t k = 0; k < o->n_args; k++) {
+    if (o->args[k].kind != VL_ARG_REF) continue;
+    const vl_node *src = &g->nodes[o->args[k].u.ref];
+    uint64_t n = src->has_val && !src->val->dynamic ? encoded_min_bytes(src->val, enc) : 0;
+    total = n > UINT64_MAX - total ? UINT64_MAX : total + n; /* saturates */
+  }
+  if (total <= c->max_result_bytes) return VL_OK;
+  return vl_error_set(c->err, VL_ERR_TOO_LARGE, "",
+                      "the graph's %u outputs take at least %llu bytes encoded, past the frame "
+                      "limit of %llu bytes",
+                      o->n_args, (unsigned long long)total,
+                      (unsigned long long)c->max_result_bytes);
+}
+
 static vl_status get_inputs(call *c, vl_tensor_map **inputs) {
   const cJSON *in = param(c, "inputs");
   *inputs = NULL;
@@ -236,6 +277,7 @@ static vl_status m_execute(call *c, cJSON *result) {
   vl_status st = need_keys(c, keys);
   if (st == VL_OK) st = get_encoding(c, &enc);
   if (st == VL_OK) st = get_graph(c, &g);
+  if (st == VL_OK) st = check_result_size(c, g);
   if (st == VL_OK) st = get_inputs(c, &inputs);
   if (st == VL_OK) {
     st = vl_interp_run(g, inputs, c->lim, &outputs, c->err);
@@ -480,7 +522,7 @@ bool vl_service_has_method(const char *method) {
 static vl_status service_call(const char *method, const cJSON *params, const uint8_t *payload,
                               size_t payload_len, const vl_limits *lim, cJSON **result,
                               vl_buf *out_payload, vl_call_stats *stats, bool may_lend,
-                              vl_error *err) {
+                              uint64_t max_result_bytes, vl_error *err) {
   vl_limits dflt;
   lim = vl__limits_or_default(lim, &dflt);
   vl_error_clear(err);
@@ -498,7 +540,9 @@ static vl_status service_call(const char *method, const cJSON *params, const uin
   if (stats) memset(stats, 0, sizeof *stats);
   cJSON *res = cJSON_CreateObject();
   if (res == NULL) return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
-  call c = {params, payload, payload_len, lim, out_payload, stats, err, may_lend, false};
+  call c = {.params = params, .payload = payload, .payload_len = payload_len, .lim = lim,
+            .out_payload = out_payload, .stats = stats, .err = err, .may_lend = may_lend,
+            .max_result_bytes = max_result_bytes};
   vl_status st = fn(&c, res);
   if (st != VL_OK) {
     if (err->code == VL_OK) vl_error_set(err, st, "", "%s", vl_status_text(st));
@@ -513,7 +557,7 @@ vl_status vl_service_call(const char *method, const cJSON *params, const uint8_t
                           size_t payload_len, const vl_limits *lim, cJSON **result,
                           vl_buf *out_payload, vl_call_stats *stats, vl_error *err) {
   return service_call(method, params, payload, payload_len, lim, result, out_payload, stats, false,
-                      err);
+                      0, err);
 }
 
 bool vl__service_lends(const char *method, const cJSON *params, const uint8_t *payload,
@@ -526,7 +570,7 @@ bool vl__service_lends(const char *method, const cJSON *params, const uint8_t *p
   lim = vl__limits_or_default(lim, &dflt);
   vl_error err;
   vl_buf none = {0};
-  call c = {params, payload, payload_len, lim, &none, NULL, &err, true, true};
+  call c = {params, payload, payload_len, lim, &none, NULL, &err, true, true, 0};
   view_copy_args a;
   vl_spec out_spec;
   bool lends = read_view_copy_args(&c, &a) == VL_OK &&
@@ -537,8 +581,9 @@ bool vl__service_lends(const char *method, const cJSON *params, const uint8_t *p
 }
 
 vl_status vl__service_call_lending(const char *method, const cJSON *params, const uint8_t *payload,
-                                   size_t payload_len, const vl_limits *lim, cJSON **result,
-                                   vl_buf *out_payload, vl_call_stats *stats, vl_error *err) {
+                                   size_t payload_len, const vl_limits *lim,
+                                   uint64_t max_result_bytes, cJSON **result, vl_buf *out_payload,
+                                   vl_call_stats *stats, vl_error *err) {
   return service_call(method, params, payload, payload_len, lim, result, out_payload, stats, true,
-                      err);
+                      max_result_bytes, err);
 }

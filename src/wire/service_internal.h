@@ -10,10 +10,12 @@
  * cap 0 borrows payload's bytes (data points into payload, len bytes). The caller then keeps
  * payload alive until it has sent them and must not free out_payload. Only a view_copy lends:
  * a blob input and output in their memory order, with "encoding": "blob" (a reshape of
- * contiguous data moves no byte). On failure nothing is lent. */
-vl_status vl__service_call_lending(const char *method, const cJSON *params,
-                                   const uint8_t *payload, size_t payload_len,
-                                   const vl_limits *lim, cJSON **result, vl_buf *out_payload,
+ * contiguous data moves no byte). On failure nothing is lent. max_result_bytes (0: none) bounds
+ * the result's JSON and payload the caller can send (its frame limit): outputs whose encoding
+ * alone would pass it are refused (VL_ERR_TOO_LARGE) before any is encoded. */
+vl_status vl__service_call_lending(const char *method, const cJSON *params, const uint8_t *payload,
+                                   size_t payload_len, const vl_limits *lim,
+                                   uint64_t max_result_bytes, cJSON **result, vl_buf *out_payload,
                                    vl_call_stats *stats, vl_error *err);
 
 /* Would vl__service_call_lending answer this call by lending, with no work in proportion to

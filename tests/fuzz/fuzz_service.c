@@ -48,8 +48,10 @@ static void call(const char *method, const cJSON *params, const uint8_t *payload
   vl_call_stats stats;
   memset(o, 0, sizeof *o);
   vl_error_clear(&o->err);
-  o->st = (lending ? vl__service_call_lending : vl_service_call)(
-      method, params, payload, len, &lim, &res, &o->payload, &stats, &o->err);
+  o->st = lending ? vl__service_call_lending(method, params, payload, len, &lim, 0, &res,
+                                             &o->payload, &stats, &o->err)
+                  : vl_service_call(method, params, payload, len, &lim, &res, &o->payload, &stats,
+                                    &o->err);
   if (o->st != VL_OK) {
     fuzz_check_error(o->st, &o->err);
     FUZZ_CHECK(res == NULL);

@@ -148,15 +148,20 @@ static void exec_child(const daemon_proc *d, const char *const *argv, const char
   if (vg != NULL && vg[0] != '\0') {
     /* The same daemon under memcheck, in the same process (LISTEN_PID still holds); any
      * memory error or leak makes it exit 1, which fails the test's exit-status check, and
-     * the report goes to the daemon's log. */
-    const char *vargv[HARNESS_MAX_ARGS + 8] = {"valgrind",
+     * the report goes to the daemon's log. valgrind runs one thread at a time; its fair
+     * scheduler hands the lock round in turn, so a worker computing without system calls
+     * cannot keep the event loop from its next turn (with the default lock a 16 MiB verify
+     * ran to its end between two of the loop's passes, on every run of it_protocol's
+     * overload test on one machine). */
+    const char *vargv[HARNESS_MAX_ARGS + 9] = {"valgrind",
                                                "--quiet",
+                                               "--fair-sched=yes",
                                                "--leak-check=full",
                                                "--error-exitcode=1",
                                                "--errors-for-leak-kinds=definite,indirect,possible",
                                                "--log-fd=2",
                                                VIEWLOWERD_PATH};
-    size_t n = 7;
+    size_t n = 8;
     for (size_t i = 1; argv[i] != NULL && n + 1 < sizeof vargv / sizeof vargv[0]; i++) {
       vargv[n++] = argv[i];
     }

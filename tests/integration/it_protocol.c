@@ -498,6 +498,52 @@ static void an_overloaded_large_request_gets_its_id_from_anywhere_in_the_text(vo
   assert_int_equal(daemon_finish(&d), 0);
 }
 
+/* An execute whose graph lists one 4 KiB input as an output 20 times asks for 80 KiB of blob
+ * payload, past the 64 KiB frame limit: it is refused before it runs (the limit and the bytes
+ * named), with its id, and the connection serves on; 10 listings (40 KiB) are answered. */
+static void outputs_past_the_frame_limit_are_refused_before_they_run(void **state) {
+  daemon_proc *d = *state;
+  int fd = raw_connect(d->sock);
+  for (int listings = 20; listings >= 10; listings -= 10) {
+    char req[2048];
+    int n = snprintf(req, sizeof req,
+                     "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"execute\",\"params\":{"
+                     "\"encoding\":\"blob\",\"inputs\":{\"x\":{\"dtype\":\"float32\",\"shape\""
+                     ":[1024],\"blob\":{\"offset\":0,\"nbytes\":4096}}},\"graph\":{\"format\":"
+                     "\"viewlower.graph\",\"version\":1,\"nodes\":[{\"name\":\"x\",\"op\":"
+                     "\"placeholder\",\"kind\":\"user_input\",\"val\":{\"dtype\":\"float32\","
+                     "\"shape\":[1024]}},{\"name\":\"out\",\"op\":\"output\",\"args\":[",
+                     listings);
+    for (int i = 0; i < listings; i++)
+      n += snprintf(req + n, sizeof req - (size_t)n, "%s\"x\"", i > 0 ? "," : "");
+    snprintf(req + n, sizeof req - (size_t)n, "]}]}}}");
+    static uint8_t input[4096];
+    for (size_t i = 0; i < sizeof input; i++) input[i] = (uint8_t)(i * 7);
+    raw_send_frame(fd, req, input, sizeof input);
+    vl_buf out = {0};
+    cJSON *r = raw_recv_frame(fd, &out);
+    assert_int_equal((int)json_number(r, "id"), listings);
+    if (listings == 20) {
+      const cJSON *e = cJSON_GetObjectItemCaseSensitive(r, "error");
+      assert_int_equal((int)json_number(r, "error.code"), -32004);
+      assert_string_equal(
+          cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "message")),
+          "the graph's 20 outputs take at least 81920 bytes encoded, past the frame limit of "
+          "65536 bytes");
+      assert_int_equal((int)out.len, 0);
+    } else {
+      const cJSON *outs = cJSON_GetObjectItemCaseSensitive(
+          cJSON_GetObjectItemCaseSensitive(r, "result"), "outputs");
+      assert_int_equal(cJSON_GetArraySize(outs), 10);
+      assert_int_equal((int)out.len, 10 * 4096);
+      for (size_t k = 0; k < 10; k++) assert_memory_equal(out.data + k * 4096, input, 4096);
+    }
+    cJSON_Delete(r);
+    vl_buf_free(&out);
+  }
+  close(fd);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(wrong_magic_gets_invalid_request_with_id_null_then_close),
@@ -516,6 +562,7 @@ int main(void) {
       cmocka_unit_test(numeric_ids_are_echoed_exactly),
       cmocka_unit_test(an_overloaded_large_request_gets_its_id_from_anywhere_in_the_text),
       cmocka_unit_test(the_client_reports_server_errors_and_transport_errors_apart),
+      cmocka_unit_test(outputs_past_the_frame_limit_are_refused_before_they_run),
   };
   return harness_result(cmocka_run_group_tests(tests, setup, teardown));
 }
