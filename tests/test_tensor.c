@@ -4,12 +4,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "viewlower/layout.h"
 #include "viewlower/tensor.h"
+#include "layout/tensor_internal.h"
 
 static vl_spec spec(uint8_t rank, const int64_t *shape, const uint8_t *order) {
   vl_spec s;
@@ -286,6 +288,25 @@ static void element_stores_follow_the_dtype_rules(void **state) {
   assert_int_equal(vl_dtype_load(VL_DTYPE_BOOL, &u8).i, 1);
 }
 
+/* The shapes in reasons and errors: every int64 exactly, truncated to n - 1 bytes like
+ * snprintf (and always terminated). */
+static void shape_texts_are_exact_and_truncate_like_snprintf(void **state) {
+  (void)state;
+  char buf[128];
+  const int64_t shape[] = {1, -2, INT64_MAX, INT64_MIN, 0};
+  assert_string_equal(vl__shape_text(buf, sizeof buf, 0, shape), "[]");
+  assert_string_equal(vl__shape_text(buf, sizeof buf, 5, shape),
+                      "[1,-2,9223372036854775807,-9223372036854775808,0]");
+  char want[128];
+  for (size_t n = 1; n <= 52; n++) {
+    memset(buf, 'x', sizeof buf);
+    snprintf(want, n, "[1,-2,9223372036854775807,-9223372036854775808,0]");
+    assert_ptr_equal(vl__shape_text(buf, n, 5, shape), buf);
+    assert_string_equal(buf, want);
+    assert_int_equal(buf[n], 'x'); /* nothing past the n bytes */
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(dtype_names_and_sizes_match_the_spec),
@@ -308,6 +329,7 @@ int main(void) {
       cmocka_unit_test(tensors_over_the_byte_limit_are_refused_before_allocating),
       cmocka_unit_test(tensor_storage_is_zeroed_and_small_tensors_start_on_a_line),
       cmocka_unit_test(element_stores_follow_the_dtype_rules),
+      cmocka_unit_test(shape_texts_are_exact_and_truncate_like_snprintf),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -203,15 +203,16 @@ static bool why_dims(why *w, uint32_t pos, const char *name, bool permutation) {
   if (!int_list(arg_at(w->n, pos, name), dims, &count)) {
     return say(w, pos, name, "%s is not a list of at most %d integers", name, VL_MAX_RANK);
   }
-  vl__shape_text(t, sizeof t, count, dims);
+  /* the list's text only for a message: most lists are fine, and this runs per kept view */
   if (permutation && count != w->in->rank) {
-    return say(w, pos, name, "%s %s has %zu entries for an input of rank %u", name, t, count,
-               (unsigned)w->in->rank);
+    return say(w, pos, name, "%s %s has %zu entries for an input of rank %u", name,
+               vl__shape_text(t, sizeof t, count, dims), count, (unsigned)w->in->rank);
   }
   for (size_t k = 0; k < count; k++) {
     int64_t d;
     bool out = !vl__wrap_dim(dims[k], w->in->rank, &d);
     if (out || (w->in->rank > 0 && seen[d])) {
+      vl__shape_text(t, sizeof t, count, dims);
       if (permutation) {
         return say(w, pos, name, "%s %s are not a permutation of 0..%d", name, t, w->in->rank - 1);
       }
@@ -497,13 +498,14 @@ bool vl__fold_why(const vl_graph *g, uint32_t i, const vl_spec *input, char *pat
   if (!vl_spec_numel(input, &w.numel)) return false; /* not a checked spec */
   if (row->why(&w)) return true;
   char a[VL_MAX_RANK * 22 + 3], b[VL_MAX_RANK * 22 + 3], c[VL_MAX_RANK * 22 + 3];
-  vl__shape_text(a, sizeof a, in.rank, in.shape);
   if (!row->map(n, &in, &r)) {
-    return say(&w, UINT32_MAX, NULL, "the arguments do not apply to an input of shape %s", a);
+    return say(&w, UINT32_MAX, NULL, "the arguments do not apply to an input of shape %s",
+               vl__shape_text(a, sizeof a, in.rank, in.shape));
   }
   if (r.rank == n->val->rank && memcmp(r.shape, n->val->shape, r.rank * sizeof r.shape[0]) == 0) {
     return false;
   }
+  vl__shape_text(a, sizeof a, in.rank, in.shape);
   snprintf(path, path_cap, "/val/shape");
   vl__shape_text(b, sizeof b, r.rank, r.shape);
   snprintf(msg, msg_cap, "the arguments give shape %s from an input of shape %s, not val's %s", b,
