@@ -32,12 +32,6 @@
 enum {
   LOOP_PARSE_MAX = VLD_SMALL_FRAME,
   LOOP_MAX_NODES = 64,
-  /* Requests up to this size are read without a tree of their graph (vl__rpc_request_scan).
-   * Past it the scan would cost less than the tree (a 14 MB lowering peaked at 89 MB of RSS
-   * scanned, 249 MB as a tree), but it keeps a copy of the graph's text beside the frame, and
-   * it_budget's 12-30 MiB requests at --max-memory 64M then peaked at 81 MiB, past the budget
-   * plus 16 MiB: the scan would have to borrow the frame's text first. */
-  SCAN_MAX = 1 << 20,
   TRIM_AFTER_JSON = 1 << 20,
   LOOP_WINDOW_NS = 1000000, /* 1 ms */
   LOOP_SPEND_NS = 900000,   /* of which small heavy requests take at most 0.9 ms */
@@ -133,12 +127,13 @@ static void unlink_work(work *w) {
 
 /* ---- any thread ------------------------------------------------------------------------ */
 
-/* Reads the request: scanned (vl__rpc_request_scan) when scan allows and the text is small
- * enough, else by the strict reader. */
+/* Reads the request: scanned (vl__rpc_request_scan) when scan allows, else by the strict
+ * reader. A scanned graph is the frame's own text (no copy; the frame outlives the call), so a
+ * 14 MB lowering peaks at about 5 times its text instead of 17 times as a tree. */
 static vl_status parse(work *w, bool scan, vl_error *err) {
-  const char *json = w->frame.json;
+  char *json = w->frame.json;
   size_t len = w->frame.json_len;
-  w->scanned = scan && len <= SCAN_MAX && vl__rpc_request_scan(json, len, &w->rpc);
+  w->scanned = scan && vl__rpc_request_scan(json, len, &w->rpc);
   vl_status s = w->scanned ? VL_OK : vl__rpc_request_parse(json, len, &w->rpc, err);
   if (s != VL_OK) {
     return s;
@@ -212,9 +207,13 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
     s = vl__service_call_lending(w->rpc.method, w->rpc.params, w->frame.payload,
                                  w->frame.payload_len, &w->cfg->limits, w->cfg->max_frame_bytes,
                                  &result, &w->payload, &w->call, err);
-    if (s != VL_OK && s != VL_ERR_NOMEM && w->scanned) {
-      /* The scan left the graph's text unchecked: a failed call is answered as the strict
-       * reader has it (its errors, in its order), reading the request again. */
+    if (s != VL_OK && s != VL_ERR_NOMEM && w->scanned &&
+        !vl__rpc_request_graph_checked(&w->rpc)) {
+      /* The scan left the graph's text unchecked and it is no JSON value: a failed call is
+       * answered as the strict reader has it (its errors, in its order), reading the request
+       * again. A graph of valid JSON would fail the same way again: a large invalid graph is
+       * not read twice, nor built as a tree (17 times its text). */
+      vl__rpc_request_restore(&w->rpc);
       vl__rpc_request_free(&w->rpc);
       vl_buf_free(&w->payload);
       vl_error_clear(err);
@@ -581,6 +580,7 @@ static bool answered_on_loop(work *w) {
   }
   if (s == VL_OK && where_of(w->method) == RUN_POOL && pool_full(w->d, w->conn) && w->scanned) {
     /* refused only when the strict reader finds the request valid, as before the scan */
+    vl__rpc_request_restore(&w->rpc);
     vl__rpc_request_free(&w->rpc);
     w->scanned = false;
     w->method = -1;

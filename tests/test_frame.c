@@ -454,15 +454,22 @@ static void request_text_has_exact_ids_and_numbers(void **state) {
 }
 
 /* What vl__rpc_request_scan makes of json: false, or true with the id as printed, the method,
- * the graph's text (NULL when params has none) and the count of its nodes. */
+ * the graph's text (NULL when params has none, else borrowed from the scanned text) and the
+ * count of its nodes; the scanned text is whole again after the free, and untouched on false. */
 static void expect_scan(const char *json, bool read, const char *id_text, const char *graph,
                         long nodes) {
   vl__rpc_request req, strict;
   vl_error err;
-  bool got = vl__rpc_request_scan(json, strlen(json), &req);
+  size_t len = strlen(json);
+  char *text = malloc(len + 1);
+  assert_non_null(text);
+  memcpy(text, json, len + 1);
+  bool got = vl__rpc_request_scan(text, len, &req);
   if (got != read) fail_msg("%s: scanned %d", json, got);
   if (!read) {
     assert_null(req.doc);
+    assert_string_equal(text, json);
+    free(text);
     return;
   }
   /* what is scanned the strict reader finds valid, with the same id, method and params */
@@ -485,6 +492,7 @@ static void expect_scan(const char *json, bool read, const char *id_text, const 
   } else {
     assert_true(cJSON_IsRaw(g));
     assert_string_equal(g->valuestring, graph);
+    assert_true(g->valuestring > text && g->valuestring < text + len); /* borrowed, no copy */
     cJSON *tree = cJSON_Parse(graph);
     assert_true(cJSON_Compare(tree, cJSON_GetObjectItemCaseSensitive(strict.params, "graph"), 1));
     cJSON_Delete(tree);
@@ -495,8 +503,11 @@ static void expect_scan(const char *json, bool read, const char *id_text, const 
     assert_non_null(other);
     if (strcmp(m->string, "graph") != 0) assert_true(cJSON_Compare(m, other, 1));
   }
+  vl__rpc_request_restore(&req);
   vl__rpc_request_free(&req);
   vl__rpc_request_free(&strict);
+  assert_memory_equal(text, json, len + 1); /* the byte cut after the graph is back */
+  free(text);
 }
 
 static void small_requests_are_scanned_as_the_strict_reader_reads_them(void **state) {

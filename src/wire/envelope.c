@@ -238,8 +238,24 @@ vl_status vl__rpc_request_parse(const char *json, size_t len, vl__rpc_request *r
   return s;
 }
 
+bool vl__rpc_request_graph_checked(const vl__rpc_request *req) {
+  const cJSON *g = req->params != NULL ? cJSON_GetObjectItemCaseSensitive(req->params, "graph")
+                                       : NULL;
+  if (!cJSON_IsRaw(g)) return true;
+  vl__jr r;
+  vl__jr_init(&r, g->valuestring, strlen(g->valuestring));
+  bool ok = vl__jr_check_value(&r) && vl__jr_end(&r, false);
+  vl__jr_free(&r);
+  return ok;
+}
+
+void vl__rpc_request_restore(vl__rpc_request *req) {
+  if (req->text != NULL) req->text[req->cut] = req->cut_byte;
+  req->text = NULL;
+}
+
 void vl__rpc_request_free(vl__rpc_request *req) {
-  cJSON_Delete(req->doc);
+  cJSON_Delete(req->doc); /* the borrowed graph text is a reference: not freed here */
   cJSON_Delete(req->id);
   memset(req, 0, sizeof *req);
 }
@@ -297,39 +313,27 @@ static size_t skip_graph(const char *s, size_t n, size_t i, int *depth, long *no
   return n;
 }
 
-/* The raw item of text[start..end) (leading whitespace left out), or NULL. The caller makes
- * sure the text is NUL-free. */
-static cJSON *raw_span(const char *text, size_t start, size_t end) {
-  start = skip_ws(text, end, start);
-  size_t n = end - start;
-
-  char *copy = malloc(n + 1);
-  cJSON *raw = copy != NULL ? cJSON_CreateRaw("") : NULL;
-  if (raw == NULL) {
-    free(copy);
-    return NULL;
-  }
-  memcpy(copy, text + start, n);
-  copy[n] = '\0';
-  cJSON_free(raw->valuestring); /* the item takes the text: no second copy */
-  raw->valuestring = copy;
-  return raw;
-}
-
 /* params.graph, r at its value: an object skipped (skip_graph) and kept as its text. The text
  * is only checked by the graph parser when the method runs, so the caller of the scan treats
  * a request whose call fails as unread (vl__rpc_request_scan). Refused: anything but an object,
  * a text with a NUL byte (the reader takes no raw control byte, but this text is not read),
- * one nested deeper than the document may nest. */
-static cJSON *scan_graph(vl__jr *r, long *nodes) {
+ * one nested deeper than the document may nest. The raw item borrows the text where it lies
+ * (a reference: cJSON_Delete leaves it), and req->cut marks the byte after it, which the scan
+ * turns into the item's terminating NUL once it has read past it. */
+static cJSON *scan_graph(vl__jr *r, vl__rpc_request *req) {
   size_t i = skip_ws(r->text, r->len, r->pos);
   if (i >= r->len || r->text[i] != '{') return NULL;
   int depth = 0;
-  size_t end = skip_graph(r->text, r->len, i, &depth, nodes);
+  size_t end = skip_graph(r->text, r->len, i, &depth, &req->graph_nodes);
   if (end >= r->len || r->depth + depth > r->max_depth || memchr(r->text + i, '\0', end - i)) {
     return NULL;
   }
-  cJSON *raw = raw_span(r->text, i, end);
+  cJSON *raw = cJSON_CreateRaw("");
+  if (raw == NULL) return NULL;
+  cJSON_free(raw->valuestring);
+  raw->valuestring = (char *)(uintptr_t)(r->text + i); /* the scan's caller lends it writable */
+  raw->type |= cJSON_IsReference;
+  req->cut = end;
   r->pos = end;
   return raw;
 }
@@ -337,7 +341,7 @@ static cJSON *scan_graph(vl__jr *r, long *nodes) {
 /* The members of params (r just past its '{') into the object p: "graph" as a raw item (and
  * the count of its nodes in *nodes), the others as trees, each checked first by the reader
  * without a tape (so a large member, an execute's inputs, costs its tree alone); none twice. */
-static bool scan_params(vl__jr *r, cJSON *p, long *nodes) {
+static bool scan_params(vl__jr *r, cJSON *p, vl__rpc_request *req) {
   bool more = false;
   for (bool first = true; vl__jr_next(r, '}', first, &more) && more; first = false) {
     if (!vl__jr_key(r)) return false;
@@ -345,7 +349,7 @@ static bool scan_params(vl__jr *r, cJSON *p, long *nodes) {
     size_t start = r->pos;
     cJSON *item = NULL;
     if (key != NULL && cJSON_GetObjectItemCaseSensitive(p, key) == NULL) {
-      item = strcmp(key, "graph") == 0 ? scan_graph(r, nodes)
+      item = strcmp(key, "graph") == 0 ? scan_graph(r, req)
              : vl__jr_check_value(r)    ? tree_of(r, start)
                                         : NULL;
     }
@@ -374,7 +378,7 @@ static bool scan_member(vl__jr *r, vl__rpc_request *req, unsigned *seen) {
     }
     if (vl__jr_open(r, '{')) {
       req->params = p;
-      return scan_params(r, p, &req->graph_nodes);
+      return scan_params(r, p, req);
     }
     /* not an object: fine only for null (r's problem is set, so read it again) */
     vl__jr again;
@@ -413,9 +417,10 @@ static bool scan_member(vl__jr *r, vl__rpc_request *req, unsigned *seen) {
   return ok;
 }
 
-bool vl__rpc_request_scan(const char *json, size_t len, vl__rpc_request *req) {
+bool vl__rpc_request_scan(char *json, size_t len, vl__rpc_request *req) {
   memset(req, 0, sizeof *req);
   req->graph_nodes = -1;
+  req->cut = SIZE_MAX;
   vl__jr r;
   vl__jr_init(&r, json, len);
   unsigned seen = 0;
@@ -426,8 +431,16 @@ bool vl__rpc_request_scan(const char *json, size_t len, vl__rpc_request *req) {
   /* jsonrpc, id and method are required */
   ok = ok && r.problem == VL__JSON_OK && vl__jr_end(&r, false) && (seen & 7u) == 7u;
   vl__jr_free(&r);
-  if (!ok) vl__rpc_request_free(req);
-  return ok;
+  if (!ok) {
+    vl__rpc_request_free(req);
+    return false;
+  }
+  if (req->cut != SIZE_MAX) { /* the graph's text ends here: the borrowed raw item's NUL */
+    req->text = json;
+    req->cut_byte = json[req->cut];
+    json[req->cut] = '\0';
+  }
+  return true;
 }
 
 /* {"jsonrpc":"2.0","id":<copy of id or null>}; NULL on out-of-memory. */

@@ -30,6 +30,11 @@ typedef struct vl__rpc_request {
   /* vl__rpc_request_scan only: the entries of params.graph.nodes when that is an array, else
    * -1 (params.graph is then a raw item: the member's text, see vl_service_call) */
   long graph_nodes;
+  /* vl__rpc_request_scan only: the request text, when params.graph borrows it, and the byte
+   * at text[cut] the scan replaced with the graph's terminating NUL (put back on free) */
+  char *text;
+  size_t cut;
+  char cut_byte;
 } vl__rpc_request;
 
 /* Parses json[0..len) and checks the envelope: one JSON value, an object (an array is a refused
@@ -51,8 +56,21 @@ void vl__rpc_request_free(vl__rpc_request *req);
  * member of params and the id are parsed from their own text by vl__json_parse_one, so they
  * are the trees vl__rpc_request_parse gives. True when the request is well formed and was
  * read so; false (req zeroed) for anything else, including every error and out of memory:
- * the caller then calls vl__rpc_request_parse, whose errors are the ones to send. */
-bool vl__rpc_request_scan(const char *json, size_t len, vl__rpc_request *req);
+ * the caller then calls vl__rpc_request_parse, whose errors are the ones to send. The raw
+ * graph borrows json's own bytes, so the scan costs no copy of the graph: on success json must
+ * outlive every use of the graph, and the byte after the graph's text is a NUL until
+ * vl__rpc_request_restore puts it back (vl__rpc_request_free never touches json, which may be
+ * gone by then). */
+bool vl__rpc_request_scan(char *json, size_t len, vl__rpc_request *req);
+/* Did a scanned request leave nothing unchecked that the strict reader could refuse: no raw
+ * graph, or a graph text that is one strictly valid JSON value (checked now, by the streaming
+ * reader without a tape or tree)? Then the strict reader would give the scan's trees, and the
+ * graph parser already answers a text as it answers its tree (vl_service_call), so a failed
+ * call needs no second reading. */
+bool vl__rpc_request_graph_checked(const vl__rpc_request *req);
+/* Puts back the byte of a scanned request's text that ends its graph, for a caller that reads
+ * the text again; the raw graph is unterminated after it, so free req next. No-op otherwise. */
+void vl__rpc_request_restore(vl__rpc_request *req);
 
 /* The top-level "id" of a request text as vl__rpc_request_parse would echo it, found without
  * parsing the rest: lets the loop refuse a large request (overloaded) with its id. One pass

@@ -5,12 +5,18 @@
  * The stream is decoded twice, in one buffer and in chunks; both must yield the same frames
  * and end in the same state (status, idle or not). Every frame must re-encode to exactly the
  * bytes it was decoded from, hold a NUL after its JSON and an 8-byte aligned payload. The
- * frame limit is small (64 KiB), so lengths over it must fail before any allocation. */
+ * frame limit is small (64 KiB), so lengths over it must fail before any allocation. Each
+ * frame's JSON is then read as the daemon reads it: scanned (vl__rpc_request_scan, whose graph
+ * borrows the text) and strictly; a scanned request is one the strict reader finds valid with
+ * the same method, id and members, or one whose graph text is no JSON value (the scan leaves
+ * it to the graph parser), and the text is whole again after the scan's restore. */
 #include <stdbool.h>
 #include <string.h>
 
 #include "fuzz.h"
 #include "viewlower/frame.h"
+#include "base/json_util.h"
+#include "wire/envelope.h"
 
 #define MAX_FRAME ((uint64_t)64 << 10)
 #define MAX_FRAMES 4096
@@ -103,6 +109,58 @@ static bool same_frame(const vl_frame *a, const vl_frame *b) {
          (a->payload_len == 0 || memcmp(a->payload, b->payload, a->payload_len) == 0);
 }
 
+/* The scan of a copy of the frame's JSON against the strict reader of the original. */
+static void check_envelope(const vl_frame *f) {
+  static char text[MAX_FRAME + 1];
+  memcpy(text, f->json, f->json_len + 1);
+  vl__rpc_request scanned, strict;
+  vl_error err;
+  bool read = vl__rpc_request_scan(text, f->json_len, &scanned);
+  vl_status st = vl__rpc_request_parse(f->json, f->json_len, &strict, &err);
+  const cJSON *graph = read ? cJSON_GetObjectItemCaseSensitive(scanned.params, "graph") : NULL;
+  if (read && st != VL_OK) {
+    /* the scan steps over the graph's text unchecked (its parser reads it when the method
+     * runs, and the daemon reads a request whose call fails again, strictly): only a graph
+     * that is no JSON value of its own may hide the strict reader's error */
+    FUZZ_CHECK(cJSON_IsRaw(graph));
+    FUZZ_CHECK(!vl__rpc_request_graph_checked(&scanned)); /* the daemon reads it again */
+    cJSON *tree = NULL;
+    size_t at = 0;
+    FUZZ_CHECK(vl__json_parse_one(graph->valuestring, strlen(graph->valuestring), false, &tree,
+                                  &at) != VL__JSON_OK);
+    cJSON_Delete(tree);
+    vl__rpc_request_restore(&scanned);
+  } else if (read) {
+    FUZZ_CHECK(vl__rpc_request_graph_checked(&scanned)); /* nothing for a second reading */
+    FUZZ_CHECK(strcmp(scanned.method, strict.method) == 0);
+    char *a = scanned.id != NULL ? cJSON_PrintUnformatted(scanned.id) : NULL;
+    char *b = strict.id != NULL ? cJSON_PrintUnformatted(strict.id) : NULL;
+    FUZZ_CHECK((a == NULL) == (b == NULL) && (a == NULL || strcmp(a, b) == 0));
+    cJSON_free(a);
+    cJSON_free(b);
+    for (const cJSON *m = strict.params != NULL ? strict.params->child : NULL; m; m = m->next) {
+      const cJSON *o = cJSON_GetObjectItemCaseSensitive(scanned.params, m->string);
+      FUZZ_CHECK(o != NULL);
+      if (strcmp(m->string, "graph") != 0) {
+        /* printed, not cJSON_Compare, which matches duplicate keys to the first of the name */
+        char *x = cJSON_PrintUnformatted(m), *y = cJSON_PrintUnformatted(o);
+        FUZZ_CHECK(x != NULL && y != NULL && strcmp(x, y) == 0);
+        cJSON_free(x);
+        cJSON_free(y);
+      } else if (cJSON_IsRaw(o)) { /* the graph's own text, borrowed, and terminated */
+        FUZZ_CHECK(o->valuestring > text && o->valuestring < text + f->json_len);
+        FUZZ_CHECK(o->valuestring[0] == '{');
+      }
+    }
+    vl__rpc_request_restore(&scanned);
+  } else {
+    FUZZ_CHECK(scanned.doc == NULL);
+  }
+  FUZZ_CHECK(memcmp(text, f->json, f->json_len + 1) == 0);
+  vl__rpc_request_free(&scanned);
+  vl__rpc_request_free(&strict);
+}
+
 static decoded whole, chunked;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -112,8 +170,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   decode(data + 4, size - 4, 0, &whole);
   decode(data + 4, size - 4, seed | 1u, &chunked);
   FUZZ_CHECK(whole.count == chunked.count);
-  for (size_t i = 0; i < whole.count; i++)
+  for (size_t i = 0; i < whole.count; i++) {
     FUZZ_CHECK(same_frame(&whole.frames[i], &chunked.frames[i]));
+    check_envelope(&whole.frames[i]);
+  }
   FUZZ_CHECK(whole.count == MAX_FRAMES ||
              (whole.status == chunked.status && whole.idle == chunked.idle));
   FUZZ_CHECK(whole.consumed == chunked.consumed);

@@ -252,6 +252,14 @@ def main():
     out("frame", "bad_magic", b"\x05\x00\x00\x00" + ping + b"VLW2" + bytes(12))
     out("frame", "too_large", b"\x09\x00\x00\x00" + b"VLW1" + struct.pack(">IQ", 0xFFFFFFFF, 2**64 - 1))
     out("frame", "partial", b"\x0b\x00\x00\x00" + ping[:-3])
+    # requests the daemon scans (their graph kept as its own text), pipelined
+    lower = frame({"jsonrpc": "2.0", "id": "a", "method": "lower",
+                   "params": {"options": {"policy": "legacy"}, "graph": gs["patch_embed"]}})
+    execute = frame({"jsonrpc": "2.0", "id": 2.5, "method": "execute",
+                     "params": {"graph": gs["patch_embed"], "encoding": "base64", "inputs": {
+                         "x": {"dtype": "float32", "shape": [1, 2, 2, 3], "dim_order": [0, 2, 3, 1],
+                               "values": list(range(12))}}}})
+    out("frame", "scanned_requests", b"\x0d\x00\x00\x00" + lower + execute + ping)
     methods = ["ping", "version", "validate", "lower", "execute", "verify", "view_copy", "stats"]
     pe = gs["patch_embed"]
     x = {"dtype": "float32", "shape": [1, 2, 2, 3], "values": list(range(12))}

@@ -367,9 +367,10 @@ static void invalid_graph_comes_back_as_its_status_with_a_path(void **state) {
 }
 
 /* The text calls (vl_client_send_text, vl_client_recv_text) get the answers the tree calls
- * get; a small request the daemon read without a tree of its graph (vl__rpc_request_scan) is
- * answered as the strict reader answers it: a graph that is not JSON gives the parse error the
- * same request gets when it is too large to be scanned (padded past 1 MiB with whitespace). */
+ * get; a request the daemon read without a tree of its graph (vl__rpc_request_scan) is
+ * answered as the strict reader answers it: a graph that is not JSON gives the parse error of
+ * the whole text, small or padded past 2 MiB with whitespace (requests of any size are
+ * scanned; until 2026-12-07 those past 1 MiB were read as trees). */
 static void text_calls_get_the_answers_of_tree_calls(void **state) {
   fixture *f = *state;
   vl_error err;
