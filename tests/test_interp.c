@@ -403,6 +403,114 @@ static void buffers_beyond_the_total_limit_are_too_large(void **state) {
   free(json);
 }
 
+/* A chain x -> p0 -> ... -> p16 of transposes of a float32 [512,512] (1 MiB each). Each
+ * storage is freed once its reader has run, so the run needs x (held for the whole run), the
+ * tensor read and the tensor written: 3 MiB at once, against 18 MiB allocated in all. */
+static char *transpose_chain_json(int count) {
+  size_t cap = 256 + (size_t)count * 256;
+  char *json = malloc(cap);
+  assert_non_null(json);
+  int len = snprintf(json, cap,
+                     HEAD "\"nodes\": [{\"name\": \"x\", \"op\": \"placeholder\", \"val\": "
+                          "{\"dtype\": \"float32\", \"shape\": [512,512]}}");
+  for (int k = 0; k < count; k++) {
+    char prev[16];
+    snprintf(prev, sizeof prev, k == 0 ? "x" : "p%d", k - 1);
+    len += snprintf(json + len, cap - (size_t)len,
+                    ", {\"name\": \"p%d\", \"op\": \"call_function\", \"target\": "
+                    "\"aten.permute_copy.default\", \"args\": [\"%s\", [1,0]], \"val\": "
+                    "{\"dtype\": \"float32\", \"shape\": [512,512]}}",
+                    k, prev);
+  }
+  snprintf(json + len, cap - (size_t)len,
+           ", {\"name\": \"out\", \"op\": \"output\", \"args\": [\"p%d\"]}]}", count - 1);
+  return json;
+}
+
+static void the_total_limit_bounds_the_buffers_live_at_once(void **state) {
+  (void)state;
+  const int64_t mib = INT64_C(1) << 20;
+  char *json = transpose_chain_json(17);
+  vl_graph *g = parse(json);
+  vl_tensor_map *in = input_iota("x", 2, (const int64_t[]){512, 512}, NULL), *out = NULL;
+  vl_limits lim;
+  vl_error err;
+  vl_limits_default(&lim);
+  lim.max_total_bytes = 3 * mib - 1; /* x, p0 and p1 at once do not fit */
+  assert_int_equal(vl_interp_run(g, in, &lim, &out, &err), VL_ERR_TOO_LARGE);
+  assert_string_equal(err.path, "/nodes/2");
+  assert_null(out);
+  lim.max_total_bytes = 3 * mib;
+  if (vl_interp_run(g, in, &lim, &out, &err) != VL_OK) {
+    fail_msg("run failed: %s: %s", err.path, err.message);
+  }
+  assert_int_equal(out->count, 1);
+  assert_string_equal(out->names[0], "p16");
+  const vl_tensor *t = out->tensors[0];
+  assert_int_equal(t->nbytes, mib);
+  assert_true(vl_layout_is_contiguous(&t->spec));
+  const float *got = t->data;
+  for (int64_t i = 0; i < 512; i++) { /* seventeen transposes: x transposed */
+    for (int64_t j = 0; j < 512; j++) {
+      if (got[i * 512 + j] != (float)(j * 512 + i)) {
+        fail_msg("p16[%lld][%lld] is %g, want %lld", (long long)i, (long long)j,
+                 got[i * 512 + j], (long long)(j * 512 + i));
+      }
+    }
+  }
+  vl_tensor_map_free(out);
+  vl_tensor_map_free(in);
+  vl_graph_free(g);
+  free(json);
+}
+
+/* base's storage is shared by the view v, the in-place b2 and m (kwargs.out). base's own last
+ * reader is m, but v reads it after, through r: the storage lives until r has run. With 24
+ * bytes a tensor, x (held), base's storage, t and r make 96 bytes at r; had base's storage
+ * died after m, the first point past 95 bytes would be the output copies, not r. */
+static void a_storage_shared_by_a_view_and_in_place_writes_lives_until_its_last_reader(
+    void **state) {
+  (void)state;
+  const char *json =
+      HEAD "\"nodes\": ["
+           "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
+           "\"shape\": [2,3]}},"
+           "{\"name\": \"base\", \"op\": \"call_function\", \"target\": \"aten.clone.default\","
+           " \"args\": [\"x\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+           "{\"name\": \"v\", \"op\": \"call_function\", \"target\": \"memory.view\", "
+           "\"alias_of\": \"base\","
+           " \"args\": [\"base\", [6]], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
+           "{\"name\": \"b2\", \"op\": \"call_function\", \"target\": \"aten.add_.Tensor\","
+           " \"args\": [\"base\", \"base\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+           "{\"name\": \"m\", \"op\": \"call_function\", \"target\": \"aten.mul.Tensor\","
+           " \"args\": [\"x\", 3.0], \"kwargs\": {\"out\": \"base\"},"
+           " \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+           "{\"name\": \"t\", \"op\": \"call_function\", \"target\": \"aten.relu.default\","
+           " \"args\": [\"x\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+           "{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"aten.relu.default\","
+           " \"args\": [\"v\"], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
+           "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"r\", \"t\"]}]}";
+  vl_graph *g = parse(json);
+  vl_tensor_map *in = input_iota("x", 2, (const int64_t[]){2, 3}, NULL), *out = NULL;
+  vl_limits lim;
+  vl_error err;
+  vl_limits_default(&lim);
+  lim.max_total_bytes = 95;
+  assert_int_equal(vl_interp_run(g, in, &lim, &out, &err), VL_ERR_TOO_LARGE);
+  assert_string_equal(err.path, "/nodes/6");
+  assert_null(out);
+  lim.max_total_bytes = 96;
+  if (vl_interp_run(g, in, &lim, &out, &err) != VL_OK) {
+    fail_msg("run failed: %s: %s", err.path, err.message);
+  }
+  const float tripled[6] = {0, 3, 6, 9, 12, 15}, iota[6] = {0, 1, 2, 3, 4, 5};
+  assert_output_f32(out, 0, tripled, 6); /* m wrote 3x over b2's 2x, into the storage v reads */
+  assert_output_f32(out, 1, iota, 6);
+  vl_tensor_map_free(out);
+  vl_tensor_map_free(in);
+  vl_graph_free(g);
+}
+
 static void kernel_errors_point_at_their_node(void **state) {
   (void)state;
   const char *json =
@@ -908,6 +1016,9 @@ int main(void) {
       cmocka_unit_test(missing_input_is_invalid_params_at_its_name),
       cmocka_unit_test(input_of_wrong_shape_or_unknown_name_is_refused),
       cmocka_unit_test(buffers_beyond_the_total_limit_are_too_large),
+      cmocka_unit_test(the_total_limit_bounds_the_buffers_live_at_once),
+      cmocka_unit_test(
+          a_storage_shared_by_a_view_and_in_place_writes_lives_until_its_last_reader),
       cmocka_unit_test(kernel_errors_point_at_their_node),
       cmocka_unit_test(generated_inputs_are_distinct_and_follow_the_seed),
       cmocka_unit_test(generated_half_values_are_finite_and_start_with_integers),

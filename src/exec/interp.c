@@ -9,8 +9,10 @@
  * layout-only ops of §3a run as one strided copy through their descriptor map (lower/fold_ops.h),
  * as_strided_copy reads its input's buffer at the given strides, and a split's outputs get one
  * storage each, read by their getitems. Ops come from one table: adding an op is adding a row.
- * Every byte allocated counts against lim->max_total_bytes; all storages live until the run
- * ends. */
+ * Every byte allocated counts against lim->max_total_bytes while it is alive, so the limit
+ * bounds the buffers live at once: a storage is freed, and its bytes given back, as soon as
+ * every user of every node sharing it has run (see "lifetimes" below). Placeholders' storages
+ * and the arena of a planned graph live until the run ends. */
 #include "viewlower/layout.h"
 #include "viewlower/interp.h"
 
@@ -28,9 +30,15 @@
 #define NO_STORE UINT32_MAX
 
 typedef struct storage {
-  void *data;
+  void *data; /* NULL once freed */
   int64_t nbytes;
+  /* The last node that may read or write it (VL_NO_NODE: not yet known); collect_outputs
+   * reuses it as the last output argument that reads it. */
+  uint32_t last;
+  uint32_t prev, next; /* neighbours in the list of storages dying at node `last` */
   bool in_arena; /* a planned storage: bytes of the arena, not its own buffer */
+  bool held;     /* lives until the run ends: in the arena, or a placeholder's */
+  bool freed;
 } storage;
 
 typedef struct slot {
@@ -49,6 +57,7 @@ typedef struct run {
   vl_error *err;
   char *arena; /* a planned graph's arena (SPEC §11), else NULL */
   long *input_of; /* per node: the index of a placeholder's value in the inputs, or -1 */
+  uint32_t *dies; /* per node: the first storage whose last node it is, or NO_STORE */
 } run;
 
 /* A tensor as an op sees it: bytes plus the spec they are read through. */
@@ -120,7 +129,9 @@ static vl_status slot_alloc(run *r, uint32_t i, uint32_t owner, const vl_spec *s
     vl_status st = buffer_new(r, nbytes, &data);
     if (st != VL_OK) return st;
   }
-  r->stores[r->n_stores] = (storage){.data = data, .nbytes = nbytes, .in_arena = in_arena};
+  r->stores[r->n_stores] = (storage){.data = data, .nbytes = nbytes, .last = VL_NO_NODE,
+                                     .prev = NO_STORE, .next = NO_STORE, .in_arena = in_arena,
+                                     .held = in_arena};
   r->slots[i] = (slot){.store = r->n_stores++, .spec = *spec, .offset = 0};
   *v = (tview){.data = data, .spec = *spec, .store = r->slots[i].store, .avail = nbytes};
   return VL_OK;
@@ -134,12 +145,105 @@ static tview slot_view(const run *r, uint32_t i) {
                  .avail = st->nbytes - skip};
 }
 
+/* ---- lifetimes ---------------------------------------------------------------------------- */
+
+/* A storage dies once every user of every node sharing it has run. Sharing only ever grows by
+ * a node that references one already sharing (memory.view and getitem through args[0], an
+ * in-place op through args[0], kwargs.out), and that node is a user, so the storage is still
+ * alive when it joins; its own users then extend the storage's life. Each storage not held
+ * sits in the list of its last node, and that list is freed once the node has run. */
+
+static void store_unlink(run *r, uint32_t s) {
+  storage *st = &r->stores[s];
+  if (st->last == VL_NO_NODE) return;
+  if (st->prev != NO_STORE) {
+    r->stores[st->prev].next = st->next;
+  } else {
+    r->dies[st->last] = st->next;
+  }
+  if (st->next != NO_STORE) r->stores[st->next].prev = st->prev;
+  st->prev = st->next = NO_STORE;
+}
+
+/* Keeps storage s alive at least until node `until` has run. */
+static void store_keep(run *r, uint32_t s, uint32_t until) {
+  storage *st = &r->stores[s];
+  if (st->held || st->freed || (st->last != VL_NO_NODE && st->last >= until)) return;
+  store_unlink(r, s);
+  st->last = until;
+  st->next = r->dies[until];
+  if (st->next != NO_STORE) r->stores[st->next].prev = s;
+  r->dies[until] = s;
+}
+
+static void store_free(run *r, uint32_t s) {
+  storage *st = &r->stores[s];
+  free(st->data);
+  st->data = NULL;
+  st->freed = true;
+  r->total -= st->nbytes;
+}
+
+/* The last node that references node i, or i when none does. */
+static uint32_t last_user(const vl_graph *g, uint32_t i) {
+  const vl_node *n = &g->nodes[i];
+  uint32_t last = i;
+  for (uint32_t u = 0; u < n->n_users; u++) {
+    if (n->users[u] > last) last = n->users[u];
+  }
+  return last;
+}
+
+/* Node i has run: the storages it bound outlive its users. A split bound one storage per
+ * output, each read only through the getitems of its index; any other user (none in a parsed
+ * graph) keeps them all. */
+static void node_keep(run *r, uint32_t i) {
+  const vl_node *n = &r->g->nodes[i];
+  uint32_t s = r->slots[i].store;
+  if (s == NO_STORE) return;
+  if (!vl__fold_is_split(n)) {
+    store_keep(r, s, last_user(r->g, i));
+    return;
+  }
+  for (uint32_t k = 0; k < n->n_vals; k++) store_keep(r, s + k, i);
+  for (uint32_t u = 0; u < n->n_users; u++) {
+    uint32_t user = n->users[u], producer, index;
+    if (vl_node_getitem(&r->g->nodes[user], &producer, &index) && producer == i &&
+        index < n->n_vals) {
+      store_keep(r, s + index, user);
+    } else {
+      for (uint32_t k = 0; k < n->n_vals; k++) store_keep(r, s + k, user);
+    }
+  }
+}
+
+/* Frees the storages whose last node, i, has run. */
+static void free_dead(run *r, uint32_t i) {
+  uint32_t s = r->dies[i];
+  r->dies[i] = NO_STORE;
+  while (s != NO_STORE) {
+    uint32_t next = r->stores[s].next;
+    store_free(r, s);
+    s = next;
+  }
+}
+
+/* Reading a freed storage would mean a user missing from the graph's users lists (a graph
+ * built in process without vl_graph_index_users): an error, never a read of freed memory. */
+static vl_status store_check(run *r, uint32_t s) {
+  if (!r->stores[s].freed) return VL_OK;
+  return vl_error_set(r->err, VL_ERR_INTERNAL, "",
+                      "a tensor was freed before this node, which reads it, ran: the graph's "
+                      "users are stale");
+}
+
 static void run_free(run *r) {
   for (uint32_t i = 0; i < r->n_stores; i++) {
     if (!r->stores[i].in_arena) free(r->stores[i].data);
   }
   free(r->arena);
   free(r->input_of);
+  free(r->dies);
   free(r->stores);
   free(r->slots);
 }
@@ -158,8 +262,9 @@ static vl_status arg_tensor(run *r, const vl_node *n, uint32_t k, tview *v) {
       r->slots[n->args[k].u.ref].store == NO_STORE) {
     return arg_error(r, k, "a tensor");
   }
-  *v = slot_view(r, n->args[k].u.ref);
-  return VL_OK;
+  vl_status st = store_check(r, r->slots[n->args[k].u.ref].store);
+  if (st == VL_OK) *v = slot_view(r, n->args[k].u.ref);
+  return st;
 }
 
 static vl_status arg_int_list(run *r, const vl_node *n, uint32_t k, int64_t *v, size_t *count) {
@@ -250,6 +355,8 @@ static vl_status node_dest(run *r, uint32_t i, bool inplace, tview *dst, bool *f
                           n->out != VL_NO_NODE ? "/kwargs/out" : "/args/0",
                           "the written argument is not a computed tensor");
     }
+    vl_status st = store_check(r, r->slots[w].store);
+    if (st != VL_OK) return st;
     r->slots[i] = r->slots[w];
     *dst = slot_view(r, w);
     return VL_OK;
@@ -652,12 +759,23 @@ static vl_status exec_placeholder(run *r, uint32_t i, const vl_tensor_map *input
                         vl__shape_text(sb, sizeof sb, n->val->rank, n->val->shape));
   }
   vl_status st = slot_alloc(r, i, i, n->val, &dst);
-  return st != VL_OK ? st : vl_copy_logical(&dst.spec, dst.data, &t->spec, t->data, r->err);
+  if (st != VL_OK) return st;
+  /* The copy stands for the caller's input, which lives through the whole call: held, so the
+   * limit counts every input for the whole run (and a write into it stays in place). */
+  r->stores[dst.store].held = true;
+  return vl_copy_logical(&dst.spec, dst.data, &t->spec, t->data, r->err);
 }
 
-/* One fresh tensor per output arg, in the referenced node's declared layout. */
+/* One fresh tensor per output arg, in the referenced node's declared layout. Every node has
+ * run, so the output arguments are the storages' only readers left: each is freed once the
+ * last argument reading it is copied out. */
 static vl_status collect_outputs(run *r, vl_tensor_map *m) {
   const vl_node *o = &r->g->nodes[r->g->output];
+  for (uint32_t k = 0; k < o->n_args; k++) {
+    if (o->args[k].kind != VL_ARG_REF) continue;
+    uint32_t s = r->slots[o->args[k].u.ref].store;
+    if (s != NO_STORE) r->stores[s].last = k;
+  }
   for (uint32_t k = 0; k < o->n_args; k++) {
     tview v;
     vl_status st = arg_tensor(r, o, k, &v);
@@ -671,6 +789,8 @@ static vl_status collect_outputs(run *r, vl_tensor_map *m) {
       st = vl_copy_logical(src->val, m->tensors[m->count - 1]->data, &v.spec, v.data, r->err);
     }
     if (st != VL_OK) return st;
+    const storage *sv = &r->stores[v.store];
+    if (!sv->held && sv->last == k) store_free(r, v.store);
   }
   return VL_OK;
 }
@@ -704,10 +824,11 @@ static vl_status run_init(run *r, const vl_graph *g, const vl_limits *lim, vl_er
   for (uint32_t i = 0; i < g->n_nodes; i++) stores += g->nodes[i].n_vals;
   r->stores = calloc(stores, sizeof *r->stores);
   r->slots = calloc(g->n_nodes > 0 ? g->n_nodes : 1, sizeof *r->slots);
-  if (r->stores == NULL || r->slots == NULL) {
+  r->dies = malloc((g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *r->dies);
+  if (r->stores == NULL || r->slots == NULL || r->dies == NULL) {
     return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory for %u nodes", g->n_nodes);
   }
-  for (uint32_t i = 0; i < g->n_nodes; i++) r->slots[i].store = NO_STORE;
+  for (uint32_t i = 0; i < g->n_nodes; i++) r->slots[i].store = r->dies[i] = NO_STORE;
   if (g->has_plan) { /* every planned storage lives in one arena of the plan's size */
     int64_t bytes = g->plan_arena_bytes;
     if (budget_take(r, bytes) != VL_OK) {
@@ -751,6 +872,10 @@ static vl_status run_nodes(run *r, const vl_tensor_map *inputs) {
       error_locate(r, i, st);
       return st;
     }
+    /* The output node's readers are copied out by collect_outputs, after this loop. */
+    if (n->op == VL_NODE_OUTPUT) continue;
+    node_keep(r, i);
+    free_dead(r, i);
   }
   return VL_OK;
 }
