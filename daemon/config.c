@@ -68,7 +68,7 @@ static const option options[] = {
     {"max-tensor-bytes", "N", ARG_UINT, 1, INT64_MAX, 0, true, FIELD(limits.max_tensor_bytes),
      "bytes of one tensor"},
     {"max-total-bytes", "N", ARG_UINT, 1, INT64_MAX, 0, true, FIELD(limits.max_total_bytes),
-     "bytes of all buffers of one execution"},
+     "bytes of the buffers one execution holds at once (its inputs for the whole run)"},
     {"drain-timeout-ms", "N", ARG_UINT, 0, 3600000, 10000, false, FIELD(drain_timeout_ms),
      "on SIGTERM/SIGINT, wait this long for in-flight requests"},
     {"max-memory", "BYTES", ARG_BYTES, 0, (uint64_t)1 << 50, 0, false, FIELD(max_memory),

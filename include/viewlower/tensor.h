@@ -23,7 +23,8 @@ extern "C" {
 typedef struct vl_limits {
   uint32_t max_nodes;       /* nodes per graph (default 1,000,000) */
   int64_t max_tensor_bytes; /* bytes of one tensor (default 1 GiB) */
-  int64_t max_total_bytes;  /* bytes of all buffers of one execution (default 4 GiB) */
+  int64_t max_total_bytes;  /* bytes of the buffers one execution holds at once, its inputs
+                               for the whole run (default 4 GiB) */
   uint32_t max_name_len;    /* node name bytes (default 4096) */
   int64_t max_json_values;  /* elements of one tensor written as JSON "values" (default 2^24);
                                larger outputs must ask for base64 or blob */
