@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "viewlower/graph.h"
 #include "viewlower/service.h"
 #include "wire/service_internal.h"
 
@@ -180,12 +181,78 @@ static void lends_reads_the_json_alone_and_refuses_work_on_the_bytes(void **stat
   cJSON_Delete(params);
 }
 
+/* validate of graph given as text (a raw item) and as its tree, under max_nodes 3: both get
+ * status want at path want_path with the same message. */
+static void expect_raw_as_tree(const char *graph, vl_status want, const char *want_path,
+                               const char *want_message) {
+  vl_limits lim;
+  vl_limits_default(&lim);
+  lim.max_nodes = 3;
+  for (int raw = 0; raw < 2; raw++) {
+    cJSON *params = cJSON_CreateObject();
+    cJSON *g = raw ? cJSON_CreateRaw(graph) : cJSON_Parse(graph);
+    assert_non_null(g);
+    cJSON_AddItemToObject(params, "graph", g);
+    cJSON *result = NULL;
+    vl_buf out = {0};
+    vl_error err;
+    vl_status st = vl_service_call("validate", params, NULL, 0, &lim, &result, &out, NULL, &err);
+    assert_int_equal(st, want);
+    assert_string_equal(err.path, want_path);
+    assert_string_equal(err.message, want_message);
+    cJSON_Delete(result);
+    vl_buf_free(&out);
+    cJSON_Delete(params);
+  }
+}
+
+#define PLACEHOLDER(name)                                                                          \
+  "{\"name\":\"" name "\",\"op\":\"placeholder\",\"kind\":\"user_input\",\"val\":{\"dtype\":"      \
+  "\"float32\",\"shape\":[2]}}"
+
+/* A raw graph is answered as its tree without building one: more nodes than the limit is the
+ * tree's first refusal, before a bad node that comes earlier (counted over the text, also when
+ * "nodes" is given twice: the first counts, as a tree's lookup finds it); within the limit, the
+ * bad node; an unknown key with a large value, the key. */
+static void a_raw_graph_gets_the_answer_of_its_tree(void **state) {
+  (void)state;
+  const char *over = "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[" PLACEHOLDER(
+      "a") ",{\"name\":\"b\",\"op\":\"frobnicate\"}," PLACEHOLDER("c") "," PLACEHOLDER(
+      "d") ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"a\"]}]}";
+  expect_raw_as_tree(over, VL_ERR_TOO_LARGE, "/graph/nodes", "the graph has more than 3 nodes");
+  const char *twice = "{\"nodes\":[1,2,3,4],\"format\":\"viewlower.graph\",\"nodes\":[]}";
+  expect_raw_as_tree(twice, VL_ERR_TOO_LARGE, "/graph/nodes", "the graph has more than 3 nodes");
+  const char *within = "{\"format\":\"viewlower.graph\",\"version\":1,\"nodes\":[" PLACEHOLDER(
+      "a") ",{\"name\":\"b\",\"op\":\"frobnicate\"},{\"name\":\"out\",\"op\":\"output\","
+           "\"args\":[\"a\"]}]}";
+  vl_limits lim;
+  vl_limits_default(&lim);
+  lim.max_nodes = 3;
+  vl_graph *g = NULL;
+  vl_error want;
+  assert_int_not_equal(vl_graph_parse(within, strlen(within), &lim, &g, &want), VL_OK);
+  char path[VL_ERROR_PATH_MAX + 8];
+  snprintf(path, sizeof path, "/graph%s", want.path);
+  assert_string_equal(path, "/graph/nodes/1/op");
+  expect_raw_as_tree(within, want.code, path, want.message);
+  /* a key the format does not know, whose value (100,000 zeros) is not built as a tree */
+  size_t n = 100000;
+  char *unknown = malloc(2 * n + 64);
+  assert_non_null(unknown);
+  size_t at = (size_t)sprintf(unknown, "{\"x\":[");
+  for (size_t i = 0; i < n; i++) at += (size_t)sprintf(unknown + at, i ? ",0" : "0");
+  sprintf(unknown + at, "]}");
+  expect_raw_as_tree(unknown, VL_ERR_INVALID_GRAPH, "/graph/x", "unknown key \"x\"");
+  free(unknown);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_contiguous_reshape_lends_the_input_bytes),
       cmocka_unit_test(a_reordering_copy_or_another_encoding_is_not_lent),
       cmocka_unit_test(a_failed_view_copy_lends_nothing),
       cmocka_unit_test(lends_reads_the_json_alone_and_refuses_work_on_the_bytes),
+      cmocka_unit_test(a_raw_graph_gets_the_answer_of_its_tree),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

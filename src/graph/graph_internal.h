@@ -33,4 +33,12 @@ bool vl__node_is_inplace(const vl_node *n);
  * nodes whose size argument, val and base agree. */
 vl_status vl__graph_check(vl_graph *g, vl_error *err);
 
+/* The first check vl_graph_from_json makes of a tree, before any node is read, made over a
+ * text by the streaming reader's check (no tape, no tree): VL_ERR_TOO_LARGE at "/nodes" with
+ * the tree's message when the text's "nodes" array (the first member of that name of the root
+ * object, as a tree's lookup finds it) has more entries than lim->max_nodes, else VL_OK (also
+ * for a text that is no object, or whose JSON breaks before the count passes the limit). */
+vl_status vl__graph_text_bounds(const char *json, size_t len, const vl_limits *lim,
+                                vl_error *err);
+
 #endif

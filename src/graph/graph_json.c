@@ -1060,6 +1060,12 @@ static bool nested_deeper(const cJSON *j, int budget) {
   return false;
 }
 
+/* tree_bounds' first refusal, also made of a text (vl__graph_text_bounds). */
+static vl_status too_many_nodes(const vl_limits *lim, vl_error *err) {
+  return vl_error_set(err, VL_ERR_TOO_LARGE, "/nodes", "the graph has more than %lld nodes",
+                      (long long)lim->max_nodes);
+}
+
 /* Checks of a tree that its text form would not show in time: more nodes than the limit
  * (refused before any per-node work), and arguments nested deeper than cJSON itself nests
  * (a tree built with the cJSON API has no limit; every walk over arguments recurses). */
@@ -1067,10 +1073,7 @@ static vl_status tree_bounds(const cJSON *root, const vl_limits *lim, vl_error *
   const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes");
   uint32_t i = 0;
   for (const cJSON *n = cJSON_IsArray(nodes) ? nodes->child : NULL; n != NULL; n = n->next, i++) {
-    if (i >= lim->max_nodes) {
-      return vl_error_set(err, VL_ERR_TOO_LARGE, "/nodes", "the graph has more than %lld nodes",
-                          (long long)lim->max_nodes);
-    }
+    if (i >= lim->max_nodes) return too_many_nodes(lim, err);
   }
   i = 0;
   for (const cJSON *n = cJSON_IsArray(nodes) ? nodes->child : NULL; n != NULL; n = n->next, i++) {
@@ -1116,6 +1119,40 @@ vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph *
   st = parse_text(text, len, lim, true, CJSON_NESTING_LIMIT + TREE_DEPTH_SLACK, out, err);
   free(text);
   return st;
+}
+
+/* The entries of the array r is at, counted up to past max (each checked, not read). */
+static bool array_over(vl__jr *r, uint32_t max) {
+  uint32_t count = 0;
+  bool more = false;
+  for (bool first = vl__jr_open(r, '['); first || more; first = false) {
+    if (!vl__jr_next(r, ']', first, &more) || !more) return false;
+    if (++count > max) return true;
+    if (!vl__jr_check_value(r)) return false;
+  }
+  return false;
+}
+
+vl_status vl__graph_text_bounds(const char *json, size_t len, const vl_limits *lim,
+                                vl_error *err) {
+  vl_limits dflt;
+  lim = vl__limits_or_default(lim, &dflt);
+  vl__jr r;
+  vl__jr_init(&r, json, len);
+  bool over = false, more = false;
+  for (bool first = vl__jr_open(&r, '{'); first || more; first = false) {
+    if (!vl__jr_next(&r, '}', first, &more) || !more || !vl__jr_key(&r)) break;
+    if (vl__jt_is(&r, 0, "nodes")) { /* the first "nodes" is the one a tree's lookup finds */
+      size_t i = r.pos;
+      while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r'))
+        i++;
+      over = i < len && json[i] == '[' && array_over(&r, lim->max_nodes);
+      break;
+    }
+    if (!vl__jr_check_value(&r)) break;
+  }
+  vl__jr_free(&r);
+  return over ? too_many_nodes(lim, err) : VL_OK;
 }
 
 vl_status vl_graph_parse(const char *json, size_t len, const vl_limits *lim, vl_graph **out,

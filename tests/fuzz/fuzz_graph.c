@@ -6,11 +6,16 @@
  * lowering); the report's counts add up (SPEC §3: replaced + kept + removed_dead =
  * view_copy_nodes, one decision per remaining view_copy); lowering a lowered graph changes
  * nothing; every error is well formed. The lowering options are picked from a hash of the
- * input, so every policy is exercised. */
+ * input, so every policy is exercised. A text that is JSON gets the answer its tree gets from
+ * vl_graph_from_json, as the service answers a raw graph (vl__graph_text_bounds counting the
+ * nodes over the text as the tree counts them). */
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "base/json_util.h"
 #include "fuzz.h"
+#include "graph/graph_internal.h"
 #include "viewlower/graph.h"
 #include "viewlower/lower.h"
 
@@ -156,6 +161,49 @@ static void check_idempotent(const char *lowered, const vl_lower_options *o, con
   vl_graph_free(g);
 }
 
+/* A text and its tree (when it is JSON) get the same answer: the same status, path and
+ * message (vl_service_call promises this of a raw graph), or, when the tree has more nodes
+ * than the limit, the tree's "more than" refusal, which it gives before any node is read. */
+static void check_text_as_tree(const uint8_t *data, size_t size, const vl_limits *lim,
+                               vl_status st, const vl_error *err) {
+  if (memchr(data, '\0', size) != NULL) return; /* a raw graph is a C string: NUL-free */
+  cJSON *tree = NULL;
+  size_t at = 0;
+  if (vl__json_parse_one((const char *)data, size, false, &tree, &at) != VL__JSON_OK) {
+    FUZZ_CHECK(st != VL_OK); /* no JSON: the text parser refused it too */
+    cJSON_Delete(tree);
+    return;
+  }
+  vl_graph *g = NULL;
+  vl_error e;
+  vl_error_clear(&e);
+  vl_status t = vl_graph_from_json(tree, lim, &g, &e);
+  vl_graph_free(g);
+  const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(tree, "nodes");
+  bool over = cJSON_IsArray(nodes) && (uint32_t)cJSON_GetArraySize(nodes) > lim->max_nodes;
+  cJSON_Delete(tree);
+  /* the service's count of the nodes over the text, without a tree, as the tree counts them */
+  vl_error b;
+  vl_error_clear(&b);
+  vl_status bounds = vl__graph_text_bounds((const char *)data, size, lim, &b);
+  FUZZ_CHECK((bounds != VL_OK) == over);
+  FUZZ_CHECK(!over || (bounds == VL_ERR_TOO_LARGE && strcmp(b.path, e.path) == 0 &&
+                       strcmp(b.message, e.message) == 0));
+  if (t == VL_ERR_NOMEM || st == VL_ERR_NOMEM) return;
+  if (over) {
+    FUZZ_CHECK(t == VL_ERR_TOO_LARGE && strcmp(e.path, "/nodes") == 0);
+    return;
+  }
+  if (t != st || (st != VL_OK && (strcmp(e.path, err->path) != 0 ||
+                                  strcmp(e.message, err->message) != 0))) {
+    fprintf(stderr, "text: %d %s: %s\ntree: %d %s: %s\n", (int)st, err->path, err->message,
+            (int)t, e.path, e.message);
+  }
+  FUZZ_CHECK(t == st);
+  FUZZ_CHECK(st == VL_OK || (strcmp(e.path, err->path) == 0 &&
+                             strcmp(e.message, err->message) == 0));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vl_limits lim;
   fuzz_limits(&lim);
@@ -163,6 +211,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   vl_error err;
   vl_error_clear(&err);
   vl_status st = vl_graph_parse((const char *)data, size, &lim, &g, &err);
+  check_text_as_tree(data, size, &lim, st, &err);
   if (st != VL_OK) {
     fuzz_check_error(st, &err);
     FUZZ_CHECK(g == NULL);
