@@ -128,8 +128,8 @@ static void unlink_work(work *w) {
 /* ---- any thread ------------------------------------------------------------------------ */
 
 /* Reads the request: scanned (vl__rpc_request_scan) when scan allows, else by the strict
- * reader. A scanned graph is the frame's own text (no copy; the frame outlives the call), so a
- * 14 MB lowering peaks at about 5 times its text instead of 17 times as a tree. */
+ * reader. A scanned graph is the frame's own text (no copy; the frame outlives the call): a
+ * 100,000-node lowering of 17.9 MB peaked at 76 MB of RSS, 286 MB when read as a tree. */
 static vl_status parse(work *w, bool scan, vl_error *err) {
   char *json = w->frame.json;
   size_t len = w->frame.json_len;
@@ -212,7 +212,7 @@ static void serve(work *w, vl_status s, vl_error *err, bool on_pool) {
       /* The scan left the graph's text unchecked and it is no JSON value: a failed call is
        * answered as the strict reader has it (its errors, in its order), reading the request
        * again. A graph of valid JSON would fail the same way again: a large invalid graph is
-       * not read twice, nor built as a tree (17 times its text). */
+       * not read twice, nor built as a tree (16 times its text). */
       vl__rpc_request_restore(&w->rpc);
       vl__rpc_request_free(&w->rpc);
       vl_buf_free(&w->payload);
