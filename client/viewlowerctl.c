@@ -265,14 +265,14 @@ static bool one_json_value(const char *text, size_t len) {
   return ok;
 }
 
-/* A GRAPH file. In process, a file that is one JSON value goes to the service as its text in a
- * raw item, which the core's graph parser reads without a tree (service.h): a tree of the file
- * costs ~15 times its size (a 14 MB graph of 100,000 nodes peaked at 217 MB of RSS as a tree),
- * and the service gives a text the result and errors its tree would get. Any other file takes
- * read_json's path, so that its error is worded as before. Over the socket the file is sent as
- * a tree, as it always was. */
-static cJSON *read_graph(const ctl *c, const char *path, vl_error *err) {
-  if (!c->local) return read_json(path, err);
+/* A GRAPH file. A file that is one JSON value goes to the service as its text in a raw item,
+ * which the core's graph parser reads without a tree (service.h): a tree of the file costs ~15
+ * times its size (a 14 MB graph of 100,000 nodes peaked at 217 MB of RSS as a tree), and the
+ * service gives a text the result and errors its tree would get. Over the socket the request
+ * carries that text as it is (the writer copies a raw item verbatim), which the daemon reads
+ * without a tree too. Any other file takes read_json's path, so that its error is worded as
+ * before. */
+static cJSON *read_graph(const char *path, vl_error *err) {
   size_t len;
   vl_error_clear(err);
   char *text = read_file(path, &len, err);
@@ -442,7 +442,7 @@ static cJSON *options_json(const ctl *c) {
 
 /* Builds {"graph": <file>, extra...}; takes no ownership of extra. */
 static cJSON *graph_params(ctl *c, const char *file, bool with_options, vl_error *err) {
-  cJSON *graph = read_graph(c, file, err);
+  cJSON *graph = read_graph(file, err);
   if (graph == NULL) return NULL;
   cJSON *params = cJSON_CreateObject();
   if (params == NULL || !cJSON_AddItemToObject(params, "graph", graph)) {
