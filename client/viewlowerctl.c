@@ -243,54 +243,33 @@ static cJSON *parse_json(const char *text, size_t len, vl_error *err) {
   return doc;
 }
 
-static cJSON *read_json(const char *path, vl_error *err) {
+/* path's text as one JSON value: a tree, or with raw a raw item that takes the text when it
+ * is one JSON value (any other text is parsed, so that its error is worded as before). */
+static cJSON *read_json_as(const char *path, bool raw, vl_error *err) {
   size_t len;
   vl_error_clear(err);
   char *text = read_file(path, &len, err);
   if (text == NULL) return NULL;
+  if (raw && vl__json_is_one_value(text, len)) {
+    cJSON *item = vl__json_raw_take(text); /* no copy */
+    if (item == NULL) vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+    return item;
+  }
   cJSON *doc = parse_json(text, len, err);
   free(text);
   return doc;
 }
 
-/* Is text[0..len) one JSON value that vl__json_parse_one takes, and free of NUL bytes (a raw
- * item is a C string)? The streaming reader checks it as strictly, with a tape of one entry, so
- * no tree is built to find out. */
-static bool one_json_value(const char *text, size_t len) {
-  if (memchr(text, '\0', len) != NULL) return false;
-  vl__jr r;
-  vl__jr_init(&r, text, len);
-  bool ok = vl__jr_check_value(&r) && vl__jr_end(&r, false);
-  vl__jr_free(&r);
-  return ok;
+static cJSON *read_json(const char *path, vl_error *err) {
+  return read_json_as(path, false, err);
 }
 
-/* A GRAPH file. A file that is one JSON value goes to the service as its text in a raw item,
- * which the core's graph parser reads without a tree (service.h): a tree of the file costs ~15
- * times its size (a 14 MB graph of 100,000 nodes peaked at 217 MB of RSS as a tree), and the
- * service gives a text the result and errors its tree would get. Over the socket the request
- * carries that text as it is (the writer copies a raw item verbatim), which the daemon reads
- * without a tree too. Any other file takes read_json's path, so that its error is worded as
- * before. */
+/* A GRAPH file, as its text in a raw item when it is one JSON value: the core's graph parser
+ * reads it without a tree (service.h), in process and in the daemon (the request writer copies
+ * a raw item verbatim), and gives it the result and errors its tree would get; a tree of the
+ * file costs ~15 times its size (a 14 MB graph of 100,000 nodes peaked at 217 MB of RSS). */
 static cJSON *read_graph(const char *path, vl_error *err) {
-  size_t len;
-  vl_error_clear(err);
-  char *text = read_file(path, &len, err);
-  if (text == NULL) return NULL;
-  if (!one_json_value(text, len)) {
-    cJSON *doc = parse_json(text, len, err);
-    free(text);
-    return doc;
-  }
-  cJSON *raw = cJSON_CreateRaw("");
-  if (raw == NULL) {
-    free(text);
-    vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
-    return NULL;
-  }
-  cJSON_free(raw->valuestring); /* the item takes the text (read_file's malloc): no copy */
-  raw->valuestring = text;
-  return raw;
+  return read_json_as(path, true, err);
 }
 
 /* ---- transport ---- */

@@ -200,19 +200,23 @@ static void memory_view_reads_its_base_through_its_own_layout(void **state) {
   vl_graph_free(g);
 }
 
+/* x [2,3]; base, a clone of x; v, a memory.view of base as [6]; b2, base added to itself in
+ * place (the nodes two tests share, each adding its own readers). */
+#define BASE_VIEW_ADD_NODES                                                                        \
+  "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "                  \
+  "\"shape\": [2,3]}},"                                                                            \
+  "{\"name\": \"base\", \"op\": \"call_function\", \"target\": \"aten.clone.default\","            \
+  " \"args\": [\"x\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"                      \
+  "{\"name\": \"v\", \"op\": \"call_function\", \"target\": \"memory.view\", "                     \
+  "\"alias_of\": \"base\","                                                                        \
+  " \"args\": [\"base\", [6]], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"                \
+  "{\"name\": \"b2\", \"op\": \"call_function\", \"target\": \"aten.add_.Tensor\","                \
+  " \"args\": [\"base\", \"base\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+
 static void in_place_add_writes_the_base_that_a_memory_view_reads(void **state) {
   (void)state;
   const char *json =
-      HEAD "\"nodes\": ["
-           "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
-           "\"shape\": [2,3]}},"
-           "{\"name\": \"base\", \"op\": \"call_function\", \"target\": \"aten.clone.default\","
-           " \"args\": [\"x\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-           "{\"name\": \"v\", \"op\": \"call_function\", \"target\": \"memory.view\", "
-           "\"alias_of\": \"base\","
-           " \"args\": [\"base\", [6]], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
-           "{\"name\": \"b2\", \"op\": \"call_function\", \"target\": \"aten.add_.Tensor\","
-           " \"args\": [\"base\", \"base\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+      HEAD "\"nodes\": [" BASE_VIEW_ADD_NODES
            "{\"name\": \"r\", \"op\": \"call_function\", \"target\": \"aten.relu.default\","
            " \"args\": [\"v\"], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
            "{\"name\": \"out\", \"op\": \"output\", \"args\": [\"r\", \"b2\", \"x\"]}]}";
@@ -472,16 +476,7 @@ static void a_storage_shared_by_a_view_and_in_place_writes_lives_until_its_last_
     void **state) {
   (void)state;
   const char *json =
-      HEAD "\"nodes\": ["
-           "{\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\", "
-           "\"shape\": [2,3]}},"
-           "{\"name\": \"base\", \"op\": \"call_function\", \"target\": \"aten.clone.default\","
-           " \"args\": [\"x\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
-           "{\"name\": \"v\", \"op\": \"call_function\", \"target\": \"memory.view\", "
-           "\"alias_of\": \"base\","
-           " \"args\": [\"base\", [6]], \"val\": {\"dtype\": \"float32\", \"shape\": [6]}},"
-           "{\"name\": \"b2\", \"op\": \"call_function\", \"target\": \"aten.add_.Tensor\","
-           " \"args\": [\"base\", \"base\"], \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"
+      HEAD "\"nodes\": [" BASE_VIEW_ADD_NODES
            "{\"name\": \"m\", \"op\": \"call_function\", \"target\": \"aten.mul.Tensor\","
            " \"args\": [\"x\", 3.0], \"kwargs\": {\"out\": \"base\"},"
            " \"val\": {\"dtype\": \"float32\", \"shape\": [2,3]}},"

@@ -320,6 +320,14 @@ bool vl__jr_key(vl__jr *r) {
   return true;
 }
 
+bool vl__json_is_one_value(const char *text, size_t len) {
+  vl__jr r;
+  vl__jr_init(&r, text, len);
+  bool ok = vl__jr_check_value(&r) && vl__jr_end(&r, false);
+  vl__jr_free(&r);
+  return ok;
+}
+
 bool vl__jr_end(vl__jr *r, bool nul_tail_ok) {
   if (r->problem != VL__JSON_OK) return false;
   size_t p = r->pos;

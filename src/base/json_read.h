@@ -73,6 +73,9 @@ uint32_t vl__jr_value(vl__jr *r);
 bool vl__jr_check_value(vl__jr *r);
 /* After the document's value: only whitespace may follow (or NUL bytes, when nul_tail_ok). */
 bool vl__jr_end(vl__jr *r, bool nul_tail_ok);
+/* Is text[0..len) exactly one JSON value, as strictly as vl__json_parse_one takes it (no NUL
+ * byte anywhere: a raw one is a control byte or trailing data)? Checked without a tape or tree. */
+bool vl__json_is_one_value(const char *text, size_t len);
 
 /* Tape access. */
 static inline const char *vl__jt_bytes(const vl__jr *r, uint32_t i) {

@@ -505,6 +505,27 @@ vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_
   return VL__JSON_OK;
 }
 
+/* A raw item whose string is text, in place of the copy cJSON_CreateRaw makes. */
+static cJSON *raw_item(char *text) {
+  cJSON *raw = cJSON_CreateRaw("");
+  if (raw == NULL) return NULL;
+  cJSON_free(raw->valuestring);
+  raw->valuestring = text;
+  return raw;
+}
+
+cJSON *vl__json_raw_take(char *text) {
+  cJSON *raw = text != NULL ? raw_item(text) : NULL;
+  if (raw == NULL) free(text);
+  return raw;
+}
+
+cJSON *vl__json_raw_borrow(const char *text) {
+  cJSON *raw = raw_item((char *)(uintptr_t)text); /* never written: a reference is not freed */
+  if (raw != NULL) raw->type |= cJSON_IsReference;
+  return raw;
+}
+
 size_t vl__json_find_nul_escape(const char *text, size_t len) {
   /* Escapes only occur inside strings; a backslash escapes the next character, so "\\u0000"
    * (an escaped backslash, then "u0000") is text, not a NUL. */

@@ -66,6 +66,12 @@ vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_
  * surrogate escape without its other half (at its backslash), what is wrong with the number that
  * starts there ("a number may not have a leading zero", ...), or "" for anything else. */
 const char *vl__json_malformed_reason(const char *text, size_t len, size_t at);
+/* A cJSON raw item holding text (NUL-terminated, one JSON value), without a copy. take: the item
+ * owns text (malloc'd; cJSON_Delete frees it), and text is freed when the item cannot be made.
+ * borrow: the item only points at text (a reference: cJSON_Delete leaves it), which must
+ * outlive it. NULL when out of memory. */
+cJSON *vl__json_raw_take(char *text);
+cJSON *vl__json_raw_borrow(const char *text);
 /* Does the string hold valid UTF-8 and no NUL before len? */
 bool vl__utf8_valid(const char *s, size_t len);
 

@@ -1121,7 +1121,8 @@ vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph *
   return st;
 }
 
-/* The entries of the array r is at, counted up to past max (each checked, not read). */
+/* Does the value r is at hold more than max entries, if it is an array (each checked, not
+ * read)? false for any other value, whose failed open ends the caller's reading. */
 static bool array_over(vl__jr *r, uint32_t max) {
   uint32_t count = 0;
   bool more = false;
@@ -1143,10 +1144,7 @@ vl_status vl__graph_text_bounds(const char *json, size_t len, const vl_limits *l
   for (bool first = vl__jr_open(&r, '{'); first || more; first = false) {
     if (!vl__jr_next(&r, '}', first, &more) || !more || !vl__jr_key(&r)) break;
     if (vl__jt_is(&r, 0, "nodes")) { /* the first "nodes" is the one a tree's lookup finds */
-      size_t i = r.pos;
-      while (i < len && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r'))
-        i++;
-      over = i < len && json[i] == '[' && array_over(&r, lim->max_nodes);
+      over = array_over(&r, lim->max_nodes);
       break;
     }
     if (!vl__jr_check_value(&r)) break;

@@ -412,10 +412,14 @@ static size_t b64_decode(const char *s, size_t len, uint8_t *dst) {
   return len;
 }
 
+uint64_t vl__base64_len(uint64_t n) {
+  return n / 3 * 4 + (n % 3 != 0 ? 4 : 0); /* padded to whole quads */
+}
+
 /* Standard alphabet with padding; NULL when out of memory. Caller frees. */
 static char *b64_encode(const uint8_t *p, size_t n) {
   if (n / 3 >= (SIZE_MAX - 8) / 4) return NULL;
-  size_t len = (n + 2) / 3 * 4;
+  size_t len = (size_t)vl__base64_len(n);
   char *out = malloc(len + 1);
   if (out == NULL) return NULL;
   char *o = out;

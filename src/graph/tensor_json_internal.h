@@ -16,4 +16,7 @@ vl_status vl__tensor_from_json_lendable(const cJSON *obj, const uint8_t *payload
                                         size_t payload_len, const vl_limits *lim, vl_tensor *view,
                                         vl_error *err);
 
+/* Characters of the padded base64 text of n bytes ("data"). */
+uint64_t vl__base64_len(uint64_t n);
+
 #endif

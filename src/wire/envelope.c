@@ -241,12 +241,7 @@ vl_status vl__rpc_request_parse(const char *json, size_t len, vl__rpc_request *r
 bool vl__rpc_request_graph_checked(const vl__rpc_request *req) {
   const cJSON *g = req->params != NULL ? cJSON_GetObjectItemCaseSensitive(req->params, "graph")
                                        : NULL;
-  if (!cJSON_IsRaw(g)) return true;
-  vl__jr r;
-  vl__jr_init(&r, g->valuestring, strlen(g->valuestring));
-  bool ok = vl__jr_check_value(&r) && vl__jr_end(&r, false);
-  vl__jr_free(&r);
-  return ok;
+  return !cJSON_IsRaw(g) || vl__json_is_one_value(g->valuestring, strlen(g->valuestring));
 }
 
 void vl__rpc_request_restore(vl__rpc_request *req) {
@@ -328,11 +323,8 @@ static cJSON *scan_graph(vl__jr *r, vl__rpc_request *req) {
   if (end >= r->len || r->depth + depth > r->max_depth || memchr(r->text + i, '\0', end - i)) {
     return NULL;
   }
-  cJSON *raw = cJSON_CreateRaw("");
+  cJSON *raw = vl__json_raw_borrow(r->text + i);
   if (raw == NULL) return NULL;
-  cJSON_free(raw->valuestring);
-  raw->valuestring = (char *)(uintptr_t)(r->text + i); /* the scan's caller lends it writable */
-  raw->type |= cJSON_IsReference;
   req->cut = end;
   r->pos = end;
   return raw;

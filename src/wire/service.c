@@ -129,15 +129,7 @@ static cJSON *values_raw(const vl_tensor *t) {
     logical_step(&t->spec, strides, idx, &off);
   }
   vl__jw_char(&w, ']');
-  char *text = vl__jw_finish(&w, NULL);
-  cJSON *raw = text != NULL ? cJSON_CreateRaw("") : NULL;
-  if (raw == NULL) {
-    free(text);
-    return NULL;
-  }
-  cJSON_free(raw->valuestring); /* the item takes the text: no copy */
-  raw->valuestring = text;
-  return raw;
+  return vl__json_raw_take(vl__jw_finish(&w, NULL)); /* the item takes the text: no copy */
 }
 
 /* t as tensor JSON; "values" streamed (values_raw), the other encodings by tensor_json. */
@@ -174,7 +166,7 @@ static uint64_t encoded_min_bytes(const vl_spec *spec, vl_encoding enc) {
   uint64_t n = (uint64_t)nbytes;
   switch (enc) {
   case VL_ENCODING_BLOB: return n;
-  case VL_ENCODING_BASE64: return n / 3 * 4 + (n % 3 != 0 ? 4 : 0);
+  case VL_ENCODING_BASE64: return vl__base64_len(n);
   default: return (uint64_t)numel * 2;
   }
 }
