@@ -193,6 +193,32 @@ static void patch_embedding_flatten_of_channels_last_is_kept_in_both_spellings(v
   }
 }
 
+/* Messages are cut at 767 bytes exactly where snprintf would cut them (the report formats them
+ * itself). */
+static void long_names_cut_messages_as_snprintf_would(void **state) {
+  (void)state;
+  for (size_t len = 600; len <= 800; len += 100) {
+    char name[801], graph[4096], want[2048];
+    memset(name, 'b', len);
+    name[len] = '\0';
+    snprintf(graph, sizeof graph,
+             HEAD PH("x", "float32", "[1,2,2,3]") CALLK("%s", "dim_order_ops._to_dim_order_copy.default",
+                                                        "[\"x\"]", "{\"dim_order\":[0,2,3,1]}",
+                                                        VAL("[1,2,2,3]", "[0,2,3,1]"))
+                 VIEW("flat", "%s", "[1,2,-1]", "[1,2,6]", "[0,1,2]")
+                     CALL("tokens", "aten.permute_copy.default", "[\"flat\",[0,2,1]]",
+                          VAL("[1,6,2]", "[0,1,2]")) OUT("[\"tokens\"]"),
+             name, name);
+    lowered l = lower_safe(graph);
+    snprintf(want, sizeof want, "base %s has dim_order [0,2,3,1]; viewing it as contiguous [1,2,6] "
+             "would reorder elements", name);
+    want[767] = '\0';
+    assert_string_equal(decision(&l, "flat")->message, want);
+    assert_int_equal(strlen(decision(&l, "flat")->message), len < 700 ? strlen(want) : 767);
+    done(&l);
+  }
+}
+
 static void patch_embedding_with_a_contiguous_base_is_replaced(void **state) {
   (void)state;
   lowered l = lower_safe(HEAD PH("x", "float32", "[1,2,2,3]")
@@ -1277,6 +1303,7 @@ int main(void) {
       cmocka_unit_test(the_channel_shuffle_keeps_exactly_one_copy_its_transpose),
       cmocka_unit_test(two_transposes_that_do_not_cancel_merge_into_one_strided_copy),
       cmocka_unit_test(arguments_that_give_no_view_are_named_in_the_message),
+      cmocka_unit_test(long_names_cut_messages_as_snprintf_would),
       cmocka_unit_test(a_qkv_split_by_slices_is_three_aliases_at_offsets),
       cmocka_unit_test(a_slice_of_an_inner_dim_or_with_a_step_stays_a_copy),
       cmocka_unit_test(a_transpose_of_a_contiguous_weight_stays_a_copy_without_param_layouts),
