@@ -319,6 +319,54 @@ static vl_status call(ctl *c, const char *method, const cJSON *params, const vl_
   return vl_client_call(c->client, method, params, p, n, result, out_payload, err);
 }
 
+/* A result kept as the daemon's text (a raw item: printed as it came, never a tree; a lowered
+ * graph's tree costs ~15 times its text), or with key only that member's text. */
+static vl_status result_as_raw(char *text, size_t len, const char *key, cJSON **result,
+                               vl_error *err) {
+  size_t off = 0, n = len;
+  if (key != NULL && !vl__json_member_span(text, len, key, &off, &n)) {
+    free(text);
+    return vl_error_set(err, VL_ERR_PROTOCOL, "", "the daemon's result has no \"%s\"", key);
+  }
+  memmove(text, text + off, n);
+  text[n] = '\0';
+  if ((*result = vl__json_raw_take(text)) == NULL) {
+    free(text);
+    return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory");
+  }
+  return VL_OK;
+}
+
+/* A request answered by a result that is only printed: over the socket received as text
+ * (result_as_raw); in process the service's tree, which holds the graph as a raw item already.
+ * With key, only that member of the result. */
+static vl_status call_for_print(ctl *c, const char *method, const cJSON *params, const char *key,
+                                cJSON **result, vl_error *err) {
+  *result = NULL;
+  if (c->local) {
+    cJSON *whole = NULL;
+    vl_status st = call(c, method, params, NULL, &whole, NULL, err);
+    if (st != VL_OK || key == NULL) {
+      *result = whole;
+      return st;
+    }
+    *result = cJSON_DetachItemFromObjectCaseSensitive(whole, key);
+    cJSON_Delete(whole);
+    return *result != NULL ? VL_OK
+                           : vl_error_set(err, VL_ERR_PROTOCOL, "", "the result has no \"%s\"", key);
+  }
+  vl_error_clear(err);
+  vl_status st = connect_daemon(c, err);
+  if (st == VL_OK) st = vl_client_send(c->client, 0, method, params, NULL, 0, err);
+  if (st != VL_OK) return st;
+  uint64_t id = 0;
+  char *text = NULL;
+  size_t len = 0;
+  st = vl_client_recv_text(c->client, &id, &text, &len, NULL, err);
+  if (st != VL_OK) return st;
+  return result_as_raw(text, len, key, result, err);
+}
+
 /* Puts json where item is in parent (keeping item's key) and frees item. */
 static bool replace_item(cJSON *parent, cJSON *item, cJSON *json) {
   if (json == NULL) return false;
@@ -444,10 +492,10 @@ static int simple_graph_command(ctl *c, const char *method, bool with_options, c
   vl_error err;
   cJSON *params = graph_params(c, c->positional[0], with_options, &err), *result = NULL;
   if (params == NULL) return report(c->positional[0], &err);
-  vl_status st = call(c, method, params, NULL, &result, NULL, &err);
+  vl_status st = call_for_print(c, method, params, key, &result, &err);
   cJSON_Delete(params);
   if (st != VL_OK) return report(c->positional[0], &err);
-  int rc = write_json(c->out, key ? cJSON_GetObjectItem(result, key) : result);
+  int rc = write_json(c->out, result);
   cJSON_Delete(result);
   return rc;
 }
@@ -616,7 +664,10 @@ static void lower_many_remote(ctl *c, outcome *o, bool *answered) {
     if (inflight == 0) continue;
     uint64_t id = VL_CLIENT_NO_ID;
     cJSON *result = NULL;
-    vl_status st = vl_client_recv(c->client, &id, &result, NULL, &err);
+    char *text = NULL;
+    size_t len = 0;
+    vl_status st = vl_client_recv_text(c->client, &id, &text, &len, NULL, &err);
+    if (st == VL_OK) st = result_as_raw(text, len, NULL, &result, &err); /* kept as its text */
     if (vl_client_is_transport_error(st) || id >= c->n_positional || answered[id]) {
       cJSON_Delete(result);
       if (!vl_client_is_transport_error(st)) {

@@ -328,6 +328,26 @@ bool vl__json_is_one_value(const char *text, size_t len) {
   return ok;
 }
 
+bool vl__json_member_span(const char *text, size_t len, const char *key, size_t *off, size_t *n) {
+  vl__jr r;
+  vl__jr_init(&r, text, len);
+  bool found = false, more = false, ok = vl__jr_open(&r, '{');
+  for (bool first = true; ok && vl__jr_next(&r, '}', first, &more) && more; first = false) {
+    ok = vl__jr_key(&r) && skip_ws(&r);
+    bool want = ok && !found && vl__jt_is(&r, 0, key);
+    size_t start = r.pos;
+    ok = ok && vl__jr_check_value(&r);
+    if (ok && want) {
+      found = true;
+      *off = start;
+      *n = r.pos - start;
+    }
+  }
+  ok = ok && r.problem == VL__JSON_OK && vl__jr_end(&r, false);
+  vl__jr_free(&r);
+  return ok && found;
+}
+
 bool vl__jr_end(vl__jr *r, bool nul_tail_ok) {
   if (r->problem != VL__JSON_OK) return false;
   size_t p = r->pos;

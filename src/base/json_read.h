@@ -76,6 +76,9 @@ bool vl__jr_end(vl__jr *r, bool nul_tail_ok);
 /* Is text[0..len) exactly one JSON value, as strictly as vl__json_parse_one takes it (no NUL
  * byte anywhere: a raw one is a control byte or trailing data)? Checked without a tape or tree. */
 bool vl__json_is_one_value(const char *text, size_t len);
+/* text[0..len) is one JSON object, checked as strictly: the span of its member key's value
+ * (the first such member) in *off, *n. false when it is no object or has no such member. */
+bool vl__json_member_span(const char *text, size_t len, const char *key, size_t *off, size_t *n);
 
 /* Tape access. */
 static inline const char *vl__jt_bytes(const vl__jr *r, uint32_t i) {
