@@ -238,24 +238,32 @@ static void tensors_over_the_byte_limit_are_refused_before_allocating(void **sta
   vl_tensor_free(t);
 }
 
-/* Tensor storage is zero-filled at every size; below 1 MiB it starts on a 64-byte line (the
- * copy kernels' 64-byte stores), and 0 bytes still get a block. */
-static void tensor_storage_is_zeroed_and_small_tensors_start_on_a_line(void **state) {
+/* Tensor storage is zero-filled at every size and starts on a 64-byte line (the copy kernels'
+ * 64-byte stores; large storage from calloc started 16 bytes past a page), and 0 bytes still get
+ * a block. Each size is asked twice, the first block dirtied and freed in between: a block
+ * glibc hands back again must be cleared too. */
+static void tensor_storage_is_zeroed_and_starts_on_a_line(void **state) {
   (void)state;
-  const int64_t sizes[] = {0, 1, 63, 65, 4097, 150528, (1 << 20) - 1, 1 << 20, (1 << 20) + 3};
+  const int64_t sizes[] = {0,         1,       63,          65,          4097,   150528,
+                           (1 << 20) - 1, 1 << 20, (1 << 20) + 3, 3211264, 3211264 + 17};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-    int64_t shape[] = {sizes[i]};
-    vl_spec s;
-    vl_spec_init(&s, VL_DTYPE_UINT8, 1, shape);
-    vl_tensor *t = NULL;
-    vl_error err;
-    assert_int_equal(vl_tensor_new(&s, NULL, &t, &err), VL_OK);
-    assert_non_null(t->data);
-    assert_int_equal(t->nbytes, sizes[i]);
-    if (sizes[i] < (1 << 20)) assert_int_equal((uintptr_t)t->data % 64, 0);
-    const uint8_t *b = t->data;
-    for (int64_t k = 0; k < sizes[i]; k++) assert_int_equal(b[k], 0);
-    vl_tensor_free(t);
+    for (int again = 0; again < 2; again++) {
+      int64_t shape[] = {sizes[i]};
+      vl_spec s;
+      vl_spec_init(&s, VL_DTYPE_UINT8, 1, shape);
+      vl_tensor *t = NULL;
+      vl_error err;
+      assert_int_equal(vl_tensor_new(&s, NULL, &t, &err), VL_OK);
+      assert_non_null(t->data);
+      assert_int_equal(t->nbytes, sizes[i]);
+      assert_int_equal((uintptr_t)t->data % 64, 0);
+      const uint8_t *b = t->data;
+      int64_t nonzero = 0;
+      for (int64_t k = 0; k < sizes[i]; k++) nonzero += b[k] != 0;
+      assert_int_equal(nonzero, 0);
+      memset(t->data, 0xA5, (size_t)sizes[i]);
+      vl_tensor_free(t);
+    }
   }
 }
 
@@ -327,7 +335,7 @@ int main(void) {
       cmocka_unit_test(view_sizes_infer_one_minus_one),
       cmocka_unit_test(view_size_errors_are_each_reported),
       cmocka_unit_test(tensors_over_the_byte_limit_are_refused_before_allocating),
-      cmocka_unit_test(tensor_storage_is_zeroed_and_small_tensors_start_on_a_line),
+      cmocka_unit_test(tensor_storage_is_zeroed_and_starts_on_a_line),
       cmocka_unit_test(element_stores_follow_the_dtype_rules),
       cmocka_unit_test(shape_texts_are_exact_and_truncate_like_snprintf),
   };

@@ -71,7 +71,7 @@ typedef struct vl_tensor {
 } vl_tensor;
 
 /* Allocates a zero-filled tensor of spec (checked against lim->max_tensor_bytes: VL_ERR_TOO_LARGE).
- * Its data is released by free(); below 1 MiB it starts on a 64-byte boundary. Caller frees with
+ * Its data is released by free() and starts on a 64-byte boundary. Caller frees with
  * vl_tensor_free. */
 VL_API vl_status vl_tensor_new(const vl_spec *spec, const vl_limits *lim, vl_tensor **out,
                                vl_error *err);

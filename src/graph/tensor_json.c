@@ -628,7 +628,8 @@ static vl_status tensor_build(tensor_head *h, const uint8_t *payload, size_t pay
                               const vl_limits *lim, vl_tensor **out, vl_error *err) {
   vl_tensor *t = NULL;
   vl_status st = check_body(h, payload_len, err);
-  if (st == VL_OK) st = vl_tensor_new(&h->spec, lim, &t, err);
+  /* every body kind writes every byte (or the tensor is freed): no clearing first */
+  if (st == VL_OK) st = vl__tensor_new_for_overwrite(&h->spec, lim, &t, err);
   if (st == VL_OK) st = fill_body(h, t, payload, err);
   if (st != VL_OK) {
     vl_tensor_free(t);
