@@ -190,6 +190,7 @@ def trace(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Tuple[Any, 
     from functorch import make_fx
     from functorch.experimental import functionalize
     from torch.nn.utils.stateless import functional_call
+    from torch.utils._pytree import tree_flatten
 
     params = [(n, p.detach()) for n, p in model.named_parameters()]
     buffers = [(n, b) for n, b in model.named_buffers()]
@@ -199,7 +200,10 @@ def trace(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Tuple[Any, 
     def f(*flat: torch.Tensor) -> Any:
         state = dict(zip(names, flat[:len(names)]))
         state.update({alias: state[name] for alias, name in tied.items()})
-        return functional_call(model, state, tuple(flat[len(names):]))
+        out = functional_call(model, state, tuple(flat[len(names):]))
+        # the outputs' leaves in order (lists, tuples, dicts by their values): a named tuple
+        # (GoogLeNetOutputs, InceptionOutputs in train mode) would trace as a call of its class
+        return tree_flatten(out)[0]
 
     state = {n: t for n, t in params + buffers}
     args = [t.clone(memory_format=torch.preserve_format) for _, t in params + buffers]
@@ -209,9 +213,25 @@ def trace(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Tuple[Any, 
             gm = make_fx(functionalize(f, remove="mutations_and_views"))(*args)
     except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError) as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ExportError(f"tracing the model failed: {type(e).__name__}: {first}",
-                          kind="trace_failed")
+        raise ExportError(f"tracing the model failed: {type(e).__name__}: {first}"
+                          f"{_model_frame(e)}", kind="trace_failed")
     return gm, [n for n, _ in params], [n for n, _ in buffers], state
+
+
+def _model_frame(e: BaseException) -> str:
+    """Where in the model's own code e was raised: the innermost frame outside torch, functorch
+    and this module (` (at file.py:line, in function)`), or "" when there is none. A data-dependent
+    branch (detection models' resizing of images) then names the line that asked for a value."""
+    import os
+    import traceback
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if f.filename != __file__ and not f.filename.startswith(torch_dir)
+              and os.sep + "functorch" + os.sep not in f.filename]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f" (at {os.path.basename(f.filename)}:{f.lineno}, in {f.name})"
 
 
 def _tied_names(model: torch.nn.Module, names: Sequence[str]) -> Dict[str, str]:

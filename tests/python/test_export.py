@@ -303,3 +303,18 @@ def test_channels_last_gives_ambiguous_kernels_channels_last_strides_as_module_t
         e = exported(conv, (1, 4, 5, 5), cl=True)
         outs = [n for n in e.graph["nodes"] if n.get("target") == "aten.convolution.default"]
         assert [layout.spec_dim_order(n["val"]) for n in outs] == [[0, 2, 3, 1]]
+
+
+class DataDependent(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # a value asked of a traced tensor
+            return x.flatten(1)
+        return x
+
+
+def test_a_failed_trace_names_the_line_of_the_model_that_caused_it():
+    with pytest.raises(ExportError) as e:
+        exported(DataDependent(), [1, 3, 4, 4])
+    line = DataDependent.forward.__code__.co_firstlineno + 1
+    assert e.value.kind == "trace_failed"
+    assert str(e.value).endswith(f"(at test_export.py:{line}, in forward)"), str(e.value)

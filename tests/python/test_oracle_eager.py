@@ -1,6 +1,8 @@
 """Eager PyTorch as the oracle for small graphs the zoo does not reach: layout-only chains of
 every dtype (one-element results, reshapes of reshapes), each exported, lowered, replayed and
 compared bit for bit with the model's own forward."""
+import collections
+
 import pytest
 import torch
 from torch import nn
@@ -51,6 +53,15 @@ def test_a_one_element_result_that_keeps_its_bases_stride_is_compared(lowerer, d
     assert torch.equal(replay.logical_bytes(t), replay.logical_bytes(t.clone()))
     for layout in ("traced", "edge"):
         checked(lowerer, lambda x: x.select(-1, -1).select(1, -2), x, layout)
+
+
+def test_a_named_tuple_output_is_its_fields_in_order(lowerer):
+    # GoogLeNet and Inception v3 return a named tuple in train mode (logits and the aux
+    # logits): traced as a call of the tuple's class, it was refused as no ATen operator.
+    Out = collections.namedtuple("Out", ["logits", "aux"])
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    res = checked(lowerer, lambda x: Out(x.permute(0, 2, 1).reshape(2, -1), x.flatten(1) * 2), x)
+    assert [n["op"] for n in res.lowered["nodes"]].count("output") == 1
 
 
 def test_a_view_copy_rebased_by_normalization_is_not_a_changed_literal(lowerer):
