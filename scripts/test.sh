@@ -105,7 +105,10 @@ for s in "${stages[@]}"; do
   cpu_ms
   t0=$(now_ms) c0=$cpu_ms_now rc=0
   run_stage "$s" > >(tee -a "$log") 2>&1 || rc=$?
-  wait # the tee of this stage
+  # the tee of this stage ($! is the process substitution's), not the test root's background
+  # build: a bare wait reaped that too, so the systemd stage's wait for it failed (127, "not a
+  # child of this shell") and the build no longer overlapped the stages after the first
+  wait "$!"
   cpu_ms
   wall=$((($(now_ms) - t0 + 500) / 1000)) cpu=$(((cpu_ms_now - c0 + 500) / 1000))
   lines+=("stage $s: $( ((rc == 0)) && echo ok || echo FAILED) $wall s (cpu $cpu s)")
