@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "base/json_read.h"
 #include "viewlower/frame.h"
 #include "wire/envelope.h"
 
@@ -618,6 +619,64 @@ static void responses_are_scanned_as_strictly_as_parsed(void **state) {
   free(t);
 }
 
+/* vl__json_member_span (viewlowerctl's validate over the socket): the first member of that
+ * name at the top level, its value's exact span, the whole text checked strictly. */
+static void member_spans_are_found_in_strict_objects_only(void **state) {
+  (void)state;
+  static const struct {
+    const char *text, *span; /* span NULL: not found or not strict */
+  } cases[] = {
+      {"{\"a\":1,\"graph\":{\"x\":[1,2]},\"graph\":2}", "{\"x\":[1,2]}"},
+      {"{ \"graph\" : [ 1 ] }", "[ 1 ]"},
+      {"{\"gr\\u0061ph\":\"v\\\"\"}", "\"v\\\"\""},
+      {"{\"a\":{\"graph\":1}}", NULL},
+      {"[{\"graph\":1}]", NULL},
+      {"{\"graph\":1} x", NULL},
+      {"{\"graph\":1,}", NULL},
+      {"{\"graph\":01}", NULL},
+      {"{\"graph\":\"\x01\"}", NULL},
+      {"{\"other\":1,\"graph\":[1,{\"a\":[true,false,null,-1.5e3]}]}",
+       "[1,{\"a\":[true,false,null,-1.5e3]}]"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    size_t off = 0, n = 0;
+    bool found = vl__json_member_span(cases[i].text, strlen(cases[i].text), "graph", &off, &n);
+    if (found != (cases[i].span != NULL)) fail_msg("case %zu: found %d", i, found);
+    if (found) {
+      assert_int_equal(n, strlen(cases[i].span));
+      assert_memory_equal(cases[i].text + off, cases[i].span, n);
+    }
+  }
+}
+
+/* A response's result may nest to the reader's limit counted from the document (the envelope
+ * is level 1): 999 more arrays are read, 1000 are refused, by the one-pass check and the tree
+ * reader alike. */
+static void a_result_nests_up_to_the_documents_limit(void **state) {
+  (void)state;
+  for (int levels = 998; levels <= 1000; levels++) {
+    size_t cap = 64 + 2 * (size_t)levels;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    size_t len = (size_t)snprintf(text, cap, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":");
+    memset(text + len, '[', (size_t)levels);
+    memset(text + len + (size_t)levels, ']', (size_t)levels);
+    len += 2 * (size_t)levels;
+    text[len++] = '}';
+    bool id_null = false;
+    uint64_t id = 0;
+    size_t off = 0, n = 0;
+    bool ok = vl__rpc_response_scan(text, len, &id_null, &id, &off, &n);
+    assert_int_equal(ok, levels <= 999);
+    vl__rpc_response resp;
+    vl_error err;
+    vl_error_clear(&err);
+    assert_int_equal(vl__rpc_response_parse(text, len, &resp, &err) == VL_OK, levels <= 999);
+    vl__rpc_response_free(&resp);
+    free(text);
+  }
+}
+
 /* Strings are crossed eight bytes at a time (json_read.c, plain_run): a quote, a backslash or a
  * control byte at every place of a word, after runs of every length and of bytes that are no
  * stops (0x7f, UTF-8, space), end the run exactly there. */
@@ -748,6 +807,8 @@ int main(void) {
       cmocka_unit_test(small_requests_are_scanned_as_the_strict_reader_reads_them),
       cmocka_unit_test(responses_are_scanned_as_strictly_as_parsed),
       cmocka_unit_test(string_stops_are_found_at_every_place_of_a_word),
+      cmocka_unit_test(member_spans_are_found_in_strict_objects_only),
+      cmocka_unit_test(a_result_nests_up_to_the_documents_limit),
       cmocka_unit_test(status_map_inverts_itself),
       cmocka_unit_test(header_decode_reads_back_the_encoded_lengths),
       cmocka_unit_test(header_decode_rejects_a_bad_magic),
