@@ -639,12 +639,10 @@ static vl_status salvage_error(vl_client *c, int64_t deadline, vl_error *err) {
   return s;
 }
 
-vl_status vl_client_call(vl_client *c, const char *method, const cJSON *params,
-                         const uint8_t *payload, size_t payload_len, cJSON **result,
-                         vl_buf *out_payload, vl_error *err) {
-  if (result != NULL) {
-    *result = NULL;
-  }
+/* vl_client_call, its result as a tree (result) or as its text (text, text_len). */
+static vl_status call_as(vl_client *c, const char *method, const cJSON *params,
+                         const uint8_t *payload, size_t payload_len, cJSON **result, char **text,
+                         size_t *text_len, vl_buf *out_payload, vl_error *err) {
   vl_status s = check_usable(c, err);
   if (s == VL_OK && c->pending > 0) {
     s = vl_error_set(err, VL_ERR_INTERNAL, "",
@@ -662,14 +660,37 @@ vl_status vl_client_call(vl_client *c, const char *method, const cJSON *params,
   }
   uint64_t got = VL_CLIENT_NO_ID;
   if (s == VL_OK) {
-    s = recv_response(c, &got, result, out_payload, deadline, err);
+    s = recv_response_as(c, &got, result, text, text_len, out_payload, deadline, err);
   }
   if (!c->broken && got != id && (s == VL_OK || got != VL_CLIENT_NO_ID)) {
-    cJSON_Delete(result != NULL ? *result : NULL);
     if (result != NULL) {
+      cJSON_Delete(*result);
       *result = NULL;
+    }
+    if (text != NULL) {
+      free(*text);
+      *text = NULL;
+      *text_len = 0;
     }
     return protocol_error(c, err, "response id does not match the request");
   }
   return s;
+}
+
+vl_status vl_client_call(vl_client *c, const char *method, const cJSON *params,
+                         const uint8_t *payload, size_t payload_len, cJSON **result,
+                         vl_buf *out_payload, vl_error *err) {
+  if (result != NULL) {
+    *result = NULL;
+  }
+  return call_as(c, method, params, payload, payload_len, result, NULL, NULL, out_payload, err);
+}
+
+vl_status vl_client_call_text(vl_client *c, const char *method, const cJSON *params,
+                              const uint8_t *payload, size_t payload_len, char **result,
+                              size_t *result_len, vl_buf *out_payload, vl_error *err) {
+  *result = NULL;
+  *result_len = 0;
+  return call_as(c, method, params, payload, payload_len, NULL, result, result_len, out_payload,
+                 err);
 }

@@ -324,6 +324,9 @@ static vl_status call(ctl *c, const char *method, const cJSON *params, const vl_
 static vl_status result_as_raw(char *text, size_t len, const char *key, cJSON **result,
                                vl_error *err) {
   size_t off = 0, n = len;
+  if (text == NULL) {
+    return vl_error_set(err, VL_ERR_PROTOCOL, "", "the daemon's answer has no result");
+  }
   if (key != NULL && !vl__json_member_span(text, len, key, &off, &n)) {
     free(text);
     return vl_error_set(err, VL_ERR_PROTOCOL, "", "the daemon's result has no \"%s\"", key);
@@ -357,14 +360,10 @@ static vl_status call_for_print(ctl *c, const char *method, const cJSON *params,
   }
   vl_error_clear(err);
   vl_status st = connect_daemon(c, err);
-  if (st == VL_OK) st = vl_client_send(c->client, 0, method, params, NULL, 0, err);
-  if (st != VL_OK) return st;
-  uint64_t id = 0;
   char *text = NULL;
   size_t len = 0;
-  st = vl_client_recv_text(c->client, &id, &text, &len, NULL, err);
-  if (st != VL_OK) return st;
-  return result_as_raw(text, len, key, result, err);
+  if (st == VL_OK) st = vl_client_call_text(c->client, method, params, NULL, 0, &text, &len, NULL, err);
+  return st != VL_OK ? st : result_as_raw(text, len, key, result, err);
 }
 
 /* Puts json where item is in parent (keeping item's key) and frees item. */

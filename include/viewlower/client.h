@@ -63,6 +63,13 @@ VL_API bool vl_client_is_transport_error(vl_status s);
 VL_API vl_status vl_client_call(vl_client *c, const char *method, const cJSON *params,
                                 const uint8_t *payload, size_t payload_len, cJSON **result,
                                 vl_buf *out_payload, vl_error *err);
+/* vl_client_call with the result as its JSON text instead of a tree, checked as
+ * vl_client_recv_text checks it (*result NUL-terminated, *result_len bytes; free() it; NULL
+ * after an error). A large result (a lowered or validated graph) costs its text, not a tree
+ * of ~15 times its size. */
+VL_API vl_status vl_client_call_text(vl_client *c, const char *method, const cJSON *params,
+                                     const uint8_t *payload, size_t payload_len, char **result,
+                                     size_t *result_len, vl_buf *out_payload, vl_error *err);
 
 /* Pipelining: send any number of requests with distinct ids (<= VL_CLIENT_MAX_ID), then
  * receive their responses, which may come back in any order. vl_client_recv sets *id to the

@@ -244,6 +244,45 @@ static void the_client_reports_server_errors_and_transport_errors_apart(void **s
   assert_null(gone);
 }
 
+/* vl_client_call_text answers as vl_client_call does, with the result's text: the same value, a
+ * server error with no text, and a request over the frame limit reported with the daemon's own
+ * reason (what it said before closing), not the broken pipe. */
+static void call_text_answers_as_call_does_with_the_result_as_text(void **state) {
+  daemon_proc *d = *state;
+  vl_client *c = client_open(d);
+  vl_error err;
+  cJSON *params = json("{}");
+  cJSON_AddItemToObject(params, "graph", example_graph("patch_embed.json"));
+  cJSON *tree = NULL;
+  char *text = (char *)"untouched";
+  size_t len = 1;
+  assert_int_equal(vl_client_call(c, "lower", params, NULL, 0, &tree, NULL, &err), VL_OK);
+  assert_int_equal(vl_client_call_text(c, "lower", params, NULL, 0, &text, &len, NULL, &err),
+                   VL_OK);
+  assert_int_equal(strlen(text), len);
+  char *printed = cJSON_PrintUnformatted(tree);
+  cJSON *reread = cJSON_Parse(text);
+  char *reprinted = cJSON_PrintUnformatted(reread);
+  assert_string_equal(reprinted, printed);
+  free(printed);
+  free(reprinted);
+  cJSON_Delete(reread);
+  cJSON_Delete(tree);
+  free(text);
+  cJSON_Delete(params);
+  assert_int_equal(vl_client_call_text(c, "frobnicate", NULL, NULL, 0, &text, &len, NULL, &err),
+                   VL_ERR_UNKNOWN_METHOD);
+  assert_null(text);
+  assert_int_equal(len, 0);
+  uint8_t *big = calloc(1, MAX_FRAME);
+  assert_non_null(big);
+  assert_int_equal(vl_client_call_text(c, "ping", NULL, big, MAX_FRAME, &text, &len, NULL, &err),
+                   VL_ERR_TOO_LARGE);
+  assert_null(text);
+  free(big);
+  vl_client_close(c);
+}
+
 /* One frame of exactly json_len JSON bytes (which may hold NULs), no payload, appended to b. */
 static void frame_append(vl_buf *b, const char *json, size_t json_len) {
   uint8_t h[VL_FRAME_HEADER_SIZE];
@@ -562,6 +601,7 @@ int main(void) {
       cmocka_unit_test(numeric_ids_are_echoed_exactly),
       cmocka_unit_test(an_overloaded_large_request_gets_its_id_from_anywhere_in_the_text),
       cmocka_unit_test(the_client_reports_server_errors_and_transport_errors_apart),
+      cmocka_unit_test(call_text_answers_as_call_does_with_the_result_as_text),
       cmocka_unit_test(outputs_past_the_frame_limit_are_refused_before_they_run),
   };
   return harness_result(cmocka_run_group_tests(tests, setup, teardown));
