@@ -1004,6 +1004,29 @@ static void integer_tokens_are_exact_in_the_int64_range_only(void **state) {
 
 /* Integer members (ids, seeds, shapes) are whole numbers within 2^53: 9007199254740993 reads as
  * the double 2^53, so the parsed tree's token text decides. */
+/* vl__path_join(_index) cut a path where snprintf would: at VL_ERROR_PATH_MAX - 1 bytes, then
+ * append the escaped token only if it fits. */
+static void joined_paths_are_cut_as_snprintf_cuts_them(void **state) {
+  (void)state;
+  char base[VL_ERROR_PATH_MAX + 40], out[VL_ERROR_PATH_MAX], want[VL_ERROR_PATH_MAX + 80];
+  for (size_t len = VL_ERROR_PATH_MAX - 12; len <= VL_ERROR_PATH_MAX + 30; len += 7) {
+    memset(base, 'p', len);
+    base[0] = '/';
+    base[len] = '\0';
+    vl__path_join(out, base, "a~b");
+    snprintf(want, VL_ERROR_PATH_MAX, "%s", base);
+    vl_pointer_append(want, VL_ERROR_PATH_MAX, "a~b");
+    assert_string_equal(out, want);
+    assert_true(strlen(out) < VL_ERROR_PATH_MAX);
+    vl__path_join_index(out, base, 12345);
+    snprintf(want, VL_ERROR_PATH_MAX, "%s", base);
+    vl_pointer_append_index(want, VL_ERROR_PATH_MAX, 12345);
+    assert_string_equal(out, want);
+  }
+  vl__path_join(out, "/graph", "x/y");
+  assert_string_equal(out, "/graph/x~1y");
+}
+
 static void a_whole_number_past_2_53_is_refused_by_its_digits(void **state) {
   (void)state;
   static const struct {
@@ -1095,6 +1118,7 @@ int main(void) {
       cmocka_unit_test(tensor_map_total_bytes_are_limited_before_allocating),
       cmocka_unit_test(buffer_grows_and_keeps_its_bytes),
       cmocka_unit_test(a_whole_number_past_2_53_is_refused_by_its_digits),
+      cmocka_unit_test(joined_paths_are_cut_as_snprintf_cuts_them),
       cmocka_unit_test(empty_buffer_extends_by_zero_bytes_to_a_valid_pointer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,13 +9,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* path into out, cut to VL_ERROR_PATH_MAX - 1 bytes as snprintf cuts it (without snprintf: the
+ * graph parser joins a path for every key it reads, 1.3% of a small lowering's parse). */
+static void path_copy(char *out, const char *path) {
+  size_t n = strnlen(path, VL_ERROR_PATH_MAX - 1);
+  memcpy(out, path, n);
+  out[n] = '\0';
+}
+
 void vl__path_join(char *out, const char *path, const char *token) {
-  snprintf(out, VL_ERROR_PATH_MAX, "%s", path);
+  path_copy(out, path);
   vl_pointer_append(out, VL_ERROR_PATH_MAX, token);
 }
 
 void vl__path_join_index(char *out, const char *path, size_t index) {
-  snprintf(out, VL_ERROR_PATH_MAX, "%s", path);
+  path_copy(out, path);
   vl_pointer_append_index(out, VL_ERROR_PATH_MAX, index);
 }
 
