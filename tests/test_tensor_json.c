@@ -1013,13 +1013,16 @@ static void joined_paths_are_cut_as_snprintf_cuts_them(void **state) {
     memset(base, 'p', len);
     base[0] = '/';
     base[len] = '\0';
+    size_t cut = len < VL_ERROR_PATH_MAX - 1 ? len : VL_ERROR_PATH_MAX - 1; /* snprintf's cut */
     vl__path_join(out, base, "a~b");
-    snprintf(want, VL_ERROR_PATH_MAX, "%s", base);
+    memcpy(want, base, cut);
+    want[cut] = '\0';
     vl_pointer_append(want, VL_ERROR_PATH_MAX, "a~b");
     assert_string_equal(out, want);
     assert_true(strlen(out) < VL_ERROR_PATH_MAX);
     vl__path_join_index(out, base, 12345);
-    snprintf(want, VL_ERROR_PATH_MAX, "%s", base);
+    memcpy(want, base, cut);
+    want[cut] = '\0';
     vl_pointer_append_index(want, VL_ERROR_PATH_MAX, 12345);
     assert_string_equal(out, want);
   }
