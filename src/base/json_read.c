@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/json_num.h"
+#include "base/json_util.h"
 
 void vl__jr_init(vl__jr *r, const char *text, size_t len) {
   memset(r, 0, sizeof *r);
@@ -33,20 +34,9 @@ static bool problem(vl__jr *r, vl__json_problem p, size_t at) {
 
 /* Skips JSON whitespace; a raw control byte there is a problem. */
 static bool skip_ws(vl__jr *r) {
-  const char *t = r->text;
-  size_t p = r->pos, n = r->len;
-  while (p < n) {
-    unsigned char c = (unsigned char)t[p];
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-      p++;
-    } else if (c < 0x20) {
-      r->pos = p;
-      return problem(r, VL__JSON_CONTROL, p);
-    } else {
-      break;
-    }
-  }
+  size_t p = vl__json_ws_end(r->text, r->len, r->pos);
   r->pos = p;
+  if (p < r->len && (unsigned char)r->text[p] < 0x20) return problem(r, VL__JSON_CONTROL, p);
   return r->problem == VL__JSON_OK;
 }
 
@@ -321,7 +311,7 @@ static bool check_fast(const vl__jr *r, size_t *end) {
   int level = 0, room = r->max_depth - r->depth;
   bool key = false; /* next: an object member's key and its colon, then the value */
   if (room > CJSON_NESTING_LIMIT) return false;
-#define WS() while (p < n && (t[p] == ' ' || t[p] == '\n' || t[p] == '\r' || t[p] == '\t')) p++
+#define WS() (p = vl__json_ws_end(r->text, n, p))
   for (;;) {
     WS();
     if (key) {
@@ -438,11 +428,7 @@ bool vl__json_member_span(const char *text, size_t len, const char *key, size_t 
 
 bool vl__jr_end(vl__jr *r, bool nul_tail_ok) {
   if (r->problem != VL__JSON_OK) return false;
-  size_t p = r->pos;
-  while (p < r->len &&
-         (r->text[p] == ' ' || r->text[p] == '\t' || r->text[p] == '\n' || r->text[p] == '\r')) {
-    p++;
-  }
+  size_t p = vl__json_ws_end(r->text, r->len, r->pos);
   if (p < r->len && !(nul_tail_ok && r->text[p] == '\0')) return problem(r, VL__JSON_TRAILING, p);
   return true;
 }

@@ -183,16 +183,10 @@ static cJSON *tp_fail(tree_parser *p, vl__json_problem what, size_t at) {
 }
 
 static bool tp_ws(tree_parser *p) {
-  while (p->pos < p->n) {
-    unsigned char c = (unsigned char)p->t[p->pos];
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-      p->pos++;
-    } else if (c < 0x20) {
-      tp_fail(p, VL__JSON_CONTROL, p->pos);
-      return false;
-    } else {
-      break;
-    }
+  p->pos = vl__json_ws_end(p->t, p->n, p->pos);
+  if (p->pos < p->n && (unsigned char)p->t[p->pos] < 0x20) {
+    tp_fail(p, VL__JSON_CONTROL, p->pos);
+    return false;
   }
   return true;
 }
@@ -488,10 +482,7 @@ vl__json_problem vl__json_parse_one(const char *text, size_t len, bool nul_tail_
   *doc = NULL;
   *at = 0;
   cJSON *root = tp_value(&p);
-  while (p.pos < len && (text[p.pos] == ' ' || text[p.pos] == '\t' || text[p.pos] == '\n' ||
-                         text[p.pos] == '\r')) {
-    p.pos++;
-  }
+  p.pos = vl__json_ws_end(text, len, p.pos);
   if (root != NULL && p.pos < len && !(nul_tail_ok && text[p.pos] == '\0')) {
     /* any other byte after the value, control or not; a \u0000 there is named as such */
     size_t nul = vl__json_find_nul_escape(text + p.pos, len - p.pos);

@@ -11,6 +11,16 @@
 
 #include "viewlower/status.h"
 
+/* JSON whitespace (RFC 8259: space, tab, LF, CR; cJSON itself skips every byte up to 32, NUL
+ * included), and the index of the first byte at or after s[i] that is none (n at the end). */
+static inline bool vl__json_is_ws(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+static inline size_t vl__json_ws_end(const char *s, size_t n, size_t i) {
+  while (i < n && vl__json_is_ws(s[i])) i++;
+  return i;
+}
+
 #define VL__JSON_INT_MAX 9007199254740992.0 /* 2^53 */
 
 /* Rejects keys of obj not in allowed (NULL-terminated; extra may add more) and duplicate keys.

@@ -947,11 +947,7 @@ static void read_document(parser *p) {
     if (vl__jt_is(r, 0, "nodes")) { /* streamed, even a repeated one (read for syntax) */
       p->seen_nodes = true;
       char c = 0;
-      size_t at = r->pos;
-      while (at < r->len && (r->text[at] == ' ' || r->text[at] == '\t' || r->text[at] == '\n' ||
-                             r->text[at] == '\r')) {
-        at++;
-      }
+      size_t at = vl__json_ws_end(r->text, r->len, r->pos);
       if (at < r->len) c = r->text[at];
       if (c == '[') {
         read_nodes(p);

@@ -70,18 +70,6 @@ static vl_status check_member_set(const cJSON *obj, const char *const *names, co
   return VL_OK;
 }
 
-/* JSON whitespace (RFC 8259): cJSON itself skips every byte up to 32, NUL included. */
-static bool is_ws(char ch) {
-  return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-}
-
-static size_t skip_ws(const char *s, size_t n, size_t i) {
-  while (i < n && is_ws(s[i])) {
-    i++;
-  }
-  return i;
-}
-
 static vl_status parse_json(const char *json, size_t len, vl__rpc_request *req, vl_error *err) {
   size_t at = 0;
   switch (vl__json_parse_one(json, len, false, &req->doc, &at)) {
@@ -284,8 +272,8 @@ static size_t skip_graph(const char *s, size_t n, size_t i, int *depth, long *no
     if (ch == '"') {
       size_t end = skip_string(s, n, i);
       if (d == 1 && end - i == 7 && memcmp(s + i, "\"nodes\"", 7) == 0) {
-        size_t k = skip_ws(s, n, end);
-        if (k < n && s[k] == ':') k = skip_ws(s, n, k + 1);
+        size_t k = vl__json_ws_end(s, n, end);
+        if (k < n && s[k] == ':') k = vl__json_ws_end(s, n, k + 1);
         if (k < n && s[k] == '[' && *nodes < 0) nodes_at = 2, *nodes = 0;
       }
       if (d == nodes_at) empty = false;
@@ -301,7 +289,7 @@ static size_t skip_graph(const char *s, size_t n, size_t i, int *depth, long *no
       if (--d == 0) return i + 1;
     } else if (ch == ',' && d == nodes_at) {
       ++*nodes;
-    } else if (d == nodes_at && !is_ws(ch)) {
+    } else if (d == nodes_at && !vl__json_is_ws(ch)) {
       empty = false;
     }
   }
@@ -316,7 +304,7 @@ static size_t skip_graph(const char *s, size_t n, size_t i, int *depth, long *no
  * (a reference: cJSON_Delete leaves it), and req->cut marks the byte after it, which the scan
  * turns into the item's terminating NUL once it has read past it. */
 static cJSON *scan_graph(vl__jr *r, vl__rpc_request *req) {
-  size_t i = skip_ws(r->text, r->len, r->pos);
+  size_t i = vl__json_ws_end(r->text, r->len, r->pos);
   if (i >= r->len || r->text[i] != '{') return NULL;
   int depth = 0;
   size_t end = skip_graph(r->text, r->len, i, &depth, &req->graph_nodes);
@@ -558,7 +546,7 @@ static size_t skip_value(const char *s, size_t n, size_t i) {
     return skip_string(s, n, i);
   }
   if (s[i] != '{' && s[i] != '[') {
-    while (i < n && s[i] != ',' && s[i] != '}' && s[i] != ']' && !is_ws(s[i])) {
+    while (i < n && s[i] != ',' && s[i] != '}' && s[i] != ']' && !vl__json_is_ws(s[i])) {
       i++;
     }
     return i;
@@ -628,22 +616,22 @@ static bool name_is_id(const char *p, size_t n) {
  * quotes a second time) and stops at the id's value; allocates nothing. Other members' values
  * are skipped whole (strings with their escapes, nested objects and arrays). */
 static bool find_id_value(const char *s, size_t n, size_t *at, size_t *vlen) {
-  size_t i = skip_ws(s, n, 0);
+  size_t i = vl__json_ws_end(s, n, 0);
   if (i >= n || s[i] != '{') {
     return false;
   }
   for (i++;; i++) {
-    i = skip_ws(s, n, i);
+    i = vl__json_ws_end(s, n, i);
     if (i >= n || s[i] != '"') {
       return false;
     }
     size_t name = i, name_end = skip_string(s, n, i);
-    i = skip_ws(s, n, name_end);
+    i = vl__json_ws_end(s, n, name_end);
     if (i >= n || s[i] != ':') {
       return false;
     }
     bool is_id = name_is_id(s + name + 1, name_end - name - 2);
-    i = skip_ws(s, n, i + 1);
+    i = vl__json_ws_end(s, n, i + 1);
     if (i >= n) {
       return false;
     }
@@ -653,7 +641,7 @@ static bool find_id_value(const char *s, size_t n, size_t *at, size_t *vlen) {
       *vlen = end - i;
       return true;
     }
-    i = skip_ws(s, n, end);
+    i = vl__json_ws_end(s, n, end);
     if (i >= n || s[i] != ',') {
       return false;
     }
@@ -736,7 +724,7 @@ bool vl__rpc_response_scan(const char *json, size_t len, bool *id_null, uint64_t
     }
     ok = ok && i >= 0 && !(seen & (1u << i));
     seen |= ok ? 1u << i : 0;
-    size_t start = ok ? skip_ws(json, len, r.pos) : 0;
+    size_t start = ok ? vl__json_ws_end(json, len, r.pos) : 0;
     /* the result is only checked: its text is handed over as it is */
     uint32_t v = !ok ? VL__JT_NONE : i != 2 ? vl__jr_value(&r) : vl__jr_check_value(&r) ? 0 : VL__JT_NONE;
     ok = v != VL__JT_NONE;
