@@ -11,6 +11,7 @@
 
 #include "viewlower/layout.h"
 #include "viewlower/tensor.h"
+#include "base/lines.h"
 #include "layout/tensor_internal.h"
 
 static vl_spec spec(uint8_t rank, const int64_t *shape, const uint8_t *order) {
@@ -267,6 +268,34 @@ static void tensor_storage_is_zeroed_and_starts_on_a_line(void **state) {
   }
 }
 
+/* The interpreter's buffers and a plan's arena (base/lines.h): zero-filled at every size, on
+ * the alignment asked for (a line, a page), each size asked twice with the first block dirtied
+ * and freed in between; an alignment that is no power of two or under a pointer's size, and a
+ * size whose room overflows, get NULL. */
+static void line_blocks_are_zeroed_and_aligned(void **state) {
+  (void)state;
+  const size_t sizes[] = {0, 1, 63, 65, 4097, 150528, (1 << 20) + 3, 3211264 + 17};
+  const size_t aligns[] = {sizeof(void *), 64, 4096};
+  for (size_t a = 0; a < sizeof aligns / sizeof *aligns; a++) {
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+      for (int again = 0; again < 2; again++) {
+        uint8_t *b = vl__lines_calloc(sizes[i], aligns[a]);
+        assert_non_null(b);
+        assert_int_equal((uintptr_t)b % aligns[a], 0);
+        size_t nonzero = 0;
+        for (size_t k = 0; k < sizes[i]; k++) nonzero += b[k] != 0;
+        assert_int_equal(nonzero, 0);
+        memset(b, 0xA5, sizes[i]);
+        vl__lines_free(b);
+      }
+    }
+  }
+  assert_null(vl__lines_calloc(64, 48));
+  assert_null(vl__lines_calloc(64, sizeof(void *) / 2));
+  assert_null(vl__lines_calloc(SIZE_MAX - 64, 64));
+  vl__lines_free(NULL);
+}
+
 /* The dtype module's element stores: integers wrap to their width, floats truncate toward zero
  * (NaN as 0, saturating), bool is v != 0, half floats round to nearest even. */
 static void element_stores_follow_the_dtype_rules(void **state) {
@@ -336,6 +365,7 @@ int main(void) {
       cmocka_unit_test(view_size_errors_are_each_reported),
       cmocka_unit_test(tensors_over_the_byte_limit_are_refused_before_allocating),
       cmocka_unit_test(tensor_storage_is_zeroed_and_starts_on_a_line),
+      cmocka_unit_test(line_blocks_are_zeroed_and_aligned),
       cmocka_unit_test(element_stores_follow_the_dtype_rules),
       cmocka_unit_test(shape_texts_are_exact_and_truncate_like_snprintf),
   };

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lines.h"
 #include "exec/elementwise.h"
 #include "exec/kernel_internal.h"
 #include "graph/storage.h"
@@ -80,6 +81,14 @@ static vl_status budget_take(run *r, int64_t nbytes) {
   return VL_OK;
 }
 
+/* Buffers start on a 64-byte line (base/lines.h), as tensors' storage does; a planned graph's
+ * arena at its plan's alignment, from a line up to a page (ARENA_ALIGN_MAX): every tensor the
+ * plan places at a multiple of that alignment then starts on one in memory too. A larger
+ * alignment is still kept by the offsets inside the arena, not by the arena's start (an
+ * alignment of up to 1 GiB would reserve as much address space per run). */
+#define BUFFER_ALIGN 64
+#define ARENA_ALIGN_MAX 4096
+
 /* A zero-filled buffer of nbytes, counted against the limits. */
 static vl_status buffer_new(run *r, int64_t nbytes, void **out) {
   if (nbytes > r->lim->max_tensor_bytes) {
@@ -89,7 +98,7 @@ static vl_status buffer_new(run *r, int64_t nbytes, void **out) {
   }
   vl_status st = budget_take(r, nbytes);
   if (st != VL_OK) return st;
-  *out = calloc(nbytes > 0 ? (size_t)nbytes : 1, 1);
+  *out = vl__lines_calloc((size_t)nbytes, BUFFER_ALIGN);
   if (*out == NULL) {
     r->total -= nbytes;
     return vl_error_set(r->err, VL_ERR_NOMEM, "", "out of memory allocating %lld bytes",
@@ -100,7 +109,7 @@ static vl_status buffer_new(run *r, int64_t nbytes, void **out) {
 
 static void buffer_release(run *r, void *p, int64_t nbytes) {
   if (p == NULL) return;
-  free(p);
+  vl__lines_free(p);
   r->total -= nbytes;
 }
 
@@ -178,7 +187,7 @@ static void store_keep(run *r, uint32_t s, uint32_t until) {
 
 static void store_free(run *r, uint32_t s) {
   storage *st = &r->stores[s];
-  free(st->data);
+  vl__lines_free(st->data);
   st->data = NULL;
   st->freed = true;
   r->total -= st->nbytes;
@@ -239,9 +248,9 @@ static vl_status store_check(run *r, uint32_t s) {
 
 static void run_free(run *r) {
   for (uint32_t i = 0; i < r->n_stores; i++) {
-    if (!r->stores[i].in_arena) free(r->stores[i].data);
+    if (!r->stores[i].in_arena) vl__lines_free(r->stores[i].data);
   }
-  free(r->arena);
+  vl__lines_free(r->arena);
   free(r->input_of);
   free(r->dies);
   free(r->stores);
@@ -836,7 +845,10 @@ static vl_status run_init(run *r, const vl_graph *g, const vl_limits *lim, vl_er
                           "an arena of %lld bytes is over the execution limit of %lld bytes",
                           (long long)bytes, (long long)lim->max_total_bytes);
     }
-    r->arena = calloc(bytes > 0 ? (size_t)bytes : 1, 1);
+    int64_t align = g->plan_alignment < BUFFER_ALIGN      ? BUFFER_ALIGN
+                    : g->plan_alignment > ARENA_ALIGN_MAX ? ARENA_ALIGN_MAX
+                                                          : g->plan_alignment;
+    r->arena = vl__lines_calloc((size_t)bytes, (size_t)align);
     if (r->arena == NULL) {
       return vl_error_set(err, VL_ERR_NOMEM, "", "out of memory for an arena of %lld bytes",
                           (long long)bytes);
