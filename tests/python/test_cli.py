@@ -61,6 +61,21 @@ def test_check_json_prints_exactly_one_object_and_nothing_on_stderr(daemon):
     assert out["self_test"]["forced"] == "_reshape_alias_copy" and out["self_test"]["caught"]
 
 
+def test_self_test_with_nothing_to_force_still_exits_0(daemon):
+    """ResNet-18 in contiguous layout keeps no layout copy: the check is equal and the self-test
+    has nothing to turn into a wrong alias, which is no failure (it exited 2 once)."""
+    model = ["torchvision.models:resnet18", "--input", "1,3,32,32"]
+    p = cli("check", *model, "--socket", daemon, "--self-test")
+    assert p.returncode == 0, p.stderr
+    assert "self-test: nothing to force: the lowering kept no layout copy that an alias would " \
+        "break" in p.stdout.splitlines()
+    p = cli("check", *model, "--socket", daemon, "--self-test", "--json")
+    assert p.returncode == 0 and p.stderr == ""
+    out = json.loads(p.stdout)
+    assert out["equal"] is True and out["figures"]["kept"] == 0
+    assert out["self_test"] == {"forced": None, "caught": None, "found": None}
+
+
 def test_check_json_of_a_mismatch_and_of_an_error_is_still_one_object(tmp_path, daemon):
     p = cli("check", *PATCH, "--socket", daemon, "--json", "--policy", "legacy")
     assert p.returncode == 1
