@@ -456,7 +456,14 @@ static void *cache_realloc(void *p, size_t n) {
 }
 
 void *__wrap_realloc(void *p, size_t n) {
-  void *c = p != NULL && n > 0 && caching ? cache_realloc(p, n) : NULL;
+  if (p == NULL) {
+    /* realloc(NULL, n) is malloc(n), and is served like it: from the loop's cache. Passed to
+     * glibc, the first block of every growing buffer (the JSON reader's tape and text arena,
+     * the graph's node array) took the heap's lock: with two loops on 16 clients' small
+     * lowerings, 0.13 futex calls per request, each a wake-up of the other loop. */
+    return __wrap_malloc(n);
+  }
+  void *c = n > 0 && caching ? cache_realloc(p, n) : NULL;
   if (c != NULL) {
     return c;
   }
