@@ -90,6 +90,23 @@ static void realloc_keeps_the_bytes(void **state) {
   free(p);
 }
 
+/* realloc(NULL, n) is malloc(n) and is served like it, from the cache: the block just freed
+ * comes back (it went to glibc, and every growing buffer's first block took the heap's lock). */
+static void realloc_of_null_comes_from_the_cache(void **state) {
+  (void)state;
+  unsigned char *p = malloc(200);
+  assert_non_null(p);
+  uintptr_t at = (uintptr_t)p;
+  free(p);
+  void *volatile none = NULL; /* a literal NULL: the compiler calls malloc itself */
+  unsigned char *q = realloc(none, 200);
+  assert_non_null(q);
+  if (VLD_MEM_CACHE_ON) {
+    assert_true((uintptr_t)q == at);
+  }
+  free(q);
+}
+
 /* Past 4 KiB the cache has classes of 8 to 64 KiB: a loop's block of 20 KiB is one of 32 KiB,
  * and serves the next request of 17 to 32 KiB; a block of twice the largest class or more is
  * not kept in it. */
@@ -181,6 +198,45 @@ static void a_large_block_is_kept_and_reused(void **state) {
   assert_int_equal(vld_mem_kept(), 0);
 }
 
+/* aligned_alloc and posix_memalign take kept blocks too (the core's tensors are 64-byte
+ * aligned: each large one was a fresh map, faulted in on every request), but only a block that
+ * starts on the alignment asked: a malloc'd block kept 16 bytes past a page does not serve a
+ * request for 64. */
+static void a_large_aligned_block_is_kept_and_reused(void **state) {
+  (void)state;
+  unsigned char *p = aligned_alloc(64, 8 * MIB);
+  assert_non_null(p);
+  memset(p, 0xA5, 8 * MIB);
+  uintptr_t at = (uintptr_t)p;
+  uint64_t bytes = counted(p);
+  free(p);
+  if (VLD_MEM_CACHE_ON) {
+    assert_int_equal(vld_mem_kept(), bytes);
+  }
+  void *q = NULL;
+  assert_int_equal(posix_memalign(&q, 64, 7 * MIB), 0);
+  assert_int_equal((uintptr_t)q % 64, 0);
+  if (VLD_MEM_CACHE_ON) {
+    assert_true((uintptr_t)q == at);
+    assert_int_equal(vld_mem_kept(), 0);
+  }
+  free(q);
+  vld_mem_release_kept();
+  unsigned char *m = malloc(8 * MIB);
+  assert_non_null(m);
+  uintptr_t m_at = (uintptr_t)m;
+  free(m);
+  unsigned char *r = aligned_alloc(64, 7 * MIB);
+  assert_non_null(r);
+  assert_int_equal((uintptr_t)r % 64, 0);
+  if (m_at % 64 != 0) {
+    assert_true((uintptr_t)r != m_at);
+  }
+  free(r);
+  vld_mem_release_kept();
+  assert_int_equal(vld_mem_kept(), 0);
+}
+
 /* Kept bytes stay within a quarter of the 64 MiB budget (the oldest block makes way), and go
  * back to the system before a request would pass the budget with them. */
 static void kept_blocks_stay_within_the_budget(void **state) {
@@ -222,9 +278,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(calloc_from_the_cache_is_zeroed, setup, teardown),
       cmocka_unit_test_setup_teardown(calloc_overflow_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(realloc_keeps_the_bytes, setup, teardown),
+      cmocka_unit_test_setup_teardown(realloc_of_null_comes_from_the_cache, setup, teardown),
       cmocka_unit_test_setup_teardown(big_classes_serve_blocks_of_their_size, setup, teardown),
       cmocka_unit_test(guard_refuses_calloc_past_the_budget),
       cmocka_unit_test(a_large_block_is_kept_and_reused),
+      cmocka_unit_test(a_large_aligned_block_is_kept_and_reused),
       cmocka_unit_test(kept_blocks_stay_within_the_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
