@@ -168,6 +168,15 @@ def test_inputs_the_model_cannot_run_on_are_invalid_input_with_torch_message():
     assert p.stderr.startswith("viewlower: tracing the model failed: RuntimeError:")
 
 
+def test_a_model_assertion_during_the_trace_is_invalid_input_with_one_json_object():
+    p = cli("check", "torchvision.models:vit_b_16", "--input", "1,3,64,64", "--local", "--json")
+    assert p.returncode == 2, p.stderr
+    out = json.loads(p.stdout)
+    assert out["equal"] is None and out["error"]["kind"] == "trace_failed"
+    assert out["error"]["message"].startswith(
+        "tracing the model failed: AssertionError: Wrong image height! Expected 224 but got 64!")
+
+
 def test_lower_of_a_missing_or_malformed_file_exits_2_naming_it(tmp_path, daemon):
     p = cli("lower", str(tmp_path / "missing.json"), "--socket", daemon)
     assert p.returncode == 2 and "missing.json: cannot open" in p.stderr

@@ -312,6 +312,23 @@ class DataDependent(nn.Module):
         return x
 
 
+class Asserting(nn.Module):
+    def forward(self, x):
+        torch._assert(x.shape[-1] == 5, "need width 5")  # as torchvision's ViT checks sizes
+        return x.flatten(1)
+
+
+def test_an_assertion_of_the_model_is_a_failed_trace_too():
+    """torch._assert raises AssertionError, which escaped as a traceback (exit 1, the mismatch
+    code, and no JSON): vit_b_16 given 64x64 images without image_size=64."""
+    with pytest.raises(ExportError) as e:
+        exported(Asserting(), [1, 3, 4, 4])
+    line = Asserting.forward.__code__.co_firstlineno + 1
+    assert e.value.kind == "trace_failed"
+    assert str(e.value) == ("tracing the model failed: AssertionError: need width 5 "
+                            f"(at test_export.py:{line}, in forward)"), str(e.value)
+
+
 def test_a_failed_trace_names_the_line_of_the_model_that_caused_it():
     with pytest.raises(ExportError) as e:
         exported(DataDependent(), [1, 3, 4, 4])
