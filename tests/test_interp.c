@@ -575,6 +575,34 @@ static void generated_inputs_are_distinct_and_follow_the_seed(void **state) {
   }
 }
 
+/* A generated input over the limits names its placeholder: the tensor's size is the placeholder's
+ * val shape (verify answered "/graph/shape", a path the request does not have), and the input
+ * that takes the inputs past max_total_bytes is named by its node. */
+static void generated_inputs_over_the_limits_name_their_placeholder(void **state) {
+  (void)state;
+  const char *json = HEAD
+      "\"nodes\": [{\"name\": \"a\", \"op\": \"placeholder\", \"val\": {\"dtype\": \"float32\","
+      " \"shape\": [100]}}, {\"name\": \"x\", \"op\": \"placeholder\", \"val\": {\"dtype\": "
+      "\"float32\", \"shape\": [600]}}, {\"name\": \"out\", \"op\": \"output\", \"args\": "
+      "[\"a\", \"x\"]}]}";
+  vl_graph *g = parse(json);
+  vl_limits lim;
+  vl_limits_default(&lim);
+  lim.max_tensor_bytes = 2000;
+  vl_tensor_map *m = NULL;
+  vl_error err;
+  assert_int_equal(vl_inputs_generate(g, NULL, 1, &lim, &m, &err), VL_ERR_TOO_LARGE);
+  assert_string_equal(err.path, "/nodes/1/val/shape");
+  assert_null(m);
+  lim.max_tensor_bytes = 4000;
+  lim.max_total_bytes = 2500;
+  assert_int_equal(vl_inputs_generate(g, NULL, 1, &lim, &m, &err), VL_ERR_TOO_LARGE);
+  assert_string_equal(err.path, "/nodes/1");
+  assert_string_equal(err.message, "inputs need more than the limit of 2500 bytes");
+  assert_null(m);
+  vl_graph_free(g);
+}
+
 static void generated_half_values_are_finite_and_start_with_integers(void **state) {
   (void)state;
   const char *json = HEAD
@@ -1028,6 +1056,7 @@ int main(void) {
       cmocka_unit_test(layout_only_arguments_out_of_range_are_named),
       cmocka_unit_test(a_scalar_transposes_and_permutes_as_pytorch_wraps_its_dims),
       cmocka_unit_test(a_planned_split_places_each_output_at_its_first_getitem),
+      cmocka_unit_test(generated_inputs_over_the_limits_name_their_placeholder),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

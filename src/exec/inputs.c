@@ -4,6 +4,7 @@
  * Generated values walk a per-dtype sequence from a seeded offset: logical element k gets
  * sequence entry (k + offset) mod the sequence length. Sequences list distinct values, small
  * integers first (0, 1, 2, ...), so any reordering of up to that many elements shows. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,7 +234,14 @@ static vl_status add_input(vl_tensor_map *m, const vl_graph *g, uint32_t i, uint
   const vl_node *n = &g->nodes[i];
   const vl_spec *spec = k >= 0 ? &given->tensors[k]->spec : n->val;
   vl_status st = vl__tensor_map_add(m, n->name, spec, lim, err);
-  if (st != VL_OK) return st;
+  if (st != VL_OK) {
+    /* a generated input's size is the placeholder's val: the error is there, not at a
+     * "/shape" the request does not have (verify answered "/graph/shape") */
+    char at[48];
+    snprintf(at, sizeof at, "/nodes/%u%s", i, k >= 0 ? "" : "/val");
+    vl_error_prefix(err, at);
+    return st;
+  }
   vl_tensor *t = m->tensors[m->count - 1];
   if (k >= 0) {
     if (t->nbytes > 0) memcpy(t->data, given->tensors[k]->data, (size_t)t->nbytes);
@@ -258,7 +266,9 @@ vl_status vl_inputs_generate(const vl_graph *g, const vl_tensor_map *given, uint
     if (st != VL_OK) break;
     total += m->tensors[m->count - 1]->nbytes;
     if (lim != NULL && total > lim->max_total_bytes) {
-      st = vl_error_set(err, VL_ERR_TOO_LARGE, "", "inputs need more than the limit of %lld bytes",
+      char at[32]; /* the placeholder whose input passed the limit */
+      snprintf(at, sizeof at, "/nodes/%u", i);
+      st = vl_error_set(err, VL_ERR_TOO_LARGE, at, "inputs need more than the limit of %lld bytes",
                         (long long)lim->max_total_bytes);
     }
   }
