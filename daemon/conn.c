@@ -621,6 +621,8 @@ static bool peer_is_active(vld_conn *c) {
          (p.revents & (POLLHUP | POLLERR)) == 0;
 }
 
+static void answer_unreceived(vld_conn *c, const char *message);
+
 /* No bytes arrived and no response was queued or delivered for a whole idle period. With
  * requests in flight the client is waiting for us: look again a period later. With responses
  * still unsent, the client has stopped reading them. */
@@ -644,6 +646,17 @@ static void on_idle(uv_timer_t *t) {
   }
   if (c->inflight > 0 || vl_frame_decoder_waiting(&c->dec) || peer_is_active(c)) {
     return; /* working for it, waiting for memory for its frame, or bytes to read */
+  }
+  if (vld_conn_drain_pending(c)) {
+    /* A frame begun before the signal is owed an answer (docs/protocol.md, "Shutdown"): the
+     * idle period ends its wait as the drain timeout would, with -32007, not a silent close
+     * (an idle timeout shorter than what was left of the drain closed it unanswered). */
+    vld_log_info("conn %llu (uid %u): idle for %llu ms in the middle of a frame while draining",
+                 (unsigned long long)c->serial, (unsigned)c->uid,
+                 (unsigned long long)c->lim->idle_timeout_ms);
+    answer_unreceived(c, "shutting down: the client sent nothing for the idle timeout before this "
+                         "request was received whole");
+    return;
   }
   const char *why = c->writes > 0                     ? " and not reading its responses"
                     : !vl_frame_decoder_idle(&c->dec) ? " in the middle of a frame"
@@ -718,6 +731,13 @@ void vld_conn_drain_expired(vld_conn *c) {
   if (!vld_conn_drain_pending(c)) {
     return;
   }
+  answer_unreceived(c, "shutting down: the drain timeout passed before this request was received "
+                       "whole");
+}
+
+/* Answers the frame begun before the signal and not received whole -32007 (with its id once
+ * that has arrived), reads nothing more, and lets the connection close after the answer. */
+static void answer_unreceived(vld_conn *c, const char *message) {
   const vl_frame_decoder *d = &c->dec;
   cJSON *id = NULL;
   if (d->body != NULL) { /* as much of its JSON as is in: the id once that has arrived */
@@ -725,8 +745,7 @@ void vld_conn_drain_expired(vld_conn *c) {
                          d->body_got < d->hdr.json_len ? d->body_got : d->hdr.json_len);
   }
   vl_error err;
-  vl_error_set(&err, VL_ERR_SHUTTING_DOWN, "",
-               "shutting down: the drain timeout passed before this request was received whole");
+  vl_error_set(&err, VL_ERR_SHUTTING_DOWN, "", "%s", message);
   size_t len = 0;
   char *text = vl__rpc_error_text(id, &err, &len);
   cJSON_Delete(id);

@@ -652,6 +652,40 @@ static void sigterm_reads_a_begun_frame_to_its_end(void **state) {
   daemon_cleanup(&d);
 }
 
+/* A frame begun before SIGTERM whose client then sends nothing for the idle timeout, shorter
+ * than the drain timeout: the idle period ends its wait with -32007 and its id, as the drain
+ * timeout would (it was closed unanswered, breaking "every request whose header arrived before
+ * the signal gets exactly one response"). */
+static void an_idle_begun_frame_is_answered_while_draining(void **state) {
+  (void)state;
+  daemon_proc d;
+  daemon_prepare(&d);
+  static const char *const args[] = {"--idle-timeout-ms", "1000", "--drain-timeout-ms", "600000",
+                                     NULL};
+  daemon_start(&d, args);
+  size_t len = 0;
+  char *text = padded_lower(43, 64 << 10, &len);
+  int b = raw_connect(d.sock);
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, (uint32_t)len, 0);
+  raw_send(b, h, sizeof h);
+  raw_send(b, text, 64);
+  uint64_t until = now_ms() + HARNESS_WAIT_MS;
+  for (int pending = 1; pending > 0 && now_ms() < until;) {
+    assert_int_equal(ioctl(b, SIOCOUTQ, &pending), 0);
+    if (pending > 0) sleep_ms(5);
+  }
+  sleep_ms(50);
+  kill(d.pid, SIGTERM);
+  raw_expect_error(b, -32007, 43, "shutting_down");
+  raw_expect_closed(b);
+  close(b);
+  free(text);
+  assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
+  d.pid = -1;
+  daemon_cleanup(&d);
+}
+
 /* ---- 8. one user's unread responses leave the other users room ---------------------------- */
 
 enum { NOBODY = 65534, HOG_BYTES = 256 << 10, HOG_REQUESTS = 128 };
@@ -932,6 +966,7 @@ int main(void) {
       cmocka_unit_test(request_parse_stays_within_256m),
       cmocka_unit_test(numbers_json_forbids_are_parse_errors),
       cmocka_unit_test(sigterm_reads_a_begun_frame_to_its_end),
+      cmocka_unit_test(an_idle_begun_frame_is_answered_while_draining),
       cmocka_unit_test(batch_lower_refuses_links_in_the_output_directory),
       cmocka_unit_test(one_users_unread_answers_leave_the_others_room),
   };
