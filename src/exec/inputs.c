@@ -234,14 +234,14 @@ static vl_status add_input(vl_tensor_map *m, const vl_graph *g, uint32_t i, uint
   const vl_node *n = &g->nodes[i];
   const vl_spec *spec = k >= 0 ? &given->tensors[k]->spec : n->val;
   vl_status st = vl__tensor_map_add(m, n->name, spec, lim, err);
-  if (st != VL_OK) {
+  if (st != VL_OK && k < 0) {
     /* a generated input's size is the placeholder's val: the error is there, not at a
      * "/shape" the request does not have (verify answered "/graph/shape") */
     char at[48];
-    snprintf(at, sizeof at, "/nodes/%u%s", i, k >= 0 ? "" : "/val");
+    snprintf(at, sizeof at, "/nodes/%u/val", i);
     vl_error_prefix(err, at);
-    return st;
   }
+  if (st != VL_OK) return st;
   vl_tensor *t = m->tensors[m->count - 1];
   if (k >= 0) {
     if (t->nbytes > 0) memcpy(t->data, given->tensors[k]->data, (size_t)t->nbytes);
