@@ -594,6 +594,31 @@ static char *padded_lower(uint64_t id, size_t pad, size_t *len) {
   return t;
 }
 
+/* The header of a frame of len bytes of JSON (text) and its first n bytes. */
+static void send_begun(int fd, const char *text, size_t len, size_t n) {
+  uint8_t h[VL_FRAME_HEADER_SIZE];
+  vl_frame_header_encode(h, (uint32_t)len, 0);
+  raw_send(fd, h, sizeof h);
+  raw_send(fd, text, n);
+}
+
+/* Waits until the daemon has taken every byte sent on fd from the socket (into its read buffer
+ * or a frame body), bounded by HARNESS_WAIT_MS. */
+static void wait_taken(int fd) {
+  uint64_t until = now_ms() + HARNESS_WAIT_MS;
+  for (int pending = 1; pending > 0 && now_ms() < until;) {
+    assert_int_equal(ioctl(fd, SIOCOUTQ, &pending), 0);
+    if (pending > 0) sleep_ms(5);
+  }
+}
+
+/* The daemon exits 0 by itself (after a SIGTERM the test sent); then its files go. */
+static void expect_exit_0(daemon_proc *d) {
+  assert_int_equal(daemon_wait(d->pid, HARNESS_WAIT_MS), 0);
+  d->pid = -1;
+  daemon_cleanup(d);
+}
+
 /* One client has sent the header and half of a 2 MiB lower when SIGTERM comes; it then sends the
  * rest and gets its result (before, the partly read frame was dropped: EOF, no answer). A
  * second client's frame is never finished: at the drain timeout it gets -32007 with its id (its
@@ -608,23 +633,11 @@ static void sigterm_reads_a_begun_frame_to_its_end(void **state) {
   char *text = padded_lower(41, 2 * MIB, &len);
   char *text2 = padded_lower(42, 2 * MIB, &len2);
   int a = raw_connect(d.sock), b = raw_connect(d.sock);
-  uint8_t h[VL_FRAME_HEADER_SIZE];
-  vl_frame_header_encode(h, (uint32_t)len, 0);
-  raw_send(a, h, sizeof h);
-  raw_send(a, text, len / 2);
-  vl_frame_header_encode(h, (uint32_t)len2, 0);
-  raw_send(b, h, sizeof h);
-  raw_send(b, text2, 64);
-  /* both halves are read (the daemon's read buffer or the frame body) before the signal:
-   * wait until the daemon has taken them from the socket */
-  uint64_t until = now_ms() + HARNESS_WAIT_MS;
-  for (int pending = 1; pending > 0 && now_ms() < until;) {
-    int qa = 0, qb = 0;
-    assert_int_equal(ioctl(a, SIOCOUTQ, &qa), 0);
-    assert_int_equal(ioctl(b, SIOCOUTQ, &qb), 0);
-    pending = qa + qb;
-    if (pending > 0) sleep_ms(5);
-  }
+  send_begun(a, text, len, len / 2);
+  send_begun(b, text2, len2, 64);
+  /* both halves are read (the daemon's read buffer or the frame body) before the signal */
+  wait_taken(a);
+  wait_taken(b);
   sleep_ms(50);
   kill(d.pid, SIGTERM);
   sleep_ms(100); /* the daemon handles the signal before the rest arrives (not required) */
@@ -647,9 +660,7 @@ static void sigterm_reads_a_begun_frame_to_its_end(void **state) {
   close(b);
   free(text);
   free(text2);
-  assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
-  d.pid = -1;
-  daemon_cleanup(&d);
+  expect_exit_0(&d);
 }
 
 /* A frame begun before SIGTERM whose client then sends nothing for the idle timeout, shorter
@@ -666,24 +677,15 @@ static void an_idle_begun_frame_is_answered_while_draining(void **state) {
   size_t len = 0;
   char *text = padded_lower(43, 64 << 10, &len);
   int b = raw_connect(d.sock);
-  uint8_t h[VL_FRAME_HEADER_SIZE];
-  vl_frame_header_encode(h, (uint32_t)len, 0);
-  raw_send(b, h, sizeof h);
-  raw_send(b, text, 64);
-  uint64_t until = now_ms() + HARNESS_WAIT_MS;
-  for (int pending = 1; pending > 0 && now_ms() < until;) {
-    assert_int_equal(ioctl(b, SIOCOUTQ, &pending), 0);
-    if (pending > 0) sleep_ms(5);
-  }
+  send_begun(b, text, len, 64);
+  wait_taken(b);
   sleep_ms(50);
   kill(d.pid, SIGTERM);
   raw_expect_error(b, -32007, 43, "shutting_down");
   raw_expect_closed(b);
   close(b);
   free(text);
-  assert_int_equal(daemon_wait(d.pid, HARNESS_WAIT_MS), 0);
-  d.pid = -1;
-  daemon_cleanup(&d);
+  expect_exit_0(&d);
 }
 
 /* ---- 8. one user's unread responses leave the other users room ---------------------------- */
