@@ -66,7 +66,8 @@ typedef struct vld_conn_callbacks {
   /* The last reference is gone; c is freed right after. */
   void (*on_free)(vld_conn *c);
   /* May c's next frame, of bytes (over VLD_SMALL_FRAME, within half the budget), be received
-   * now? The owner keeps the waiting connections in a fair queue; false: c waits. */
+   * now? The owner keeps the waiting connections in a fair queue; false: c waits. true: the
+   * bytes are counted already (vld_mem_charge) for the body the decoder allocates next. */
   bool (*admit_memory)(vld_conn *c, uint64_t bytes);
   /* c stopped reading until memory is released: settle it again later. */
   void (*on_wait_memory)(vld_conn *c);

@@ -32,6 +32,11 @@ uint64_t vld_mem_kept(void);
 void vld_mem_release_kept(void);
 /* Would bytes more stay within the budget? */
 bool vld_mem_fits(uint64_t bytes);
+/* Counts bytes as in use, if they fit the budget, ahead of the allocation this thread makes
+ * next (a frame body the loop admits), which then takes them as its own: checked and counted in
+ * one step, so two threads never both take the same free bytes. false (nothing counted) when
+ * they do not fit. What the next allocation does not take is given back when it returns. */
+bool vld_mem_charge(uint64_t bytes);
 
 /* An event loop's thread keeps the small blocks it frees for its next allocations, bounded
  * (memory.c), from vld_mem_cache_begin on; vld_mem_cache_end gives them back (before the

@@ -443,13 +443,14 @@ static bool conn_admit_memory(vld_conn *c, uint64_t bytes) {
   vld_server *srv = ((vld_shard *)c->owner)->srv;
   bool admitted = false;
   lock(srv);
-  if (!c->mem_queued && srv->mem_head == NULL && vld_mem_fits(bytes)) {
+  /* charged, not only checked: the frame decoder allocates the body next, on this thread */
+  if (!c->mem_queued && srv->mem_head == NULL && vld_mem_charge(bytes)) {
     admitted = true;
   } else {
     if (!c->mem_queued) {
       mem_enqueue(srv, c);
     }
-    if (srv->mem_head == c && vld_mem_fits(bytes)) {
+    if (srv->mem_head == c && vld_mem_charge(bytes)) {
       mem_dequeue(srv, c);
       srv->mem_vtime = c->mem_ticket;
       srv->stats.memory_waits_admitted++;

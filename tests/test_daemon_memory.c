@@ -198,6 +198,49 @@ static void a_large_block_is_kept_and_reused(void **state) {
   assert_int_equal(vld_mem_kept(), 0);
 }
 
+/* A charge counts its bytes at once, in one step with the check (two loops admitting a frame
+ * each, or a worker's copy beside a loop's frame, no longer take the same free bytes), and the
+ * next allocation takes them as its own: counted once, not twice. A charge that does not fit
+ * counts nothing; one that no block takes is given back when the next allocation returns. A
+ * large block under the guard is charged the same way. */
+static void a_charge_is_counted_once(void **state) {
+  (void)state;
+  vld_mem_release_kept();
+  uint64_t before = vld_mem_in_use();
+  assert_true(vld_mem_charge(8 * MIB));
+  assert_int_equal(vld_mem_in_use(), before + 8 * MIB); /* counted ahead */
+  assert_true(vld_mem_peak() >= before + 8 * MIB);
+  unsigned char *p = malloc(8 * MIB);
+  assert_non_null(p);
+  assert_int_equal(vld_mem_in_use(), before + counted(p)); /* the block took the charge */
+  free(p);
+  vld_mem_release_kept();
+  assert_int_equal(vld_mem_in_use(), before);
+  assert_false(vld_mem_charge(vld_mem_budget() - before + 1));
+  assert_int_equal(vld_mem_in_use(), before);
+  assert_true(vld_mem_charge(8 * MIB));
+  void *volatile big = malloc(16 * MIB); /* takes 8 MiB of the charge (volatile: kept) */
+  assert_non_null(big);
+  assert_int_equal(vld_mem_in_use(), before + counted(big));
+  free(big);
+  vld_mem_release_kept();
+  assert_int_equal(vld_mem_in_use(), before);
+  assert_true(vld_mem_charge(8 * MIB));
+  void *volatile small = malloc(16); /* takes 24 bytes of it; the rest is given back */
+  assert_non_null(small);
+  free(small);
+  assert_true(vld_mem_in_use() < before + 64 * 1024); /* within this thread's unshared batch */
+  vld_mem_guard_begin();
+  unsigned char *g = malloc(8 * MIB);
+  bool refused = vld_mem_guard_end();
+  assert_non_null(g);
+  assert_false(refused);
+  assert_int_equal(vld_mem_in_use(), before + counted(g));
+  free(g);
+  vld_mem_release_kept();
+  assert_int_equal(vld_mem_in_use(), before);
+}
+
 /* aligned_alloc and posix_memalign take kept blocks too (the core's tensors are 64-byte
  * aligned: each large one was a fresh map, faulted in on every request), but only a block that
  * starts on the alignment asked: a malloc'd block kept 16 bytes past a page does not serve a
@@ -282,6 +325,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(big_classes_serve_blocks_of_their_size, setup, teardown),
       cmocka_unit_test(guard_refuses_calloc_past_the_budget),
       cmocka_unit_test(a_large_block_is_kept_and_reused),
+      cmocka_unit_test(a_charge_is_counted_once),
       cmocka_unit_test(a_large_aligned_block_is_kept_and_reused),
       cmocka_unit_test(kept_blocks_stay_within_the_budget),
   };

@@ -53,7 +53,9 @@ VL_API void vl_frame_free(vl_frame *f);
 
 /* Asked before a frame's body (bytes of JSON + payload) is allocated: VL_FRAME_ADMIT to go on,
  * VL_FRAME_WAIT to keep the header and ask again at the next feed (nothing more is consumed
- * meanwhile), VL_FRAME_REFUSE to fail the stream with VL_ERR_OVERLOADED (it can never fit). */
+ * meanwhile), VL_FRAME_REFUSE to fail the stream with VL_ERR_OVERLOADED (it can never fit).
+ * After VL_FRAME_ADMIT the body is the next block the decoder allocates, on the same thread and
+ * before the feed returns (an allocator that counted it ahead can tell it). */
 typedef enum { VL_FRAME_ADMIT, VL_FRAME_WAIT, VL_FRAME_REFUSE } vl_frame_admission;
 typedef vl_frame_admission (*vl_frame_admit_fn)(void *ctx, uint64_t body_bytes);
 
