@@ -12,7 +12,9 @@
  * still queued is cancelled and freed unanswered.
  * The pool is shared by every connection: past --max-queued requests on it, a heavy request
  * is answered -32005 on the loop instead of queued, so neither memory nor the wait of
- * everybody else grows with the number of clients. */
+ * everybody else grows with the number of clients. Each loop hands libuv's pool (a FIFO) at most
+ * --workers requests at a time; the rest wait in the loop's lanes, one per user, taken in turn
+ * (fair_pump), so one user's hundreds of queued requests do not stand before another's. */
 #define _GNU_SOURCE /* gettid */
 #include "dispatch.h"
 
@@ -95,6 +97,9 @@ typedef struct vld_work {
   bool uid_counted; /* counted in its user's queued requests */
   bool over_share;  /* refused unstarted: its user's unread responses hold its memory share */
   bool served_on_loop; /* a small heavy request run on the loop (runs_on_loop) */
+  bool waiting;        /* in its user's lane, not handed to libuv's pool yet */
+  bool cancelled;      /* its connection closed while it waited in the lane */
+  struct vld_work *lane_next;
   vl_status status;
   char *json; /* the response text; NULL until answered */
   size_t json_len;
@@ -401,10 +406,15 @@ static void respond_shutting_down(work *w) {
   complete(w);
 }
 
-static void after_work(uv_work_t *req, int status) {
-  work *w = req->data;
+/* Work done, cancelled, or taken off its lane unstarted (fair_pump, with UV_ECANCELED):
+ * answered, or dropped. */
+static void finish(work *w, int status) {
   vld_conn *c = w->conn;
   vld_dispatcher *d = w->d;
+  if (!w->waiting) {
+    d->submitted--;
+  }
+  w->waiting = false;
   unlink_work(w);
   d->inflight--;
   uv_mutex_lock(d->mu);
@@ -428,17 +438,112 @@ static void after_work(uv_work_t *req, int status) {
   vld_conn_release(c);
 }
 
+static void fair_pump(vld_dispatcher *d);
+
+static void after_work(uv_work_t *req, int status) {
+  vld_dispatcher *d = ((work *)req->data)->d;
+  finish(req->data, status);
+  fair_pump(d); /* the lanes' next work takes the place */
+}
+
+/* ---- the lanes: fair turns on the pool ----------------------------------------------------
+ * libuv's pool runs its queue in order, so a user with 96 large executes queued stood before
+ * another user's small one: it waited 13-31 s (found by a red-team pass). Each loop therefore
+ * hands the pool at most --workers requests at a time (d->submitted), enough to keep every
+ * worker busy; the others wait in lanes, one per user with waiting work, FIFO within a lane,
+ * and the lanes take turns (the lane served goes to the back). So a request waits behind at
+ * most --workers requests of each loop already handed over, and one from each other user's
+ * lane before it, not behind everything queued. Work whose connection closed, or whose drain
+ * timed out, while it waited is finished as cancelled when its turn comes (a lane has waiting
+ * work only while this loop's --workers requests are on the pool, so a turn always comes). */
+typedef struct vld_lane {
+  uid_t uid;
+  work *head, *tail;
+  struct vld_lane *next;
+} vld_lane;
+
+static void submit(work *w) {
+  w->d->submitted++;
+  /* uv_queue_work fails only for a NULL work callback. */
+  uv_queue_work(w->d->loop, &w->req, run_work, after_work);
+}
+
+/* Queues w for the pool: in its user's lane (at the back), or handed over at once when the
+ * pool has room for this loop and nothing waits. */
+static void fair_enqueue(work *w) {
+  vld_dispatcher *d = w->d;
+  if (d->submitted < d->cfg->workers && d->lanes == NULL) {
+    submit(w);
+    return;
+  }
+  vld_lane **at = &d->lanes;
+  while (*at != NULL && (*at)->uid != w->conn->uid) {
+    at = &(*at)->next;
+  }
+  vld_lane *l = *at;
+  if (l == NULL) {
+    l = calloc(1, sizeof *l);
+    if (l == NULL) {
+      submit(w); /* out of memory for a lane: in the pool's order, as before the lanes */
+      return;
+    }
+    l->uid = w->conn->uid;
+    *at = l;
+  }
+  w->waiting = true;
+  w->lane_next = NULL;
+  if (l->tail != NULL) {
+    l->tail->lane_next = w;
+  } else {
+    l->head = w;
+  }
+  l->tail = w;
+}
+
+/* While the pool has room for this loop, hands it the first lane's next work and sends that
+ * lane to the back (or frees it, emptied); cancelled work is finished on the way. */
+static void fair_pump(vld_dispatcher *d) {
+  while (d->lanes != NULL && d->submitted < d->cfg->workers) {
+    vld_lane *l = d->lanes;
+    work *w = l->head;
+    l->head = w->lane_next;
+    d->lanes = l->next;
+    if (l->head == NULL) {
+      free(l);
+    } else {
+      l->next = NULL;
+      vld_lane **end = &d->lanes;
+      while (*end != NULL) {
+        end = &(*end)->next;
+      }
+      *end = l;
+    }
+    if (w->cancelled || w->expired) {
+      finish(w, UV_ECANCELED); /* never ran: dropped, or -32007 after a drain timeout */
+    } else {
+      w->waiting = false;
+      submit(w);
+    }
+  }
+}
+
 void vld_dispatch_cancel(vld_conn *c) {
   for (work *w = c->user; w != NULL; w = w->next) {
-    /* Fails (UV_EBUSY) for work already running or done; that is answered as usual. */
-    uv_cancel((uv_req_t *)&w->req);
+    if (w->waiting) {
+      w->cancelled = true; /* finished unanswered at its turn (fair_pump) */
+    } else {
+      /* Fails (UV_EBUSY) for work already running or done; that is answered as usual. */
+      uv_cancel((uv_req_t *)&w->req);
+    }
   }
 }
 
 void vld_dispatch_expire(vld_conn *c) {
   for (work *w = c->user; w != NULL; w = w->next) {
     w->expired = true;
-    uv_cancel((uv_req_t *)&w->req); /* running work (UV_EBUSY) finishes and is answered */
+    if (!w->waiting) {
+      uv_cancel((uv_req_t *)&w->req); /* running work (UV_EBUSY) finishes and is answered */
+    }
   }
 }
 
@@ -630,8 +735,7 @@ void vld_dispatch_frame(vld_dispatcher *d, vld_conn *c, vl_frame *frame) {
     refuse_unparsed(w);
     return;
   }
-  /* uv_queue_work fails only for a NULL work callback. */
-  uv_queue_work(d->loop, &w->req, run_work, after_work);
+  fair_enqueue(w);
   link_work(w);
   d->inflight++;
   vld_conn_hold(c);

@@ -27,7 +27,9 @@ typedef struct vld_dispatcher {
   vld_shares *shares;
   uint32_t *pool_queued; /* requests on the thread pool, all loops (--max-queued) */
   /* This loop's: */
-  uint32_t inflight;       /* its requests on the thread pool */
+  uint32_t inflight;       /* its requests on the thread pool (handed to it, or waiting) */
+  uint32_t submitted;      /* ... of which handed to libuv's pool, queued there or running */
+  struct vld_lane *lanes;  /* ... the others, waiting in one lane per user (dispatch.c) */
   uint64_t loop_window_ns; /* the current window of the loop's time for small heavy requests */
   uint64_t loop_spent_ns;  /* ... and what they took of it */
   void *owner;
