@@ -632,6 +632,83 @@ static void layout_spelling_must_follow_skip_dim_order(void **state) {
   vl_graph_free(g);
 }
 
+/* Parses text expecting failure with exactly this status, pointer and message. */
+static void expect_exact_error(const char *json, vl_status code, const char *path,
+                               const char *msg) {
+  vl_graph *g = NULL;
+  vl_error err;
+  vl_error_clear(&err);
+  vl_status st = vl_graph_parse(json, strlen(json), NULL, &g, &err);
+  if (st != code || strcmp(err.path, path) != 0 || strcmp(err.message, msg) != 0)
+    fail_msg("for %s\n got %d %s: %s\n want %d %s: %s", json, st, err.path, err.message, code, path,
+             msg);
+  assert_null(g);
+}
+
+/* A layout conversion y of a contiguous [1,2,2,3] x with the given target, kwargs and val. */
+#define CONVERT(target, kwargs, val)                                                               \
+  HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,"   \
+       "3]}},{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":[\"x\"]," \
+       "\"kwargs\":{" kwargs "}," val "}," OUT("y") "]}"
+#define TO_DIM_ORDER "dim_order_ops._to_dim_order_copy.default"
+#define CLONE_DIM_ORDER "dim_order_ops._clone_dim_order.default"
+
+/* kwargs.dim_order (and _to_dim_order_copy's kwargs.dtype) say what the node writes: when
+ * given they must be what val declares, or the graph says two things (val won, silently). */
+static void layout_conversion_kwargs_must_agree_with_val(void **state) {
+  (void)state;
+  expect_exact_error(CONVERT(TO_DIM_ORDER, "\"dim_order\":[5,6,7,8]", CL), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/dim_order", "not a permutation of 0..3");
+  expect_exact_error(CONVERT(CLONE_DIM_ORDER, "\"dim_order\":[0,2,2,1]", CL), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/dim_order", "not a permutation of 0..3");
+  expect_exact_error(CONVERT(TO_DIM_ORDER, "\"dim_order\":[5,6,7]", CL), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/dim_order", "has 3 entries but val's rank is 4");
+  expect_exact_error(CONVERT(CLONE_DIM_ORDER, "\"dim_order\":[]", CL), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/dim_order", "has 0 entries but val's rank is 4");
+  expect_exact_error(CONVERT(TO_DIM_ORDER, "\"dim_order\":[0,1,2,3]", CL), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/dim_order",
+                     "[0,1,2,3] disagrees with val's dim_order [0,2,3,1] (the layout the node "
+                     "writes)");
+  expect_exact_error(CONVERT(CLONE_DIM_ORDER, "\"dim_order\":[0,2,3,1]",
+                             "\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}"),
+                     VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/dim_order",
+                     "[0,2,3,1] disagrees with val's dim_order [0,1,2,3] (the layout the node "
+                     "writes)");
+  expect_exact_error(CONVERT(TO_DIM_ORDER, "\"dim_order\":[0,2.0,3,1]", CL), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/dim_order/1", "a dim must be an integer");
+  expect_exact_error(CONVERT(TO_DIM_ORDER, "\"dim_order\":\"channels_last\"", CL),
+                     VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/dim_order",
+                     "must be a list of integers");
+  expect_exact_error(CONVERT(TO_DIM_ORDER, "\"dtype\":\"float16\",\"dim_order\":[0,2,3,1]", CL),
+                     VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/dtype",
+                     "float16 disagrees with val's dtype float32 (the dtype the node writes)");
+  expect_exact_error(CONVERT(TO_DIM_ORDER, "\"dtype\":\"torch.float32\"", CL), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/dtype",
+                     "unknown dtype (expected one of uint8 int8 int16 int32 int64 float16 "
+                     "bfloat16 float32 float64 bool, or null)");
+  /* agreeing, absent or null kwargs validate */
+  static const char *const ok[] = {
+      CONVERT(TO_DIM_ORDER, "\"dim_order\":[0,2,3,1]", CL),
+      CONVERT(TO_DIM_ORDER, "\"dtype\":\"float32\",\"dim_order\":[0,2,3,1]", CL),
+      CONVERT(TO_DIM_ORDER, "\"dtype\":null,\"dim_order\":null", CL),
+      CONVERT(TO_DIM_ORDER, "", CL),
+      CONVERT(CLONE_DIM_ORDER, "\"dim_order\":[0,2,3,1]", CL),
+      CONVERT(CLONE_DIM_ORDER, "\"dim_order\":[0,1,2,3]",
+              "\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3],\"strides\":[12,6,3,1]}"),
+      /* a dtype change is _to_dim_order_copy's to make */
+      CONVERT(TO_DIM_ORDER, "\"dtype\":\"float16\",\"dim_order\":[0,2,3,1]",
+              "\"val\":{\"dtype\":\"float16\",\"shape\":[1,2,2,3],\"dim_order\":[0,2,3,1]}"),
+  };
+  for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) vl_graph_free(parse_ok(ok[k]));
+  /* the same strides with the size-1 dims elsewhere (PyTorch's [1,C,1,1] channels-last, its
+   * strides read back in the default order) are the same layout */
+  vl_graph_free(parse_ok(
+      HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,4,1,"
+           "1]}},{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"" CLONE_DIM_ORDER "\","
+           "\"args\":[\"x\"],\"kwargs\":{\"dim_order\":[0,2,3,1]},\"val\":{\"dtype\":\"float32\","
+           "\"shape\":[1,4,1,1],\"strides\":[4,1,4,4]}}," OUT("y") "]}"));
+}
+
 #define VIEW(args, val)                                                                            \
   ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\",\"args\":" args \
   ",\"val\":" val "}," OUT("v") "]}"
@@ -900,6 +977,7 @@ int main(void) {
       cmocka_unit_test(structural_errors_name_the_place),
       cmocka_unit_test(spec_errors_name_the_field),
       cmocka_unit_test(layout_spelling_must_follow_skip_dim_order),
+      cmocka_unit_test(layout_conversion_kwargs_must_agree_with_val),
       cmocka_unit_test(unvalidated_parsing_reads_what_validation_refuses),
       cmocka_unit_test(raw_control_bytes_are_malformed_json),
       cmocka_unit_test(view_copy_nodes_must_agree_with_their_size_and_base),

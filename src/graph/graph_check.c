@@ -1,6 +1,7 @@
 /* graph_check.c - semantic validation after parsing (SPEC §2): the skip_dim_order spelling
- * rule, view nodes (view_copy / memory.view) whose size argument, val and base agree, and
- * in-place / out= results whose val describes the storage they share. */
+ * rule, the kwargs of layout conversions that name their result (dim_order, dtype) agreeing
+ * with its val, view nodes (view_copy / memory.view) whose size argument, val and base agree,
+ * and in-place / out= results whose val describes the storage they share. */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,13 @@ static vl_status node_error(vl_error *err, uint32_t i, const char *sub, const ch
 
 static bool starts_with(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static void order_text(char *buf, size_t n, const char *lead, const vl_spec *s) {
+  int64_t order[VL_MAX_RANK];
+  for (uint8_t k = 0; k < s->rank; k++) order[k] = s->dim_order[k];
+  char list[120];
+  snprintf(buf, n, "%s%s", lead, vl__shape_text(list, sizeof list, s->rank, order));
 }
 
 static vl_status check_spelling(const vl_graph *g, uint32_t i, vl_error *err) {
@@ -39,6 +47,91 @@ static vl_status check_spelling(const vl_graph *g, uint32_t i, vl_error *err) {
   return node_error(err, i, "/kwargs/memory_format",
                     "layout changes use dim_order_ops._to_dim_order_copy / _clone_dim_order "
                     "with kwargs.dim_order when skip_dim_order is false");
+}
+
+/* kwargs.dim_order of a layout conversion is the layout it writes: a permutation of
+ * 0..rank-1 for val's rank that gives val's layout, i.e. the same strides on every dim of
+ * size > 1 (a [1,C,1,1] tensor converted to channels-last has kwargs [0,2,3,1] and strides
+ * that read back as val's dim_order [0,1,2,3]: one layout, two spellings). */
+static vl_status check_kw_dim_order(const vl_node *n, const vl_arg *a, uint32_t i, vl_error *err) {
+  const vl_spec *v = n->val;
+  char msg[VL_ERROR_MESSAGE_MAX], want[120], got[VL_MAX_RANK * 22 + 3];
+  int64_t order[VL_MAX_RANK];
+  bool seen[VL_MAX_RANK] = {false};
+  if (a->kind != VL_ARG_LIST) {
+    return node_error(err, i, "/kwargs/dim_order", "must be a list of integers");
+  }
+  for (uint32_t k = 0; k < a->count; k++) {
+    if (a->u.items[k].kind != VL_ARG_INT) {
+      char sub[48];
+      snprintf(sub, sizeof sub, "/kwargs/dim_order/%u", k);
+      return node_error(err, i, sub, "a dim must be an integer");
+    }
+  }
+  if (a->count != v->rank) {
+    snprintf(msg, sizeof msg, "has %u entries but val's rank is %u", a->count, v->rank);
+    return node_error(err, i, "/kwargs/dim_order", msg);
+  }
+  vl_spec s = *v;
+  for (uint32_t k = 0; k < a->count; k++) {
+    order[k] = a->u.items[k].u.i;
+    if (order[k] < 0 || order[k] >= v->rank || seen[order[k]]) {
+      snprintf(msg, sizeof msg, "not a permutation of 0..%d", (int)v->rank - 1);
+      return node_error(err, i, "/kwargs/dim_order", msg);
+    }
+    seen[order[k]] = true;
+    s.dim_order[k] = (uint8_t)order[k];
+  }
+  vl_desc d;
+  vl_desc_of_spec(&s, 0, &d);
+  if (vl_desc_matches_spec(&d, v)) return VL_OK;
+  order_text(want, sizeof want, "val's dim_order ", v);
+  snprintf(msg, sizeof msg, "%s disagrees with %s (the layout the node writes)",
+           vl__shape_text(got, sizeof got, a->count, order), want);
+  return node_error(err, i, "/kwargs/dim_order", msg);
+}
+
+/* kwargs.dtype of _to_dim_order_copy: the dtype it converts to, so val's (named as in specs). */
+static vl_status check_kw_dtype(const vl_node *n, const vl_arg *a, uint32_t i, vl_error *err) {
+  char msg[VL_ERROR_MESSAGE_MAX];
+  vl_dtype dt;
+  if (a->kind != VL_ARG_STRING || !vl_dtype_from_name(a->u.s, &dt)) {
+    return node_error(err, i, "/kwargs/dtype",
+                      "unknown dtype (expected one of uint8 int8 int16 int32 int64 float16 "
+                      "bfloat16 float32 float64 bool, or null)");
+  }
+  if (dt == n->val->dtype) return VL_OK;
+  snprintf(msg, sizeof msg, "%s disagrees with val's dtype %s (the dtype the node writes)",
+           vl_dtype_name(dt), vl_dtype_name(n->val->dtype));
+  return node_error(err, i, "/kwargs/dtype", msg);
+}
+
+typedef vl_status (*kwarg_check)(const vl_node *n, const vl_arg *a, uint32_t i, vl_error *err);
+
+/* Keyword arguments that name what their node writes, checked against its val when present
+ * and not null (absent or null: the schema's default, nothing to check). One row per kwarg. */
+static const struct kwarg_row {
+  const char *target;
+  const char *key;
+  kwarg_check check;
+} kwarg_table[] = {
+    {"dim_order_ops._to_dim_order_copy.default", "dim_order", check_kw_dim_order},
+    {"dim_order_ops._to_dim_order_copy.default", "dtype", check_kw_dtype},
+    {"dim_order_ops._clone_dim_order.default", "dim_order", check_kw_dim_order},
+};
+
+static vl_status check_kwargs(const vl_graph *g, uint32_t i, vl_error *err) {
+  const vl_node *n = &g->nodes[i];
+  if (n->n_kwargs == 0 || !n->has_val) return VL_OK;
+  for (size_t k = 0; k < sizeof kwarg_table / sizeof *kwarg_table; k++) {
+    const struct kwarg_row *row = &kwarg_table[k];
+    if (strcmp(n->target, row->target) != 0) continue;
+    const vl_arg *a = vl_node_kwarg(n, row->key);
+    if (a == NULL || a->kind == VL_ARG_NULL) continue;
+    vl_status st = row->check(n, a, i, err);
+    if (st != VL_OK) return st;
+  }
+  return VL_OK;
 }
 
 /* SPEC §2/§3a: a memory.view may alias a sub-range, but every element it reads (from its
@@ -111,13 +204,6 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
   return VL_OK;
 }
 
-static void order_text(char *buf, size_t n, const char *lead, const vl_spec *s) {
-  int64_t order[VL_MAX_RANK];
-  for (uint8_t k = 0; k < s->rank; k++) order[k] = s->dim_order[k];
-  char list[120];
-  snprintf(buf, n, "%s%s", lead, vl__shape_text(list, sizeof list, s->rank, order));
-}
-
 /* The result of an in-place op (arg 0) or of an out= node (kwargs.out) is the written
  * argument's storage (SPEC §3's aliases): the interpreter writes it through the argument's
  * layout, and the passes read the node's val as that storage's layout, so the two must agree
@@ -161,6 +247,7 @@ vl_status vl__graph_check(vl_graph *g, vl_error *err) {
     const vl_node *n = &g->nodes[i];
     if (n->op != VL_NODE_CALL) continue;
     vl_status st = check_spelling(g, i, err);
+    if (st == VL_OK) st = check_kwargs(g, i, err);
     if (st == VL_OK && (vl__is_view_copy(n) || vl__is_memory_view(n))) st = check_view(g, i, err);
     if (st == VL_OK) st = check_written(g, i, err);
     if (st != VL_OK) return st;
