@@ -98,7 +98,6 @@ typedef struct vld_work {
   bool over_share;  /* refused unstarted: its user's unread responses hold its memory share */
   bool served_on_loop; /* a small heavy request run on the loop (runs_on_loop) */
   bool waiting;        /* in its user's lane, not handed to libuv's pool yet */
-  bool cancelled;      /* its connection closed while it waited in the lane */
   struct vld_work *lane_next;
   vl_status status;
   char *json; /* the response text; NULL until answered */
@@ -453,9 +452,10 @@ static void after_work(uv_work_t *req, int status) {
  * worker busy; the others wait in lanes, one per user with waiting work, FIFO within a lane,
  * and the lanes take turns (the lane served goes to the back). So a request waits behind at
  * most --workers requests of each loop already handed over, and one from each other user's
- * lane before it, not behind everything queued. Work whose connection closed, or whose drain
- * timed out, while it waited is finished as cancelled when its turn comes (a lane has waiting
- * work only while this loop's --workers requests are on the pool, so a turn always comes). */
+ * lane before it, not behind everything queued. Work whose connection closes while it waits is
+ * taken out of its lane and dropped at once (lanes_drop); work whose drain timed out is answered
+ * -32007 when its turn comes (a lane has waiting work only while this loop's --workers requests
+ * are on the pool, so a turn always comes). */
 typedef struct vld_lane {
   uid_t uid;
   work *head, *tail;
@@ -501,7 +501,7 @@ static void fair_enqueue(work *w) {
 }
 
 /* While the pool has room for this loop, hands it the first lane's next work and sends that
- * lane to the back (or frees it, emptied); cancelled work is finished on the way. */
+ * lane to the back (or frees it, emptied); expired work is answered on the way. */
 static void fair_pump(vld_dispatcher *d) {
   while (d->lanes != NULL && d->submitted < d->cfg->workers) {
     vld_lane *l = d->lanes;
@@ -518,8 +518,8 @@ static void fair_pump(vld_dispatcher *d) {
       }
       *end = l;
     }
-    if (w->cancelled || w->expired) {
-      finish(w, UV_ECANCELED); /* never ran: dropped, or -32007 after a drain timeout */
+    if (w->expired) {
+      finish(w, UV_ECANCELED); /* never ran: -32007 after a drain timeout */
     } else {
       w->waiting = false;
       submit(w);
@@ -527,14 +527,46 @@ static void fair_pump(vld_dispatcher *d) {
   }
 }
 
-void vld_dispatch_cancel(vld_conn *c) {
-  for (work *w = c->user; w != NULL; w = w->next) {
-    if (w->waiting) {
-      w->cancelled = true; /* finished unanswered at its turn (fair_pump) */
-    } else {
-      /* Fails (UV_EBUSY) for work already running or done; that is answered as usual. */
-      uv_cancel((uv_req_t *)&w->req);
+/* Takes c's waiting work out of the lanes (one pass over them) and drops it unanswered: c is
+ * closing, and the frames it holds go back to the budget now, not when their turn comes. */
+static void lanes_drop(vld_dispatcher *d, vld_conn *c) {
+  work *dropped = NULL;
+  for (vld_lane **at = &d->lanes; *at != NULL;) {
+    vld_lane *l = *at;
+    work **x = &l->head;
+    l->tail = NULL;
+    while (*x != NULL) {
+      work *w = *x;
+      if (w->conn == c) {
+        *x = w->lane_next;
+        w->lane_next = dropped;
+        dropped = w;
+      } else {
+        l->tail = w;
+        x = &w->lane_next;
+      }
     }
+    if (l->head == NULL) {
+      *at = l->next;
+      free(l);
+    } else {
+      at = &l->next;
+    }
+  }
+  while (dropped != NULL) {
+    work *w = dropped;
+    dropped = w->lane_next;
+    finish(w, UV_ECANCELED); /* c is closing: counted as cancelled, never answered */
+  }
+}
+
+void vld_dispatch_cancel(vld_conn *c) {
+  if (c->user != NULL) {
+    lanes_drop(((work *)c->user)->d, c);
+  }
+  for (work *w = c->user; w != NULL; w = w->next) {
+    /* Fails (UV_EBUSY) for work already running or done; that is answered as usual. */
+    uv_cancel((uv_req_t *)&w->req);
   }
 }
 

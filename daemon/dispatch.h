@@ -44,7 +44,8 @@ typedef struct vld_dispatcher {
  * small and light (or invalid, or "stats"), else on the thread pool; past --max-queued (or the
  * user's share) a heavy one gets -32005 at once. */
 void vld_dispatch_frame(vld_dispatcher *d, vld_conn *c, vl_frame *frame);
-/* Cancels c's requests that wait for a worker; their after_work frees them unanswered. */
+/* Cancels c's requests that wait for a worker (c is closing): those in the lanes are dropped
+ * at once, those queued on libuv's pool are freed unanswered by their after_work. */
 void vld_dispatch_cancel(vld_conn *c);
 /* The drain timed out: c's requests still queued on the pool are answered -32007 (shutting
  * down) instead of run; those already running finish and are answered. */
