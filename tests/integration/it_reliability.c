@@ -764,6 +764,41 @@ static pid_t verify_as_nobody(const char *sock, int ready, int go) {
   return pid;
 }
 
+/* Root and nobody at once: nobody's child connected and waiting for go (ready, then go), and
+ * root's client with n heavy verifies sent (ids 1..n). */
+typedef struct two_users {
+  pid_t other;
+  int ready[2], go[2];
+  vl_client *c;
+} two_users;
+
+static void two_users_start(daemon_proc *d, int n, two_users *t) {
+  assert_int_equal(pipe(t->ready), 0);
+  assert_int_equal(pipe(t->go), 0);
+  t->other = verify_as_nobody(d->sock, t->ready[1], t->go[0]);
+  char b = 0;
+  assert_int_equal(read(t->ready[0], &b, 1), 1); /* nobody is connected: shares apply */
+  t->c = client_open(d);
+  vl_client_set_timeout(t->c, 6 * HARNESS_WAIT_MS);
+  vl_error err;
+  cJSON *p = json("{\"seed\":1}");
+  cJSON_AddItemToObject(p, "graph", heavy_graph(1024, 1024));
+  for (uint64_t id = 1; id <= (uint64_t)n; id++) {
+    assert_int_equal(vl_client_send(t->c, id, "verify", p, NULL, 0, &err), VL_OK);
+  }
+  cJSON_Delete(p);
+}
+
+/* Lets nobody's verify go. */
+static void two_users_go(two_users *t) {
+  char b = 0;
+  assert_int_equal(write(t->go[1], &b, 1), 1);
+  close(t->ready[0]);
+  close(t->ready[1]);
+  close(t->go[0]);
+  close(t->go[1]);
+}
+
 /* While another user is connected, a user pipelining heavy requests gets -32005 past its
  * queue share, at once and with each id; the other user's request is queued and served. */
 static void one_user_cannot_take_every_queue_slot(void **state) {
@@ -773,25 +808,11 @@ static void one_user_cannot_take_every_queue_slot(void **state) {
   static const char *const extra[] = {"--workers", "1", "--max-queued-per-uid", "2",
                                       "--max-inflight", "64", NULL};
   daemon_proc *d = start_shared(extra);
-  int ready[2], go[2];
-  assert_int_equal(pipe(ready), 0);
-  assert_int_equal(pipe(go), 0);
-  pid_t other = verify_as_nobody(d->sock, ready[1], go[0]);
-  char b = 0;
-  assert_int_equal(read(ready[0], &b, 1), 1); /* nobody is connected: shares apply */
-  vl_client *c = client_open(d);
+  two_users t;
+  two_users_start(d, N, &t);
+  vl_client *c = t.c;
   vl_error err;
-  cJSON *p = json("{\"seed\":1}");
-  cJSON_AddItemToObject(p, "graph", heavy_graph(1024, 1024));
-  for (uint64_t id = 1; id <= N; id++) {
-    assert_int_equal(vl_client_send(c, id, "verify", p, NULL, 0, &err), VL_OK);
-  }
-  cJSON_Delete(p);
-  assert_int_equal(write(go[1], &b, 1), 1);
-  close(ready[0]);
-  close(ready[1]);
-  close(go[0]);
-  close(go[1]);
+  two_users_go(&t);
   int served = 0, refused = 0;
   bool seen[N + 1] = {false};
   for (int i = 0; i < N; i++) {
@@ -811,7 +832,7 @@ static void one_user_cannot_take_every_queue_slot(void **state) {
   }
   assert_true(served >= 2);
   assert_true(refused >= 1);
-  assert_int_equal(daemon_wait(other, 6 * HARNESS_WAIT_MS), 0);
+  assert_int_equal(daemon_wait(t.other, 6 * HARNESS_WAIT_MS), 0);
   cJSON *stats = NULL;
   assert_int_equal(vl_client_stats(c, &stats, &err), VL_OK);
   assert_int_equal((int)json_number(stats, "requests.overloaded.max_queued_per_uid"), refused);
@@ -833,21 +854,11 @@ static void another_users_request_does_not_wait_behind_a_queue(void **state) {
   enum { N = 16 };
   static const char *const extra[] = {"--workers", "1", NULL};
   daemon_proc *d = start_shared(extra);
-  int ready[2], go[2];
-  assert_int_equal(pipe(ready), 0);
-  assert_int_equal(pipe(go), 0);
-  pid_t other = verify_as_nobody(d->sock, ready[1], go[0]);
-  char b = 0;
-  assert_int_equal(read(ready[0], &b, 1), 1);
-  vl_client *c = client_open(d);
-  vl_client_set_timeout(c, 6 * HARNESS_WAIT_MS);
+  two_users t;
+  two_users_start(d, N, &t);
+  vl_client *c = t.c;
+  pid_t other = t.other;
   vl_error err;
-  cJSON *p = json("{\"seed\":1}");
-  cJSON_AddItemToObject(p, "graph", heavy_graph(1024, 1024));
-  for (uint64_t id = 1; id <= N; id++) {
-    assert_int_equal(vl_client_send(c, id, "verify", p, NULL, 0, &err), VL_OK);
-  }
-  cJSON_Delete(p);
   /* all of root's are on the pool's side (queued or running) before nobody's is sent */
   for (uint64_t until = now_ms() + HARNESS_WAIT_MS;;) {
     vl_client *q = client_open(d);
@@ -860,11 +871,7 @@ static void another_users_request_does_not_wait_behind_a_queue(void **state) {
     if (now_ms() > until) fail_msg("%g of %d requests queued", queued, N);
     sleep_ms(5);
   }
-  assert_int_equal(write(go[1], &b, 1), 1);
-  close(ready[0]);
-  close(ready[1]);
-  close(go[0]);
-  close(go[1]);
+  two_users_go(&t);
   int before = -1, status = 0;
   for (int i = 0; i < N; i++) {
     uint64_t id = 0;
