@@ -16,6 +16,23 @@ static vl_status node_error(vl_error *err, uint32_t i, const char *sub, const ch
   return vl_error_set(err, VL_ERR_INVALID_GRAPH, path, "%s", msg);
 }
 
+/* a (at /nodes/i<at>) is a list of integers: else list_msg at <at>, or item_msg at <at>/k for
+ * the first entry that is not. */
+static vl_status check_int_list(const vl_arg *a, uint32_t i, const char *at, const char *list_msg,
+                                const char *item_msg, vl_error *err) {
+  if (a->kind != VL_ARG_LIST) {
+    return node_error(err, i, at, list_msg);
+  }
+  for (uint32_t k = 0; k < a->count; k++) {
+    if (a->u.items[k].kind != VL_ARG_INT) {
+      char sub[64];
+      snprintf(sub, sizeof sub, "%s/%u", at, k);
+      return node_error(err, i, sub, item_msg);
+    }
+  }
+  return VL_OK;
+}
+
 static bool starts_with(const char *s, const char *prefix) {
   return strncmp(s, prefix, strlen(prefix)) == 0;
 }
@@ -58,16 +75,9 @@ static vl_status check_kw_dim_order(const vl_node *n, const vl_arg *a, uint32_t 
   char msg[VL_ERROR_MESSAGE_MAX], want[120], got[VL_MAX_RANK * 22 + 3];
   int64_t order[VL_MAX_RANK];
   bool seen[VL_MAX_RANK] = {false};
-  if (a->kind != VL_ARG_LIST) {
-    return node_error(err, i, "/kwargs/dim_order", "must be a list of integers");
-  }
-  for (uint32_t k = 0; k < a->count; k++) {
-    if (a->u.items[k].kind != VL_ARG_INT) {
-      char sub[48];
-      snprintf(sub, sizeof sub, "/kwargs/dim_order/%u", k);
-      return node_error(err, i, sub, "a dim must be an integer");
-    }
-  }
+  vl_status st = check_int_list(a, i, "/kwargs/dim_order", "must be a list of integers",
+                                "a dim must be an integer", err);
+  if (st != VL_OK) return st;
   if (a->count != v->rank) {
     snprintf(msg, sizeof msg, "has %u entries but val's rank is %u", a->count, v->rank);
     return node_error(err, i, "/kwargs/dim_order", msg);
@@ -162,19 +172,14 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
   const vl_node *base = &g->nodes[n->args[0].u.ref];
   if (!base->has_val) return node_error(err, i, "/args/0", "the base must be a tensor node");
   const vl_arg *size = &n->args[1];
-  if (size->kind != VL_ARG_LIST) {
-    return node_error(err, i, "/args/1", "the size must be a list of integers");
-  }
   int64_t sizes[VL_MAX_RANK];
-  if (size->count > VL_MAX_RANK) {
+  if (size->kind == VL_ARG_LIST && size->count > VL_MAX_RANK) {
     return node_error(err, i, "/args/1", "the size has more than 16 entries");
   }
+  vl_status st = check_int_list(size, i, "/args/1", "the size must be a list of integers",
+                                "a size must be an integer", err);
+  if (st != VL_OK) return st;
   for (uint32_t k = 0; k < size->count; k++) {
-    if (size->u.items[k].kind != VL_ARG_INT) {
-      char sub[32];
-      snprintf(sub, sizeof sub, "/args/1/%u", k);
-      return node_error(err, i, sub, "a size must be an integer");
-    }
     sizes[k] = size->u.items[k].u.i;
   }
   if (base->val->dtype != n->val->dtype) {
@@ -187,7 +192,7 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
   vl_spec_numel(n->val, &numel);
   bool alias = vl__is_memory_view(n);
   if (alias) {
-    vl_status st = check_alias_range(n, base, base_numel, err, i);
+    st = check_alias_range(n, base, base_numel, err, i);
     if (st != VL_OK) return st;
   } else if (numel != base_numel) {
     snprintf(msg, sizeof msg, "%lld elements but the base %.64s has %lld", (long long)numel,
