@@ -19,7 +19,6 @@
 #include "dispatch.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -38,12 +37,6 @@ enum {
   LOOP_WINDOW_NS = 1000000, /* 1 ms */
   LOOP_SPEND_NS = 900000,   /* of which small heavy requests take at most 0.9 ms */
 };
-
-static void release_heap(void) {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
 
 /* Where a method runs: the core's by their weight; the daemon's own on the loop, with the
  * loop's state. Indexes: the core's methods (vl_service_method), then the daemon's. */
@@ -338,7 +331,7 @@ static void run_work(uv_work_t *req) {
     /* Its tree (~100 bytes per value) is freed into glibc's fast bins, which stay resident
      * and are not coalesced; the next large frames (fresh maps) would add to them. Giving the
      * pages back costs a walk of the heap, small next to parsing this much JSON. */
-    release_heap();
+    vld_mem_trim();
   }
 }
 

@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -969,19 +968,6 @@ static void on_ignored_signal(uv_signal_t *s, int signum) {
               signum == SIGHUP ? "SIGHUP" : signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
 }
 
-/* The pool just went idle: hand the heap's free pages back to the system. Tensor buffers of a
- * burst leave the heap fragmented at its high-water mark, which a daemon that idles between
- * bursts would otherwise keep resident. Runs at most once per busy-to-idle transition of the
- * probe below (>= HUP_PROBE_MS apart), never under steady load. The large blocks memory.c
- * keeps for the next large request follow once the loop's pool work has stayed idle for
- * KEEP_IDLE_PROBES probes (a second) and the whole daemon too (daemon_idle_for_a_second): a
- * client sending one blob after another, on any loop, keeps them. */
-static void release_idle_memory(void) {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
-
 /* No work on the pool, and none queued on any loop for the last KEEP_IDLE_PROBES probes. */
 static bool daemon_idle_for_a_second(vld_server *srv) {
   const uint64_t second_ns = (uint64_t)KEEP_IDLE_PROBES * HUP_PROBE_MS * 1000000u;
@@ -1008,12 +994,17 @@ static void on_hup_probe(uv_timer_t *t) {
     return;
   }
   if (sh->idle_probes++ == 0) {
-    release_idle_memory();
+    /* The pool just went idle: the heap's free pages go back to the system. Tensor buffers of
+     * a burst leave the heap fragmented at its high-water mark, which a daemon that idles
+     * between bursts would otherwise keep resident. At most once per busy-to-idle transition
+     * (>= HUP_PROBE_MS apart), never under steady load. */
+    vld_mem_trim();
   }
   if (sh->idle_probes >= KEEP_IDLE_PROBES) {
     /* A second idle: the large blocks kept for the next large request go back too, once the
      * whole daemon has been idle that long; while another loop is busy, its probe, which runs
-     * until it has been idle for a second itself, decides instead. */
+     * until it has been idle for a second itself, decides instead (a client sending one blob
+     * after another, on any loop, keeps them). */
     uv_timer_stop(t);
     sh->idle_probes = 0;
     if (daemon_idle_for_a_second(sh->srv)) {
