@@ -5,8 +5,10 @@
  * bit for bit (SPEC §2 "Literals are exact"), and prints identically (before and after
  * lowering); the report's counts add up (SPEC §3: replaced + kept + removed_dead =
  * view_copy_nodes, one decision per remaining view_copy); lowering a lowered graph changes
- * nothing; every error is well formed. The lowering options are picked from a hash of the
- * input, so every policy is exercised. A text that is JSON gets the answer its tree gets from
+ * nothing; every error is well formed; a memory plan's figures hold together and its print
+ * (which parsing checks: no two buffers live at once overlap) reads back to them. The lowering
+ * options are picked from a hash of the input, so every policy is exercised, a third of the
+ * inputs planned. A text that is JSON gets the answer its tree gets from
  * vl_graph_from_json, as the service answers a raw graph (vl__graph_text_bounds counting the
  * nodes over the text as the tree counts them). */
 #include <stdbool.h>
@@ -18,6 +20,7 @@
 #include "graph/graph_internal.h"
 #include "viewlower/graph.h"
 #include "viewlower/lower.h"
+#include "viewlower/plan.h"
 
 static uint32_t hash_bytes(const uint8_t *data, size_t size) {
   uint32_t h = 2166136261u;
@@ -33,6 +36,9 @@ static void options_from_hash(uint32_t h, vl_lower_options *o) {
   case 4: o->fold = false; break;
   default: break;
   }
+  /* a third of the inputs are planned too, at an alignment of 1 to 4096 bytes */
+  o->plan = (h >> 8) % 3 == 0;
+  o->plan_alignment = (int64_t)1 << ((h >> 12) % 13);
 }
 
 static bool arg_equal(const vl_arg *a, const vl_arg *b) {
@@ -137,6 +143,32 @@ static void check_report(const vl_graph *g, const vl_report *r) {
   FUZZ_CHECK(g->output == g->n_nodes - 1);
 }
 
+/* A plan's figures hold together, and its printed form (which parsing checks: no two buffers
+ * live at once overlap) reads back to the same figures. */
+static void check_plan(const vl_report *r, const vl_lower_options *o, const char *lowered,
+                       const vl_limits *lim) {
+  const vl_plan_report *p = &r->plan;
+  FUZZ_CHECK(p->present == o->plan);
+  if (!o->plan) return;
+  FUZZ_CHECK(p->alignment == o->plan_alignment);
+  FUZZ_CHECK(p->lower_bound_bytes >= 0 && p->lower_bound_bytes <= p->naive_bytes);
+  FUZZ_CHECK(p->arena_bytes >= p->lower_bound_bytes);
+  FUZZ_CHECK(p->arena_bytes % p->alignment == 0 || p->arena_bytes == 0);
+  FUZZ_CHECK(p->alignment != 1 || p->arena_bytes <= p->naive_bytes);
+  vl_graph *g = NULL;
+  char *again = reprint(lowered, lim, &g);
+  FUZZ_CHECK(g->has_plan);
+  vl_plan_report q;
+  vl_error err;
+  vl_error_clear(&err);
+  FUZZ_CHECK(vl_plan_figures(g, &q, &err) == VL_OK);
+  FUZZ_CHECK(q.arena_bytes == p->arena_bytes && q.lower_bound_bytes == p->lower_bound_bytes &&
+             q.naive_bytes == p->naive_bytes && q.planned == p->planned &&
+             q.alignment == p->alignment);
+  free(again);
+  vl_graph_free(g);
+}
+
 /* Lowering the lowered graph (reparsed from its print) must print the same text. */
 static void check_idempotent(const char *lowered, const vl_lower_options *o, const vl_limits *lim) {
   vl_graph *g = NULL;
@@ -228,6 +260,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_report(g, &r);
   char *lowered = vl_graph_print(g);
   FUZZ_CHECK(lowered != NULL);
+  check_plan(&r, &o, lowered, &lim);
   check_idempotent(lowered, &o, &lim);
   free(lowered);
   vl_report_clear(&r);
