@@ -239,6 +239,8 @@ def main():
         params = {"graph": g, "seed": i}
         if i % 3 == 1:
             params["options"] = {"policy": "legacy"}
+        elif i % 3 == 2:  # executed inside one arena of the plan
+            params["options"] = {"plan": True, "plan_alignment": 1 << (i % 7 * 2)}
         out("verify", name + ".json", j(params))
     out("verify", "inputs.json", j({"graph": gs["patch_embed"], "inputs": {
         "x": {"dtype": "float32", "shape": [1, 2, 2, 3], "dim_order": [0, 2, 3, 1],
