@@ -652,6 +652,8 @@ static void expect_exact_error(const char *json, vl_status code, const char *pat
        "\"kwargs\":{" kwargs "}," val "}," OUT("y") "]}"
 #define TO_DIM_ORDER "dim_order_ops._to_dim_order_copy.default"
 #define CLONE_DIM_ORDER "dim_order_ops._clone_dim_order.default"
+#define TO_COPY "aten._to_copy.default"
+#define F32 "\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}"
 
 /* kwargs.dim_order (and _to_dim_order_copy's kwargs.dtype) say what the node writes: when
  * given they must be what val declares, or the graph says two things (val won, silently). */
@@ -686,8 +688,21 @@ static void layout_conversion_kwargs_must_agree_with_val(void **state) {
                      "/nodes/1/kwargs/dtype",
                      "unknown dtype (expected one of uint8 int8 int16 int32 int64 float16 "
                      "bfloat16 float32 float64 bool, or null)");
+  /* aten._to_copy's kwargs.dtype too: a float32 val with a float16 kwarg was an identity to the
+   * lowering (layout-only: no dtype change) and became an alias of x */
+  expect_exact_error(CONVERT(TO_COPY, "\"dtype\":\"float16\"", F32), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/dtype",
+                     "float16 disagrees with val's dtype float32 (the dtype the node writes)");
+  expect_exact_error(CONVERT(TO_COPY, "\"dtype\":\"torch.float32\"", F32), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/dtype",
+                     "unknown dtype (expected one of uint8 int8 int16 int32 int64 float16 "
+                     "bfloat16 float32 float64 bool, or null)");
   /* agreeing, absent or null kwargs validate */
   static const char *const ok[] = {
+      CONVERT(TO_COPY, "\"dtype\":\"float32\"", F32),
+      CONVERT(TO_COPY, "\"dtype\":null", F32),
+      CONVERT(TO_COPY, "\"dtype\":\"float16\"",
+              "\"val\":{\"dtype\":\"float16\",\"shape\":[1,2,2,3]}"),
       CONVERT(TO_DIM_ORDER, "\"dim_order\":[0,2,3,1]", CL),
       CONVERT(TO_DIM_ORDER, "\"dtype\":\"float32\",\"dim_order\":[0,2,3,1]", CL),
       CONVERT(TO_DIM_ORDER, "\"dtype\":null,\"dim_order\":null", CL),

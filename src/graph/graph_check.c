@@ -101,7 +101,9 @@ static vl_status check_kw_dim_order(const vl_node *n, const vl_arg *a, uint32_t 
   return node_error(err, i, "/kwargs/dim_order", msg);
 }
 
-/* kwargs.dtype of _to_dim_order_copy: the dtype it converts to, so val's (named as in specs). */
+/* kwargs.dtype of _to_dim_order_copy or _to_copy: the dtype it converts to, so val's (named as
+ * in specs). Unchecked, a _to_copy whose val keeps its input's dtype while its kwargs convert
+ * would count as layout-only (a conversion without a dtype change) and become an alias. */
 static vl_status check_kw_dtype(const vl_node *n, const vl_arg *a, uint32_t i, vl_error *err) {
   char msg[VL_ERROR_MESSAGE_MAX];
   vl_dtype dt;
@@ -128,6 +130,7 @@ static const struct kwarg_row {
     {"dim_order_ops._to_dim_order_copy.default", "dim_order", check_kw_dim_order},
     {"dim_order_ops._to_dim_order_copy.default", "dtype", check_kw_dtype},
     {"dim_order_ops._clone_dim_order.default", "dim_order", check_kw_dim_order},
+    {"aten._to_copy.default", "dtype", check_kw_dtype},
 };
 
 static vl_status check_kwargs(const vl_graph *g, uint32_t i, vl_error *err) {
