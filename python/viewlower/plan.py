@@ -10,7 +10,7 @@ purpose to show that overlapping live buffers give wrong values.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import layout
 
@@ -38,8 +38,10 @@ def _writes_arg0(target: str) -> bool:
 
 def owners(graph: dict) -> Dict[str, Optional[str]]:
     """Node name → the name of the node owning its storage (None: a multi-output producer, whose
-    getitems own its outputs; the output node is left out)."""
+    getitems own its outputs; a second getitem of one output is the first one's storage; the
+    output node is left out)."""
     own: Dict[str, Optional[str]] = {}
+    items: Dict[Tuple[Any, Any], str] = {}  # (producer, index) → its first getitem
     for n in graph["nodes"]:
         name, op = n["name"], n["op"]
         if op == "output":
@@ -57,6 +59,9 @@ def owners(graph: dict) -> Dict[str, Optional[str]]:
             own[name] = own.get(n["args"][0])
         elif "vals" in n:
             own[name] = None
+        elif t == "operator.getitem" and len(n.get("args", [])) == 2:
+            first = items.setdefault((n["args"][0], n["args"][1]), name)
+            own[name] = name if first == name else own.get(first)
         else:
             own[name] = name
     return own

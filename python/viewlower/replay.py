@@ -257,7 +257,8 @@ class Arena:
     node reads; a `memory.view` of it is then `as_strided` of the arena's storage, an in-place
     op writes the slot. So two storages the plan puts in the same bytes while both are live
     really overwrite each other, as they would on a device. Getitems are written when their
-    producer runs (their storage's lifetime starts there)."""
+    producer runs (their storage's lifetime starts there); a second getitem of one output reads
+    the first one's slot."""
 
     def __init__(self, graph: dict):
         plan = graph.get("plan")
@@ -269,10 +270,21 @@ class Arena:
         self._typed: Dict[torch.dtype, torch.Tensor] = {}
         self.by_name = {n["name"]: (i, n) for i, n in enumerate(graph["nodes"])}
         self.items: Dict[str, List[Tuple[int, str]]] = {}
+        #: a second getitem of one output → the first (SPEC §2: the same storage, its slot)
+        self.same: Dict[str, str] = {}
+        first: Dict[Tuple[Any, Any], str] = {}
         for n in graph["nodes"]:
-            if n.get("target") == "operator.getitem" and "mem_offset" in n:
+            if n.get("target") != "operator.getitem" or len(n.get("args", [])) != 2:
+                continue
+            key = (n["args"][0], n["args"][1])
+            if key in first:
+                self.same[n["name"]] = first[key]
+                continue
+            first[key] = n["name"]
+            if "mem_offset" in n:
                 self.items.setdefault(n["args"][0], []).append((n["args"][1], n["name"]))
         self._written: Dict[str, torch.Tensor] = {}
+        self._item_slots: Dict[str, torch.Tensor] = {}  # each planned getitem's slot
         self.planned = sum(1 for n in graph["nodes"] if "mem_offset" in n)
 
     def slot(self, idx: int, node: dict, spec: dict) -> torch.Tensor:
@@ -301,12 +313,14 @@ class Arena:
         name = node["name"]
         if name in self._written:
             return self._written.pop(name)
+        if self.same.get(name) in self._item_slots:
+            return self._item_slots[self.same[name]]
         if name in self.items and isinstance(value, tuple):
             for i, item in self.items[name]:
                 j, g = self.by_name[item]
                 slot = self.slot(j, g, g["val"])
                 slot.copy_(value[i])
-                self._written[item] = slot
+                self._written[item] = self._item_slots[item] = slot
             return value
         if "mem_offset" not in node or not isinstance(value, torch.Tensor):
             return value

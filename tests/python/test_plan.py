@@ -156,3 +156,35 @@ def test_an_arena_replay_of_a_slot_outside_the_arena_names_the_node(attention):
 def test_a_graph_without_a_plan_cannot_be_replayed_in_an_arena(attention):
     found = check.compare_replay(attention, attention.graph, arena=True)
     assert found["node"] == "plan" and "no plan" in found["actual"]
+
+
+def test_two_getitems_of_one_output_are_one_storage_in_the_plan_and_the_arena():
+    """A getitem result is output i of its producer: a second getitem of the same output is the
+    same storage (the C planner gives it no mem_offset), so it sees the first one's in-place
+    write in the arena too."""
+    spec = {"dtype": "float32", "shape": [2, 3], "dim_order": [0, 1]}
+    g = {"format": "viewlower.graph", "version": 1, "nodes": [
+        {"name": "x", "op": "placeholder",
+         "val": {"dtype": "float32", "shape": [4, 3], "dim_order": [0, 1]}},
+        {"name": "s", "op": "call_function", "target": "aten.split_with_sizes_copy.default",
+         "args": ["x", [2, 2]], "vals": [spec, spec]},
+        {"name": "g0", "op": "call_function", "target": "operator.getitem", "args": ["s", 0],
+         "val": spec},
+        {"name": "g1", "op": "call_function", "target": "operator.getitem", "args": ["s", 1],
+         "val": spec},
+        {"name": "r", "op": "call_function", "target": "aten.relu_.default", "args": ["g0"],
+         "val": spec},
+        {"name": "g0b", "op": "call_function", "target": "operator.getitem", "args": ["s", 0],
+         "val": spec},
+        {"name": "y", "op": "call_function", "target": "aten.add.Tensor", "args": ["g0b", "g1"],
+         "val": spec},
+        {"name": "out", "op": "output", "args": ["y"]}]}
+    got = {s.owner: (s.start, s.end, s.size) for s in plan.storages(g)}
+    assert got == {"x": (0, 1, 48), "g0": (1, 6, 32), "g1": (1, 6, 32), "y": (6, 7, 32)}
+    planned = first_fit(g)
+    assert "mem_offset" not in planned["nodes"][5] and plan.check_plan(planned) is None
+    x = torch.arange(-6, 6, dtype=torch.float32).reshape(4, 3)
+    eager = Run(g, {"x": x}).complete().outputs[0]
+    arena = Run(planned, {"x": x}, arena=True).complete().outputs[0]
+    assert torch.equal(eager, torch.tensor([[0.0, 1, 2], [3, 4, 5]]))
+    assert eager.numpy().tobytes() == arena.numpy().tobytes()
