@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <malloc.h>
 
 #include "test_files.h"
 
@@ -396,6 +397,49 @@ static void too_many_live_at_once_gets_one_buffer_each(void **state) {
   vl_graph_free(g);
 }
 
+/* The overlap sweep stops at the storage that passes the bound on pairs; one that lives at that
+ * position alone (an unread result) was then taken off the live set although it never joined
+ * it, through an index read from uninitialised memory: heap writes anywhere. 1000 inputs live
+ * to the output and 600 unread ReLUs cross the bound at an unread ReLU; malloc fills fresh
+ * memory with garbage here (M_PERTURB), so the stray write lands outside the live set. */
+static void the_bound_on_pairs_stops_the_sweep_cleanly_at_an_unread_result(void **state) {
+  (void)state;
+  enum { N = 1000, M = 600 };
+  size_t cap = (size_t)(N + M) * 200 + 4096, len = 0;
+  char *json = malloc(cap);
+  assert_non_null(json);
+  len += (size_t)snprintf(json + len, cap - len, HEAD);
+  for (int i = 0; i < N; i++) {
+    len += (size_t)snprintf(json + len, cap - len,
+                            "%s{\"name\":\"x%d\",\"op\":\"placeholder\"," VAL("[2,4]") "}",
+                            i ? "," : "", i);
+  }
+  for (int i = 0; i < M; i++) {
+    len += (size_t)snprintf(json + len, cap - len,
+                            ",{\"name\":\"r%d\",\"op\":\"call_function\",\"target\":"
+                            "\"aten.relu.default\",\"args\":[\"x0\"]," VAL("[2,4]") "}",
+                            i);
+  }
+  len += (size_t)snprintf(json + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[");
+  for (int i = 0; i < N; i++) {
+    len += (size_t)snprintf(json + len, cap - len, "%s\"x%d\"", i ? "," : "", i);
+  }
+  snprintf(json + len, cap - len, "]}]}");
+  mallopt(M_PERTURB, 0x5a);
+  vl_report r;
+  vl_graph *g = planned(json, &r);
+  mallopt(M_PERTURB, 0);
+  assert_int_equal(r.plan.planned, N + M);
+  assert_int_equal(r.plan.naive_bytes, (N + M) * 32);
+  assert_int_equal(r.plan.lower_bound_bytes, (N + 1) * 32);
+  char *text = vl_graph_print(g);
+  vl_graph_free(parse(text)); /* a valid plan */
+  free(text);
+  free(json);
+  vl_report_clear(&r);
+  vl_graph_free(g);
+}
+
 /* A uint8 input beside float64 tensors, planned at alignment 1. */
 #define MIXED                                                                                      \
   HEAD "{\"name\":\"b\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"uint8\",\"shape\":[3]}},"      \
@@ -472,6 +516,7 @@ int main(void) {
       cmocka_unit_test(a_long_chain_plans_at_the_lower_bound),
       cmocka_unit_test(the_traced_graphs_plan_at_their_lower_bound),
       cmocka_unit_test(too_many_live_at_once_gets_one_buffer_each),
+      cmocka_unit_test(the_bound_on_pairs_stops_the_sweep_cleanly_at_an_unread_result),
       cmocka_unit_test(a_plan_below_the_element_size_keeps_each_tensor_on_its_own_alignment),
       cmocka_unit_test(execution_refuses_a_tensor_placed_off_its_element_size),
   };

@@ -171,7 +171,9 @@ static bool build_overlaps(planner *p, uint32_t n_positions) {
         slot[k] = n_active;
         active[n_active++] = k;
       }
-      for (; ei < n && s->s[by_end[ei]].end == q; ei++) {
+      /* Past the bound the sweep stops here: storages of this position may not have joined
+       * the live set, and taking them off it would read their unset slots. */
+      for (; ok && ei < n && s->s[by_end[ei]].end == q; ei++) {
         uint32_t k = by_end[ei], at = slot[k];
         active[at] = active[--n_active];
         slot[active[at]] = at;
