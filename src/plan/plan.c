@@ -14,9 +14,12 @@
  *
  * The overlap lists come from one sweep over positions: each storage that starts overlaps
  * exactly the storages live at that moment. Their total is bounded (VL__PLAN_PAIRS per storage
- * plus a constant); a graph past it (a hostile one: very many storages live at once) gets one
- * buffer each, which keeps the invariant and keeps planning O(n log n). Deterministic: the same
- * graph gives the same plan, so planning a planned graph changes nothing. */
+ * plus a constant). A graph past it is planned by first fit in one sweep by start, without the
+ * lists (place_sweep): a few long-lived storages beside a long chain pass the bound as surely as
+ * very many live at once, and one buffer each made such a plan the naive sum. Only a graph
+ * past the sweep's steps too (a hostile one: very many storages live at once) gets one buffer
+ * each, which keeps the invariant. Deterministic: the same graph gives the same plan, so
+ * planning a planned graph changes nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,8 @@
 #define VL__PLAN_PAIRS 8
 #define VL__PLAN_ALL_TRIES 65536
 #define VL__PLAN_PAIRS_EXTRA (UINT64_C(1) << 20)
+#define VL__PLAN_SWEEP_STEPS (UINT64_C(1) << 26)
+#define VL__PLAN_NONE UINT32_MAX
 
 typedef struct {
   const vl_storages *s;
@@ -304,6 +309,105 @@ static int64_t place_all(planner *p, const order_key *keys, int fit, int64_t end
   return arena;
 }
 
+/* Storages by start (order) and by end (by_end), each a counting sort over positions. */
+static bool sort_by_position(const vl_storages *s, uint32_t n_positions, uint32_t *order,
+                             uint32_t *by_end) {
+  uint32_t *count = calloc(2 * ((size_t)n_positions + 1), sizeof *count);
+  if (count == NULL) return false;
+  uint32_t *ends = count + n_positions + 1;
+  for (uint32_t k = 0; k < s->n; k++) {
+    count[s->s[k].start + 1]++;
+    ends[s->s[k].end + 1]++;
+  }
+  for (uint32_t q = 0; q < n_positions; q++) {
+    count[q + 1] += count[q];
+    ends[q + 1] += ends[q];
+  }
+  for (uint32_t k = 0; k < s->n; k++) {
+    order[count[s->s[k].start]++] = k;
+    by_end[ends[s->s[k].end]++] = k;
+  }
+  free(count);
+  return true;
+}
+
+typedef struct {
+  uint32_t *next, *prev; /* the live storages as a list by offset */
+  uint32_t head;
+  uint64_t steps;
+} live_list;
+
+/* Places storage k at the lowest gap among the live ones (first fit) and links it there;
+ * false when the sweep has taken its steps. */
+static bool sweep_place(const vl_storages *s, live_list *l, uint32_t k, int64_t *off) {
+  int64_t size = s->s[k].size, align = s->s[k].align, cursor = 0;
+  uint32_t after = VL__PLAN_NONE, at = l->head;
+  for (; at != VL__PLAN_NONE; after = at, at = l->next[at]) {
+    if (++l->steps > VL__PLAN_SWEEP_STEPS) return false;
+    if (round_up(cursor, align) + size <= off[at]) break;
+    cursor = off[at] + s->s[at].size; /* disjoint and by offset: their ends rise too */
+  }
+  off[k] = round_up(cursor, align);
+  l->prev[k] = after;
+  l->next[k] = at;
+  if (after != VL__PLAN_NONE) {
+    l->next[after] = k;
+  } else {
+    l->head = k;
+  }
+  if (at != VL__PLAN_NONE) l->prev[at] = k;
+  return true;
+}
+
+static void sweep_unlink(live_list *l, uint32_t k) {
+  if (l->prev[k] != VL__PLAN_NONE) {
+    l->next[l->prev[k]] = l->next[k];
+  } else {
+    l->head = l->next[k];
+  }
+  if (l->next[k] != VL__PLAN_NONE) l->prev[l->next[k]] = l->prev[k];
+}
+
+/* Past the overlap bound: first fit in one sweep by start. Each storage goes into the lowest
+ * gap among the storages live at its start, all placed before it, so of two storages live at
+ * one position the later-starting one keeps clear of the other: the invariant holds without
+ * the overlap lists. A storage's scan passes only the live storages below its gap, so a few
+ * long-lived storages beside a long chain (buffers a program writes, outputs) cost a few steps
+ * each. Returns the arena size, INT64_MAX past the largest arena, -1 when memory runs out, -2
+ * past VL__PLAN_SWEEP_STEPS (a hostile graph: very many storages live at once). */
+static int64_t place_sweep(planner *p, uint32_t n_positions, int64_t *off) {
+  const vl_storages *s = p->s;
+  size_t n = s->n ? s->n : 1;
+  uint32_t *order = malloc(n * sizeof *order), *by_end = malloc(n * sizeof *by_end);
+  live_list l = {malloc(n * sizeof *l.next), malloc(n * sizeof *l.prev), VL__PLAN_NONE, 0};
+  int64_t arena = -1;
+  if (order && by_end && l.next && l.prev && sort_by_position(s, n_positions, order, by_end)) {
+    arena = 0;
+    bool go = true; /* false once the sweep stops: the storages ending there may be unlinked */
+    for (uint32_t q = 0, si = 0, ei = 0; go && q < n_positions; q++) {
+      for (; go && si < s->n && s->s[order[si]].start == q; si++) {
+        uint32_t k = order[si];
+        go = sweep_place(s, &l, k, off);
+        if (!go) {
+          arena = -2;
+        } else if (off[k] > VL_PLAN_MAX_BYTES - s->s[k].size) { /* past the largest arena */
+          p->passed = k;
+          arena = INT64_MAX;
+          go = false;
+        } else if (off[k] + s->s[k].size > arena) {
+          arena = off[k] + s->s[k].size;
+        }
+      }
+      for (; go && ei < s->n && s->s[by_end[ei]].end == q; ei++) sweep_unlink(&l, by_end[ei]);
+    }
+  }
+  free(order);
+  free(by_end);
+  free(l.next);
+  free(l.prev);
+  return arena;
+}
+
 static void report_of(const vl_storages *s, uint32_t n_positions, int64_t alignment,
                       vl_plan_report *out) {
   memset(out, 0, sizeof *out);
@@ -411,8 +515,10 @@ vl_status vl_plan(vl_graph *g, int64_t alignment, vl_plan_report *out, vl_error 
         memcpy(best, p.offset, s.n * sizeof *best);
       }
     }
-  } else if (st == VL_OK) {
-    /* Past the overlap bound: one buffer each, in owner order. */
+  } else if (st == VL_OK && (arena = place_sweep(&p, g->n_nodes, best)) == -1) {
+    st = VL_ERR_NOMEM;
+  } else if (st == VL_OK && arena == -2) {
+    /* Past the sweep's steps too: one buffer each, in owner order. */
     arena = 0;
     for (uint32_t k = 0; k < s.n; k++) {
       best[k] = round_up(arena, s.s[k].align);
