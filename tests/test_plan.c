@@ -285,6 +285,30 @@ static void planning_is_idempotent_and_a_changed_graph_drops_its_plan(void **sta
   vl_graph_free(h);
 }
 
+/* A graph's text, grown as it is written (the large graphs below). */
+typedef struct {
+  char *p;
+  size_t len, cap;
+} text_buf;
+
+/* Appends printf-style text to t. */
+static void add(text_buf *t, const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->p == NULL ? NULL : t->p + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    assert_true(n >= 0);
+    if ((size_t)n < t->cap - t->len) {
+      t->len += (size_t)n;
+      return;
+    }
+    t->cap = 2 * (t->cap + (size_t)n + 1);
+    t->p = realloc(t->p, t->cap);
+    assert_non_null(t->p);
+  }
+}
+
 /* A long chain plans at its lower bound, and validation reads the plan back. */
 static void a_long_chain_plans_at_the_lower_bound(void **state) {
   (void)state;
@@ -293,19 +317,17 @@ static void a_long_chain_plans_at_the_lower_bound(void **state) {
 #else
   enum { N = 200000 };
 #endif
-  size_t cap = (size_t)N * 160 + 4096, len = 0;
-  char *json = malloc(cap);
-  assert_non_null(json);
-  len += (size_t)snprintf(json + len, cap - len, HEAD PH("n0", ""));
+  text_buf json = {0};
+  add(&json, HEAD PH("n0", ""));
   for (int i = 1; i <= N; i++) {
-    len += (size_t)snprintf(json + len, cap - len,
-                            ",{\"name\":\"n%d\",\"op\":\"call_function\",\"target\":"
-                            "\"aten.relu.default\",\"args\":[\"n%d\"]," VAL("[2,4]") "}",
-                            i, i - 1);
+    add(&json,
+        ",{\"name\":\"n%d\",\"op\":\"call_function\",\"target\":"
+        "\"aten.relu.default\",\"args\":[\"n%d\"]," VAL("[2,4]") "}",
+        i, i - 1);
   }
-  snprintf(json + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%d\"]}]}", N);
+  add(&json, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"n%d\"]}]}", N);
   vl_report r;
-  vl_graph *g = planned(json, &r);
+  vl_graph *g = planned(json.p, &r);
   assert_int_equal(r.plan.planned, N + 1);
   assert_int_equal(r.plan.lower_bound_bytes, 64);
   assert_int_equal(r.plan.arena_bytes, 64);
@@ -313,7 +335,7 @@ static void a_long_chain_plans_at_the_lower_bound(void **state) {
   vl_graph *again = parse(text);
   vl_graph_free(again);
   free(text);
-  free(json);
+  free(json.p);
   vl_report_clear(&r);
   vl_graph_free(g);
 }
@@ -365,28 +387,25 @@ static void the_traced_graphs_plan_at_their_lower_bound(void **state) {
 static void long_lived_buffers_beside_a_long_chain_plan_at_the_lower_bound(void **state) {
   (void)state;
   enum { B = 64, N = 20000 };
-  size_t cap = (size_t)(B + N) * 200 + 4096, len = 0;
-  char *json = malloc(cap);
-  assert_non_null(json);
-  len += (size_t)snprintf(json + len, cap - len, HEAD);
+  text_buf json = {0};
+  add(&json, HEAD);
   for (int i = 0; i < B; i++) {
-    len += (size_t)snprintf(json + len, cap - len,
-                            "{\"name\":\"c%d\",\"op\":\"placeholder\",\"kind\":\"buffer\","
-                            "\"mutated\":true," VAL("[2,4]") "},",
-                            i);
+    add(&json,
+        "{\"name\":\"c%d\",\"op\":\"placeholder\",\"kind\":\"buffer\","
+        "\"mutated\":true," VAL("[2,4]") "},",
+        i);
   }
-  len += (size_t)snprintf(json + len, cap - len, PH("x", "") RELU("r0", "x"));
+  add(&json, PH("x", "") RELU("r0", "x"));
   for (int i = 1; i < N; i++) {
-    len += (size_t)snprintf(json + len, cap - len,
-                            ",{\"name\":\"r%d\",\"op\":\"call_function\",\"target\":"
-                            "\"aten.relu.default\",\"args\":[\"r%d\"]," VAL("[2,4]") "}",
-                            i, i - 1);
+    add(&json,
+        ",{\"name\":\"r%d\",\"op\":\"call_function\",\"target\":"
+        "\"aten.relu.default\",\"args\":[\"r%d\"]," VAL("[2,4]") "}",
+        i, i - 1);
   }
-  snprintf(json + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"r%d\"]}]}",
-           N - 1);
-  vl_graph *plain = parse(json);
+  add(&json, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"r%d\"]}]}", N - 1);
+  vl_graph *plain = parse(json.p);
   vl_report r;
-  vl_graph *g = planned(json, &r);
+  vl_graph *g = planned(json.p, &r);
   assert_int_equal(r.plan.planned, B + 1 + N);
   assert_int_equal(r.plan.naive_bytes, (B + 1 + N) * 32);
   assert_int_equal(r.plan.lower_bound_bytes, (B + 2) * 32);
@@ -406,7 +425,7 @@ static void long_lived_buffers_beside_a_long_chain_plan_at_the_lower_bound(void 
   vl_tensor_map_free(in);
   vl_graph_free(again);
   free(text);
-  free(json);
+  free(json.p);
   vl_report_clear(&r);
   vl_graph_free(g);
   vl_graph_free(plain);
@@ -418,28 +437,22 @@ static void long_lived_buffers_beside_a_long_chain_plan_at_the_lower_bound(void 
 static void too_many_live_at_once_gets_one_buffer_each(void **state) {
   (void)state;
   enum { N = 12000 };
-  size_t cap = (size_t)N * 260 + 4096, len = 0;
-  char *json = malloc(cap);
-  assert_non_null(json);
-  len += (size_t)snprintf(json + len, cap - len, HEAD);
+  text_buf json = {0};
+  add(&json, HEAD);
   for (int i = 0; i < N; i++) {
-    len += (size_t)snprintf(json + len, cap - len,
-                            "%s{\"name\":\"x%d\",\"op\":\"placeholder\"," VAL("[2,4]") "}",
-                            i ? "," : "", i);
+    add(&json, "%s{\"name\":\"x%d\",\"op\":\"placeholder\"," VAL("[2,4]") "}", i ? "," : "", i);
   }
-  len += (size_t)snprintf(json + len, cap - len,
-                          ",{\"name\":\"s1\",\"op\":\"call_function\",\"target\":"
-                          "\"aten.add.Tensor\",\"args\":[\"x0\",\"x1\"]," VAL("[2,4]") "}");
+  add(&json, ",{\"name\":\"s1\",\"op\":\"call_function\",\"target\":"
+             "\"aten.add.Tensor\",\"args\":[\"x0\",\"x1\"]," VAL("[2,4]") "}");
   for (int i = 2; i < N; i++) {
-    len += (size_t)snprintf(json + len, cap - len,
-                            ",{\"name\":\"s%d\",\"op\":\"call_function\",\"target\":"
-                            "\"aten.add.Tensor\",\"args\":[\"s%d\",\"x%d\"]," VAL("[2,4]") "}",
-                            i, i - 1, i);
+    add(&json,
+        ",{\"name\":\"s%d\",\"op\":\"call_function\",\"target\":"
+        "\"aten.add.Tensor\",\"args\":[\"s%d\",\"x%d\"]," VAL("[2,4]") "}",
+        i, i - 1, i);
   }
-  snprintf(json + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"s%d\"]}]}",
-           N - 1);
+  add(&json, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[\"s%d\"]}]}", N - 1);
   vl_report r;
-  vl_graph *g = planned(json, &r);
+  vl_graph *g = planned(json.p, &r);
   assert_int_equal(r.plan.planned, 2 * N - 1);
   assert_int_equal(r.plan.naive_bytes, (2 * N - 1) * 32);
   assert_int_equal(r.plan.arena_bytes, r.plan.naive_bytes);
@@ -448,7 +461,7 @@ static void too_many_live_at_once_gets_one_buffer_each(void **state) {
   vl_graph *again = parse(text); /* still a valid plan */
   vl_graph_free(again);
   free(text);
-  free(json);
+  free(json.p);
   vl_report_clear(&r);
   vl_graph_free(g);
 }
@@ -461,29 +474,25 @@ static void too_many_live_at_once_gets_one_buffer_each(void **state) {
 static void the_bound_on_pairs_stops_the_sweep_cleanly_at_an_unread_result(void **state) {
   (void)state;
   enum { N = 1000, M = 600 };
-  size_t cap = (size_t)(N + M) * 200 + 4096, len = 0;
-  char *json = malloc(cap);
-  assert_non_null(json);
-  len += (size_t)snprintf(json + len, cap - len, HEAD);
+  text_buf json = {0};
+  add(&json, HEAD);
   for (int i = 0; i < N; i++) {
-    len += (size_t)snprintf(json + len, cap - len,
-                            "%s{\"name\":\"x%d\",\"op\":\"placeholder\"," VAL("[2,4]") "}",
-                            i ? "," : "", i);
+    add(&json, "%s{\"name\":\"x%d\",\"op\":\"placeholder\"," VAL("[2,4]") "}", i ? "," : "", i);
   }
   for (int i = 0; i < M; i++) {
-    len += (size_t)snprintf(json + len, cap - len,
-                            ",{\"name\":\"r%d\",\"op\":\"call_function\",\"target\":"
-                            "\"aten.relu.default\",\"args\":[\"x0\"]," VAL("[2,4]") "}",
-                            i);
+    add(&json,
+        ",{\"name\":\"r%d\",\"op\":\"call_function\",\"target\":"
+        "\"aten.relu.default\",\"args\":[\"x0\"]," VAL("[2,4]") "}",
+        i);
   }
-  len += (size_t)snprintf(json + len, cap - len, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[");
+  add(&json, ",{\"name\":\"out\",\"op\":\"output\",\"args\":[");
   for (int i = 0; i < N; i++) {
-    len += (size_t)snprintf(json + len, cap - len, "%s\"x%d\"", i ? "," : "", i);
+    add(&json, "%s\"x%d\"", i ? "," : "", i);
   }
-  snprintf(json + len, cap - len, "]}]}");
+  add(&json, "]}]}");
   mallopt(M_PERTURB, 0x5a);
   vl_report r;
-  vl_graph *g = planned(json, &r);
+  vl_graph *g = planned(json.p, &r);
   mallopt(M_PERTURB, 0);
   assert_int_equal(r.plan.planned, N + M);
   assert_int_equal(r.plan.naive_bytes, (N + M) * 32);
@@ -491,7 +500,7 @@ static void the_bound_on_pairs_stops_the_sweep_cleanly_at_an_unread_result(void 
   char *text = vl_graph_print(g);
   vl_graph_free(parse(text)); /* a valid plan */
   free(text);
-  free(json);
+  free(json.p);
   vl_report_clear(&r);
   vl_graph_free(g);
 }
