@@ -724,6 +724,67 @@ static void layout_conversion_kwargs_must_agree_with_val(void **state) {
            "\"shape\":[1,4,1,1],\"strides\":[4,1,4,4]}}," OUT("y") "]}"));
 }
 
+/* The skip_dim_order spelling: y converts a contiguous [1,2,2,3] x with aten._to_copy or
+ * aten.clone and the given kwargs and val. */
+#define CONVERT_SKIP(target, kwargs, val)                                                          \
+  "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["              \
+  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"   \
+  "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":[\"x\"],"           \
+  "\"kwargs\":{" kwargs "}," val "}," OUT("y") "]}"
+#define CLONE "aten.clone.default"
+
+/* kwargs.memory_format says what the node writes as kwargs.dim_order does: one of the four
+ * names, and, but for preserve_format, val's layout. "foo", channels_last on a contiguous val
+ * and channels_last_3d on a rank-4 one all validated (val won, silently). */
+static void memory_format_must_agree_with_val(void **state) {
+  (void)state;
+  expect_exact_error(CONVERT_SKIP(CLONE, "\"memory_format\":\"foo\"", F32), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/memory_format",
+                     "unknown memory_format (expected one of contiguous_format channels_last "
+                     "channels_last_3d preserve_format, or null)");
+  expect_exact_error(CONVERT_SKIP(TO_COPY, "\"memory_format\":3", F32), VL_ERR_INVALID_GRAPH,
+                     "/nodes/1/kwargs/memory_format",
+                     "unknown memory_format (expected one of contiguous_format channels_last "
+                     "channels_last_3d preserve_format, or null)");
+  expect_exact_error(CONVERT_SKIP(CLONE, "\"memory_format\":\"channels_last\"", F32),
+                     VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/memory_format",
+                     "channels_last disagrees with val's dim_order [0,1,2,3] (the layout the "
+                     "node writes)");
+  expect_exact_error(CONVERT_SKIP(TO_COPY, "\"memory_format\":\"contiguous_format\"", CL),
+                     VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/memory_format",
+                     "contiguous_format disagrees with val's dim_order [0,2,3,1] (the layout the "
+                     "node writes)");
+  expect_exact_error(CONVERT_SKIP(TO_COPY, "\"memory_format\":\"channels_last_3d\"", CL),
+                     VL_ERR_INVALID_GRAPH, "/nodes/1/kwargs/memory_format",
+                     "channels_last_3d needs rank 5 but val's rank is 4");
+  static const char *const ok[] = {
+      CONVERT_SKIP(CLONE, "\"memory_format\":\"channels_last\"", CL),
+      CONVERT_SKIP(TO_COPY, "\"memory_format\":\"channels_last\"", CL),
+      CONVERT_SKIP(CLONE, "\"memory_format\":\"contiguous_format\"", F32),
+      CONVERT_SKIP(TO_COPY, "\"dtype\":\"float32\",\"memory_format\":\"contiguous_format\"", F32),
+      CONVERT_SKIP(CLONE, "\"memory_format\":\"preserve_format\"", CL),
+      CONVERT_SKIP(CLONE, "\"memory_format\":\"preserve_format\"", F32),
+      CONVERT_SKIP(TO_COPY, "\"memory_format\":null", CL),
+      CONVERT_SKIP(CLONE, "", CL),
+  };
+  for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) vl_graph_free(parse_ok(ok[k]));
+  /* PyTorch's channels-last [1,C,1,1], its strides read back in the default order */
+  vl_graph_free(parse_ok(
+      "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,4,1,1]}},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"" CLONE "\",\"args\":[\"x\"],"
+      "\"kwargs\":{\"memory_format\":\"channels_last\"},\"val\":{\"dtype\":\"float32\","
+      "\"shape\":[1,4,1,1],\"strides\":[4,1,4,4]}}," OUT("y") "]}"));
+  /* and a rank-5 channels_last_3d */
+  vl_graph_free(parse_ok(
+      "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,2,3]}"
+      "},"
+      "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"" TO_COPY "\",\"args\":[\"x\"],"
+      "\"kwargs\":{\"memory_format\":\"channels_last_3d\"},\"val\":{\"dtype\":\"float32\","
+      "\"shape\":[1,2,2,2,3],\"dim_order\":[0,2,3,4,1]}}," OUT("y") "]}"));
+}
+
 #define VIEW(args, val)                                                                            \
   ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\",\"args\":" args \
   ",\"val\":" val "}," OUT("v") "]}"
@@ -993,6 +1054,7 @@ int main(void) {
       cmocka_unit_test(spec_errors_name_the_field),
       cmocka_unit_test(layout_spelling_must_follow_skip_dim_order),
       cmocka_unit_test(layout_conversion_kwargs_must_agree_with_val),
+      cmocka_unit_test(memory_format_must_agree_with_val),
       cmocka_unit_test(unvalidated_parsing_reads_what_validation_refuses),
       cmocka_unit_test(raw_control_bytes_are_malformed_json),
       cmocka_unit_test(view_copy_nodes_must_agree_with_their_size_and_base),

@@ -1,7 +1,7 @@
 /* graph_check.c - semantic validation after parsing (SPEC §2): the skip_dim_order spelling
- * rule, the kwargs of layout conversions that name their result (dim_order, dtype) agreeing
- * with its val, view nodes (view_copy / memory.view) whose size argument, val and base agree,
- * and in-place / out= results whose val describes the storage they share. */
+ * rule, the kwargs of layout conversions that name their result (dim_order, memory_format,
+ * dtype) agreeing with its val, view nodes (view_copy / memory.view) whose size argument, val
+ * and base agree, and in-place / out= results whose val describes the storage they share. */
 #include <stdio.h>
 #include <string.h>
 
@@ -66,28 +66,20 @@ static vl_status check_spelling(const vl_graph *g, uint32_t i, vl_error *err) {
                     "with kwargs.dim_order when skip_dim_order is false");
 }
 
-/* kwargs.dim_order of a layout conversion is the layout it writes: a permutation of
- * 0..rank-1 for val's rank that gives val's layout, i.e. the same strides on every dim of
- * size > 1 (a [1,C,1,1] tensor converted to channels-last has kwargs [0,2,3,1] and strides
- * that read back as val's dim_order [0,1,2,3]: one layout, two spellings). */
-static vl_status check_kw_dim_order(const vl_node *n, const vl_arg *a, uint32_t i, vl_error *err) {
+/* order (val's rank of entries, spelled as written) is the layout node i writes: a permutation of
+ * 0..rank-1 for val's rank that gives val's layout, i.e. the same strides on every dim of size
+ * > 1 (a [1,C,1,1] tensor converted to channels-last has kwargs [0,2,3,1] and strides that read
+ * back as val's dim_order [0,1,2,3]: one layout, two spellings). Errors at /nodes/i<at>. */
+static vl_status check_order_agrees(const vl_node *n, const int64_t *order, const char *spelled,
+                                    uint32_t i, const char *at, vl_error *err) {
   const vl_spec *v = n->val;
-  char msg[VL_ERROR_MESSAGE_MAX], want[120], got[VL_MAX_RANK * 22 + 3];
-  int64_t order[VL_MAX_RANK];
+  char msg[VL_ERROR_MESSAGE_MAX], want[120];
   bool seen[VL_MAX_RANK] = {false};
-  vl_status st = check_int_list(a, i, "/kwargs/dim_order", "must be a list of integers",
-                                "a dim must be an integer", err);
-  if (st != VL_OK) return st;
-  if (a->count != v->rank) {
-    snprintf(msg, sizeof msg, "has %u entries but val's rank is %u", a->count, v->rank);
-    return node_error(err, i, "/kwargs/dim_order", msg);
-  }
   vl_spec s = *v;
-  for (uint32_t k = 0; k < a->count; k++) {
-    order[k] = a->u.items[k].u.i;
+  for (uint8_t k = 0; k < v->rank; k++) {
     if (order[k] < 0 || order[k] >= v->rank || seen[order[k]]) {
       snprintf(msg, sizeof msg, "not a permutation of 0..%d", (int)v->rank - 1);
-      return node_error(err, i, "/kwargs/dim_order", msg);
+      return node_error(err, i, at, msg);
     }
     seen[order[k]] = true;
     s.dim_order[k] = (uint8_t)order[k];
@@ -96,9 +88,59 @@ static vl_status check_kw_dim_order(const vl_node *n, const vl_arg *a, uint32_t 
   vl_desc_of_spec(&s, 0, &d);
   if (vl_desc_matches_spec(&d, v)) return VL_OK;
   order_text(want, sizeof want, "val's dim_order ", v);
-  snprintf(msg, sizeof msg, "%s disagrees with %s (the layout the node writes)",
-           vl__shape_text(got, sizeof got, a->count, order), want);
-  return node_error(err, i, "/kwargs/dim_order", msg);
+  snprintf(msg, sizeof msg, "%s disagrees with %s (the layout the node writes)", spelled, want);
+  return node_error(err, i, at, msg);
+}
+
+/* kwargs.dim_order of a layout conversion: the layout it writes (check_order_agrees). */
+static vl_status check_kw_dim_order(const vl_node *n, const vl_arg *a, uint32_t i, vl_error *err) {
+  char got[VL_MAX_RANK * 22 + 3];
+  int64_t order[VL_MAX_RANK];
+  vl_status st = check_int_list(a, i, "/kwargs/dim_order", "must be a list of integers",
+                                "a dim must be an integer", err);
+  if (st != VL_OK) return st;
+  if (a->count != n->val->rank) {
+    char msg[VL_ERROR_MESSAGE_MAX];
+    snprintf(msg, sizeof msg, "has %u entries but val's rank is %u", a->count, n->val->rank);
+    return node_error(err, i, "/kwargs/dim_order", msg);
+  }
+  for (uint32_t k = 0; k < a->count; k++) order[k] = a->u.items[k].u.i;
+  return check_order_agrees(n, order, vl__shape_text(got, sizeof got, a->count, order), i,
+                            "/kwargs/dim_order", err);
+}
+
+/* kwargs.memory_format of aten._to_copy / aten.clone (the skip_dim_order spelling): one of the
+ * format's four names; all but preserve_format (the input's layout, as PyTorch decides it)
+ * name the layout the node writes, checked as kwargs.dim_order is: contiguous_format the
+ * identity order, channels_last [0,2,3,1] (rank 4), channels_last_3d [0,2,3,4,1] (rank 5). */
+static vl_status check_kw_memory_format(const vl_node *n, const vl_arg *a, uint32_t i,
+                                        vl_error *err) {
+  static const struct {
+    const char *name;
+    uint8_t rank; /* 0: any */
+    int64_t order[5];
+  } formats[] = {{"preserve_format", 0, {0}},
+                 {"contiguous_format", 0, {0}},
+                 {"channels_last", 4, {0, 2, 3, 1}},
+                 {"channels_last_3d", 5, {0, 2, 3, 4, 1}}};
+  const char *at = "/kwargs/memory_format";
+  for (size_t f = 0; a->kind == VL_ARG_STRING && f < sizeof formats / sizeof *formats; f++) {
+    if (strcmp(a->u.s, formats[f].name) != 0) continue;
+    if (f == 0) return VL_OK;
+    uint8_t rank = formats[f].rank != 0 ? formats[f].rank : n->val->rank;
+    if (rank != n->val->rank) {
+      char msg[VL_ERROR_MESSAGE_MAX];
+      snprintf(msg, sizeof msg, "%s needs rank %u but val's rank is %u", formats[f].name, rank,
+               n->val->rank);
+      return node_error(err, i, at, msg);
+    }
+    int64_t order[VL_MAX_RANK];
+    for (uint8_t k = 0; k < rank; k++) order[k] = formats[f].rank != 0 ? formats[f].order[k] : k;
+    return check_order_agrees(n, order, formats[f].name, i, at, err);
+  }
+  return node_error(err, i, at,
+                    "unknown memory_format (expected one of contiguous_format channels_last "
+                    "channels_last_3d preserve_format, or null)");
 }
 
 /* kwargs.dtype of _to_dim_order_copy or _to_copy: the dtype it converts to, so val's (named as
@@ -131,6 +173,8 @@ static const struct kwarg_row {
     {"dim_order_ops._to_dim_order_copy.default", "dtype", check_kw_dtype},
     {"dim_order_ops._clone_dim_order.default", "dim_order", check_kw_dim_order},
     {"aten._to_copy.default", "dtype", check_kw_dtype},
+    {"aten._to_copy.default", "memory_format", check_kw_memory_format},
+    {"aten.clone.default", "memory_format", check_kw_memory_format},
 };
 
 static vl_status check_kwargs(const vl_graph *g, uint32_t i, vl_error *err) {
