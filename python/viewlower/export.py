@@ -70,6 +70,9 @@ class Exported:
         self.output_digests = output_digests
         #: mutated placeholder → digest of the value the program leaves in it
         self.state_digests: Dict[str, bytes] = {}
+        #: parameter or buffer placeholder → the qualified name it was named after, as
+        #: `placeholder_names` named it (`p_a_w_2` → `a.w`): what a weights file calls it
+        self.state_names: Dict[str, str] = {}
 
 
 # ---- models and inputs ---------------------------------------------------------------------
@@ -545,7 +548,7 @@ class _Builder:
 
 # ---- names ---------------------------------------------------------------------------------
 
-def _identifier(text: str) -> str:
+def identifier(text: str) -> str:
     """`text` with every character other than a letter, digit or underscore made `_`."""
     return re.sub(r"[^0-9A-Za-z_]", "_", text)
 
@@ -564,9 +567,9 @@ def input_names(model: torch.nn.Module, n: int) -> List[str]:
         if len(names) == n:
             break
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names.append(_identifier(p.name))
+            names.append(identifier(p.name))
         elif p.kind == p.VAR_POSITIONAL:
-            names += [f"{_identifier(p.name)}_{i}" for i in range(n - len(names))]
+            names += [f"{identifier(p.name)}_{i}" for i in range(n - len(names))]
     names += [f"input_{i}" for i in range(len(names), n)]
     return names
 
@@ -580,7 +583,7 @@ def placeholder_names(nodes: List[dict], params: Sequence[str], buffers: Sequenc
     any other node) gets the first free suffix `_1`, `_2`, … Constants keep the trace's names
     (they are tensors the trace made, with no qualified name)."""
     ph = [n for n in nodes if n["op"] == "placeholder" and n["kind"] != "constant"]
-    wanted = ([f"p_{_identifier(q)}" for q in params] + [f"b_{_identifier(q)}" for q in buffers]
+    wanted = ([f"p_{identifier(q)}" for q in params] + [f"b_{identifier(q)}" for q in buffers]
               + list(inputs))
     if len(wanted) != len(ph):
         raise ExportError(f"the trace has {len(ph)} placeholders for {len(params)} parameters, "
@@ -589,13 +592,20 @@ def placeholder_names(nodes: List[dict], params: Sequence[str], buffers: Sequenc
     taken = {n["name"] for n in nodes if n["name"] not in renamed}
     out: Dict[str, str] = {}
     for n, want in zip(ph, wanted):
-        name, k = want, 0
-        while name in taken:
-            k += 1
-            name = f"{want}_{k}"
+        out[n["name"]] = name = free_name(want, taken)
         taken.add(name)
-        out[n["name"]] = name
     return out
+
+
+def free_name(want: str, taken: Any) -> str:
+    """The one rule that makes a placeholder's name unique: `want` if it is not in `taken`, else
+    `want_1`, `want_2`, ... the first that is not. `placeholder_names` names with it, and
+    `weights` maps names back to qualified names with it (so the two cannot disagree)."""
+    name, k = want, 0
+    while name in taken:
+        k += 1
+        name = f"{want}_{k}"
+    return name
 
 
 def _rename(nodes: List[dict], names: Dict[str, str]) -> None:
@@ -736,10 +746,14 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
         b = _Builder(gm, len(pnames), len(bnames), skip_dim_order, split)
         nodes = b.build()
         attr_of = {c["name"]: c["name"] for c in b.constants}  # a constant's is its gm attribute
-        _rename(nodes, placeholder_names(nodes, pnames, bnames, input_names(model, len(inputs))))
+        names = placeholder_names(nodes, pnames, bnames, input_names(model, len(inputs)))
+        traced = [n["name"] for n in nodes if n["op"] == "placeholder" and n["kind"] != "constant"]
+        state_names = {names[t]: q for t, q in zip(traced, pnames + bnames)}
+        _rename(nodes, names)
     with progress.phase("layouts", total=len(nodes)) as phase:
         e = _layouts(model, inputs, name, layout_mode, skip_dim_order, gm, b, nodes, state,
                      pnames, bnames, attr_of, phase)
+    e.state_names = state_names
     return e
 
 

@@ -8,14 +8,19 @@ graph's constant-data placeholders as a tensor really laid out in its declared d
 `read_weights` keep them in a weights file (docs/format.md, "Weights files"): a 16-byte header,
 a JSON index, then each tensor's raw little-endian bytes in physical (memory) order.
 
-Placeholder names map back to qualified names by the exporter's rule (export.placeholder_names):
-`p_fc_weight` is the parameter `fc.weight`, `b_...` a buffer; a key equal to a node's name
-matches it directly (constants, or a mapping keyed by node names).
+Which placeholder is which tensor: `p_fc_weight` is the parameter `fc.weight`, `b_...` a
+buffer, and a name the exporter made unique ends in `_k` (`p_a_w_2` may be `a.w`). Where it is
+known it is not worked out again: the exporter records it (`Exported.state_names`, given on by
+`program_state` as a `State`) and a weights file keeps it (`node` → `name`). Otherwise (a module,
+a plain state dict) the names are made again by the exporter's own rule (`export.identifier`,
+`export.free_name`): exactly for a module; a plain state dict does not say which keys are
+buffers, so a name that a parameter and a buffer could both have been given is refused rather
+than guessed. A key equal to a node's name matches it directly (constants, or a mapping keyed by
+node names).
 """
 from __future__ import annotations
 
 import json
-import re
 import struct
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -40,8 +45,15 @@ class WeightsError(ViewlowerError):
     """A weights file or a state dict that does not fit the graph (exit 2, invalid input)."""
 
 
-def _identifier(text: str) -> str:
-    return re.sub(r"[^0-9A-Za-z_]", "_", text)
+class State(dict):
+    """Tensors by the names a weights file gives them (qualified names; a constant's node name),
+    with `key_of`: placeholder name → its key, exactly as the exporter named it
+    (`Exported.state_names`) or as a weights file records it (`node` → `name`). With it no
+    name is worked out again."""
+
+    def __init__(self, tensors: Mapping[str, torch.Tensor], key_of: Mapping[str, str]):
+        super().__init__(tensors)
+        self.key_of: Dict[str, str] = dict(key_of)
 
 
 def _tensors_of(source: Any) -> Dict[str, torch.Tensor]:
@@ -55,34 +67,51 @@ def _tensors_of(source: Any) -> Dict[str, torch.Tensor]:
     return dict(source)
 
 
-def program_state(model: torch.nn.Module, exported: Any) -> Dict[str, torch.Tensor]:
+def _kinds_of(source: Any) -> Optional[Dict[str, str]]:
+    """Qualified name → "parameter" / "buffer" of a module, in the exporter's order (its
+    named_parameters, then its named_buffers); None for a mapping, whose keys do not say."""
+    if not isinstance(source, torch.nn.Module):
+        return None
+    out = {k: "parameter" for k, _ in source.named_parameters()}
+    out.update({k: "buffer" for k, _ in source.named_buffers()})
+    return out
+
+
+def program_state(model: torch.nn.Module, exported: Any) -> State:
     """The tensors of an exported program by the names a weights file gives them: the model's
-    parameters and buffers by qualified name, the trace's constants by node name."""
+    parameters and buffers by qualified name, the trace's constants by node name; `key_of` is
+    the exporter's own record of which placeholder is which."""
     out = _tensors_of(model)
+    key_of = dict(exported.state_names)
     for n in exported.graph["nodes"]:
         if n["op"] == "placeholder" and n.get("kind") == "constant":
             out[n["name"]] = exported.values[n["name"]]
-    return out
+            key_of[n["name"]] = n["name"]
+    return State(out, key_of)
 
 
 def match_qualified_names(graph: dict, source: Any) -> Dict[str, Tuple[str, torch.Tensor]]:
     """Placeholder name → (key in `source`, tensor) for every placeholder of kind parameter,
-    buffer or constant of `graph`. A key equal to the node's name matches first; else a
-    parameter `p_N` (a buffer `b_N`) is the key whose dots and other non-identifier characters
-    made `_` give N, and `p_N_k` the (k+1)-th such key of N in the mapping's order when the
-    exporter had to make the name unique. Parameters and buffers must be found; a constant
-    without a key is left out."""
+    buffer or constant of `graph`. A `State` says which key each placeholder is (the exporter's
+    record, or a weights file's). Otherwise a key equal to the node's name matches first, and
+    parameters and buffers are named again by the exporter's rule (`_keys_by_rule`): exactly
+    for a module; for a plain state dict, which does not say which keys are buffers, a name
+    that a parameter and a buffer could both have been given is refused. Parameters and
+    buffers must be found; a constant without a key is left out."""
     tensors = _tensors_of(source)
-    by_ident: Dict[str, List[str]] = {}
-    for key in tensors:
-        by_ident.setdefault(_identifier(key), []).append(key)
+    if isinstance(source, State):
+        key_of = {k: v for k, v in source.key_of.items() if v in tensors}
+    else:
+        key_of = _keys_by_rule(graph, tensors, _kinds_of(source))
     out: Dict[str, Tuple[str, torch.Tensor]] = {}
     for idx, n in enumerate(graph["nodes"]):
         kind = n.get("kind", "user_input")
         if n["op"] != "placeholder" or kind not in STORED_KINDS:
             continue
         name = n["name"]
-        key = name if name in tensors else _by_rule(name, PREFIX.get(kind), by_ident)
+        key = key_of.get(name)
+        if isinstance(key, WeightsError):
+            raise WeightsError(key.message, path=f"/nodes/{idx}")
         if key is None:
             if kind == "constant":
                 continue
@@ -104,20 +133,51 @@ def _wanted(name: str, prefix: str) -> str:
     return name[len(prefix):].replace("_", ".") if name.startswith(prefix) else name
 
 
-def _by_rule(name: str, prefix: Optional[str], by_ident: Dict[str, List[str]]) -> Optional[str]:
-    if prefix is None or not name.startswith(prefix):
-        return None
-    ident = name[len(prefix):]
-    keys = by_ident.get(ident)
-    if keys:
-        return keys[0]
-    m = re.fullmatch(r"(.*)_([1-9][0-9]*)", ident)
-    if m:
-        keys = by_ident.get(m.group(1), [])
-        k = int(m.group(2))
-        if k < len(keys):
-            return keys[k]
-    return None
+def _keys_by_rule(graph: dict, tensors: Mapping[str, Any],
+                  kinds: Optional[Mapping[str, str]]) -> Dict[str, Any]:
+    """Placeholder name → key of `tensors` (or the WeightsError of an ambiguous one), by naming
+    the keys again as the exporter did (`export.free_name`): in graph order, a parameter's
+    placeholder is the first key not yet used, in the mapping's order, that `p_` + its
+    identifier makes this name with the names taken at that point (every node other than a
+    parameter, buffer or user input, and the earlier parameters and buffers); a buffer's
+    likewise with `b_`. With `kinds` (a module) only keys of the placeholder's kind count, which
+    is exactly the exporter's naming. A plain state dict mixes parameters and buffers, so the
+    first such key might be a buffer: when another key also fits and the first could have given
+    a buffer's name (or a parameter's, for a buffer), the name is ambiguous and refused. A key
+    equal to a node's name is that node (constants, or a mapping keyed by node names)."""
+    from .export import free_name, identifier
+    nodes = graph["nodes"]
+    stored = [n for n in nodes if n["op"] == "placeholder"
+              and n.get("kind", "user_input") in ("parameter", "buffer")]
+    named = {n["name"] for n in stored} | {n["name"] for n in nodes if n["op"] == "placeholder"
+                                           and n.get("kind", "user_input") == "user_input"}
+    taken = {n["name"] for n in nodes if n["name"] not in named}
+    names_of = {kind: [n["name"] for n in stored if n["kind"] == kind] for kind in PREFIX}
+    out: Dict[str, Any] = {n["name"]: n["name"] for n in nodes
+                           if n["op"] == "placeholder" and n["name"] in tensors}
+    used = set(out.values())
+
+    def could_be(key: str, kind: str) -> bool:
+        stem = PREFIX[kind] + identifier(key)
+        return any(m == stem or (m.startswith(stem + "_") and m[len(stem) + 1:].isdigit())
+                   for m in names_of[kind])
+    for n in stored:
+        name, kind = n["name"], n["kind"]
+        if name not in out:
+            fits = [k for k in tensors if k not in used
+                    and (kinds is None or kinds.get(k) == kind)
+                    and free_name(PREFIX[kind] + identifier(k), taken) == name]
+            other = "buffer" if kind == "parameter" else "parameter"
+            if kinds is None and len(fits) > 1 and could_be(fits[0], other):
+                out[name] = WeightsError(
+                    f"{kind} {name}: the state dict's keys {', '.join(map(repr, fits))} all "
+                    f"give this name and {fits[0]!r} may be a {other}; a state dict does not say "
+                    f"which (give the module, or the weights file export --weights-out wrote)")
+            elif fits:
+                out[name] = fits[0]
+                used.add(fits[0])
+        taken.add(name)
+    return out
 
 
 def in_layout(t: torch.Tensor, spec: dict) -> torch.Tensor:
@@ -132,8 +192,8 @@ def apply_param_layouts(state_dict: Any, lowered: dict) -> Dict[str, torch.Tenso
     """The graph's parameters, buffers (and constants found in `state_dict`), each in the layout
     the lowered graph declares for it: qualified name (the key of `state_dict`) → a tensor whose
     strides are the declared dim order's, so its storage holds the bytes a runtime must store.
-    `state_dict` maps qualified names to tensors (`model.state_dict()`) or is the module;
-    placeholder names map back by the exporter's rule (see `match_qualified_names`)."""
+    `state_dict` maps qualified names to tensors (`model.state_dict()`; a `State` says which
+    placeholder each is) or is the module; see `match_qualified_names`."""
     by_name = {n["name"]: n for n in lowered["nodes"]}
     return {key: in_layout(t, by_name[name]["val"])
             for name, (key, t) in match_qualified_names(lowered, state_dict).items()}
@@ -286,26 +346,25 @@ def read_weights(path: str) -> Dict[str, Any]:
     return parse_weights(data, path)
 
 
-def load_state(path: str) -> Dict[str, torch.Tensor]:
-    """The tensors of a weights file (keyed by the names it gives: qualified names, a constant's
-    node name) or of a
-    `torch.save`d state dict, as a mapping `apply_param_layouts` takes."""
+def load_state(path: str) -> Any:
+    """What `apply_param_layouts` takes, from a file: a weights file's tensors as a `State`
+    (keyed by the names it gives, qualified names and a constant's node name, and which node each
+    is), a `torch.save`d module as the module, or a `torch.save`d state dict."""
     try:
         with open(path, "rb") as f:
             head = f.read(4)
     except OSError as e:
         raise WeightsError(f"{path}: cannot open: {e.strerror}")
-    if head == MAGIC:
-        out: Dict[str, torch.Tensor] = {}
-        for e in read_weights(path)["tensors"]:
-            out[e["name"]] = e["tensor"]
-        return out
+    if head == MAGIC:  # the file says which node each tensor is: nothing to work out
+        entries = read_weights(path)["tensors"]
+        return State({e["name"]: e["tensor"] for e in entries},
+                     {e["node"]: e["name"] for e in entries})
     try:
         sd = torch.load(path, map_location="cpu")
     except Exception as e:  # pickle errors of every kind: not a state dict
         raise WeightsError(f"{path}: neither a weights file nor a torch.save'd state dict ({e})")
     if isinstance(sd, torch.nn.Module):
-        return _tensors_of(sd)
+        return sd  # a module says which tensors are parameters and which buffers
     if not isinstance(sd, Mapping):
         raise WeightsError(f"{path}: holds a {type(sd).__name__}, not a state dict")
     return dict(sd)

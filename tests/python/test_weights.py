@@ -145,7 +145,9 @@ def test_a_good_weights_file_reads_back_in_its_dim_order():
 
 
 def cli(*args):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    # the tests' directory too: a torch.save'd module of a class defined here loads by name
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"),
+                                                       os.path.dirname(os.path.abspath(__file__))]))
     return subprocess.run([sys.executable, "-m", "viewlower", *args], capture_output=True,
                           text=True, env=env, timeout=300)
 
@@ -178,3 +180,100 @@ def test_export_then_lower_writes_the_weights_of_each_graph(tmp_path, daemon):
     assert p.returncode == 64 and "one graph" in p.stderr
     p = cli("lower", str(g), "--socket", daemon, "--weights-out", str(w2))
     assert p.returncode == 64 and "--weights-out needs --weights" in p.stderr
+
+
+class _Inner(nn.Module):
+    def __init__(self, w):
+        super().__init__()
+        self.w = nn.Parameter(torch.full((3,), w))
+
+
+class SameIdentifiers(nn.Module):
+    """`a.w`, `a_w` and `a_w_1` all give the identifier-made name `p_a_w...`: named_parameters
+    lists `a_w`, `a_w_1`, then `a.w`, so the exporter names them p_a_w, p_a_w_1 and p_a_w_2."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = _Inner(1.0)
+        self.a_w = nn.Parameter(torch.full((3,), 2.0))
+        self.a_w_1 = nn.Parameter(torch.full((3,), 3.0))
+
+    def forward(self, x):
+        return x * self.a.w + self.a_w - self.a_w_1
+
+
+def test_a_name_the_exporter_made_unique_maps_to_the_parameter_it_was_made_for(tmp_path):
+    m = SameIdentifiers().eval()
+    e = ex.export(m, ex.make_inputs([([4, 3], torch.float32)]))
+    want = {"p_a_w": ("a_w", 2.0), "p_a_w_1": ("a_w_1", 3.0), "p_a_w_2": ("a.w", 1.0)}
+    for source in (weights.program_state(m, e), m, m.state_dict()):
+        got = weights.match_qualified_names(e.graph, source)
+        assert {k: (key, float(t[0])) for k, (key, t) in got.items()} == want
+    assert e.state_names == {"p_a_w": "a_w", "p_a_w_1": "a_w_1", "p_a_w_2": "a.w"}
+    g, w = tmp_path / "m3.json", tmp_path / "m3.w"
+    p = cli("export", "test_weights:SameIdentifiers", "--input", "4,3", "-o", str(g),
+            "--weights-out", str(w))
+    assert p.returncode == 0, p.stderr
+    back = weights.read_weights(str(w))["tensors"]
+    assert [(b["node"], b["name"], b["tensor"].tolist()) for b in back] == [
+        ("p_a_w", "a_w", [2.0] * 3), ("p_a_w_1", "a_w_1", [3.0] * 3),
+        ("p_a_w_2", "a.w", [1.0] * 3)]
+
+
+class ParamAndBuffer(nn.Module):
+    """A parameter `a.w` and a buffer `a_w` (p_a_w and b_a_w: the same identifier), and a
+    BatchNorm's running statistics; every tensor a different value."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = _Inner(1.0)
+        self.register_buffer("a_w", torch.full((3,), 5.0))
+        self.bn = nn.BatchNorm1d(3)
+        with torch.no_grad():
+            self.bn.weight.fill_(0.5)
+            self.bn.bias.fill_(0.25)
+            self.bn.running_mean.fill_(-1.0)
+            self.bn.running_var.fill_(4.0)
+            self.bn.num_batches_tracked.fill_(7)
+
+    def forward(self, x):
+        return self.bn(x * self.a.w + self.a_w)
+
+
+def test_a_buffer_is_not_given_the_parameter_of_the_same_identifier(tmp_path, viewlowerctl):
+    m = ParamAndBuffer().eval()
+    e = ex.export(m, ex.make_inputs([([4, 3], torch.float32)]))
+    want = {"p_a_w": "a.w", "p_bn_weight": "bn.weight", "p_bn_bias": "bn.bias",
+            "b_a_w": "a_w", "b_bn_running_mean": "bn.running_mean",
+            "b_bn_running_var": "bn.running_var",
+            "b_bn_num_batches_tracked": "bn.num_batches_tracked"}
+    state = m.state_dict()
+    for source in (weights.program_state(m, e), m):
+        got = weights.match_qualified_names(e.graph, source)
+        assert {k: key for k, (key, _) in got.items()} == want
+        for k, (key, t) in got.items():
+            assert torch.equal(t, state[want[k]]), k
+    assert e.state_names == want
+    # a plain state dict does not say that a_w is the buffer: refused, not guessed
+    with pytest.raises(WeightsError) as err:
+        weights.match_qualified_names(e.graph, state)
+    assert err.value.path == "/nodes/0" and err.value.message == (
+        "parameter p_a_w: the state dict's keys 'a_w', 'a.w' all give this name and 'a_w' may "
+        "be a buffer; a state dict does not say which (give the module, or the weights file "
+        "export --weights-out wrote)")
+    # the weights file round trip: export writes it, lower reads it back by node and lays the
+    # lowered graph's tensors out from it, and from the torch.save'd module
+    g, w, low, w2, w3, mod = (tmp_path / n for n in ("g.json", "g.w", "low.json", "low.w",
+                                                      "low3.w", "m.pt"))
+    g.write_text(ex.export_text(e.graph))
+    w.write_bytes(weights.weights_bytes(e.graph, weights.program_state(m, e)))
+    torch.save(m, str(mod))
+    for src, dst in ((w, w2), (mod, w3)):
+        p = cli("lower", str(g), "--local", "--viewlowerctl", viewlowerctl, "-o", str(low),
+                "--weights", str(src), "--weights-out", str(dst))
+        assert p.returncode == 0, p.stderr
+    for f in (w, w2, w3):
+        back = weights.read_weights(str(f))["tensors"]
+        assert {b["node"]: b["name"] for b in back} == want
+        for b in back:
+            assert torch.equal(b["tensor"], state[b["name"]]), (f, b["node"])
