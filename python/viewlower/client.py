@@ -181,7 +181,7 @@ def decode_tensor(spec: dict, payload: memoryview, kind: str) -> Any:
     if start < 0 or n < 0 or start + n > len(payload):
         raise TransportError(f"blob [{start}, {start + n}) is outside the {len(payload)}-byte payload")
     raw = bytearray(payload[start:start + n])  # the one copy: the result owns its bytes
-    shape, order = list(spec["shape"]), list(spec.get("dim_order", range(len(spec["shape"]))))
+    shape, order = list(spec["shape"]), layout.spec_dim_order(spec)
     phys = [shape[d] for d in order]
     inverse = [order.index(d) for d in range(len(order))]
     if kind == "torch":

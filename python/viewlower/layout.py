@@ -1,13 +1,14 @@
-"""Tensor specs of SPEC §1 in pure Python: dtypes, dim orders, strides, sizes.
+"""Tensor specs (docs/format.md §1) in pure Python: dtypes, dim orders, strides, sizes.
 
 Everything here is standard library only, so the client and the CLI work without torch.
-A spec is the JSON object of SPEC §1: {"dtype", "shape", "dim_order" | "strides"}.
+A spec is the JSON object of docs/format.md §1: {"dtype", "shape", "dim_order" | "strides"},
+both optional (neither: the identity order); `spec_dim_order` is the one reader of its layout.
 """
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-#: Element sizes of the dtypes SPEC §1 names (ExecuTorch scalar types).
+#: Element sizes of the dtypes the format names (ExecuTorch scalar types).
 DTYPE_SIZES: Dict[str, int] = {
     "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
     "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "bool": 1,
@@ -34,7 +35,7 @@ def _fits(shape: Sequence[int], strides: Sequence[int], order: Sequence[int], ex
 
 
 def dim_order_from_strides(shape: Sequence[int], strides: Sequence[int]) -> Optional[List[int]]:
-    """The canonical dim order that produces `strides` (SPEC §1), or None when the strides of the
+    """The canonical dim order that produces `strides` (format.md §1), or None when the strides of the
     dims of size > 1 are not dense. Prefers the default order, then channels-last, exactly and
     then ignoring size-1 dims; otherwise dims by descending stride, ties by ascending index."""
     rank = len(shape)
@@ -50,9 +51,14 @@ def dim_order_from_strides(shape: Sequence[int], strides: Sequence[int]) -> Opti
 
 
 def spec_dim_order(spec: dict) -> List[int]:
-    """The dim order of a spec given with either `dim_order` or `strides`."""
+    """The dim order of a spec given with `dim_order`, with `strides`, or with neither (the
+    format's default: the identity, contiguous). The one place a spec's layout is read: every
+    reader of a spec that may come from a hand-written graph goes through it (or
+    `spec_strides`), never `spec["dim_order"]`."""
     if "dim_order" in spec:
         return list(spec["dim_order"])
+    if "strides" not in spec:
+        return list(range(len(spec["shape"])))
     order = dim_order_from_strides(spec["shape"], spec["strides"])
     if order is None:
         raise ValueError(f"strides {spec['strides']} of shape {spec['shape']} are not dense")
@@ -60,11 +66,8 @@ def spec_dim_order(spec: dict) -> List[int]:
 
 
 def spec_strides(spec: dict) -> List[int]:
-    """The element strides a spec declares."""
-    if "strides" in spec:
-        order = spec_dim_order(spec)  # validates density
-        return strides_from_dim_order(spec["shape"], order)
-    return strides_from_dim_order(spec["shape"], spec["dim_order"])
+    """The element strides a spec declares (dense strides of `spec_dim_order`)."""
+    return strides_from_dim_order(spec["shape"], spec_dim_order(spec))
 
 
 def numel(shape: Sequence[int]) -> int:
@@ -80,7 +83,7 @@ def nbytes(spec: dict) -> int:
 
 
 def is_physically_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    """SPEC §1: every dim of size > 1 has the stride the default order gives it."""
+    """format.md §1: every dim of size > 1 has the stride the default order gives it."""
     if numel(shape) <= 1:
         return True
     return _fits(shape, strides, list(range(len(shape))), False)
