@@ -110,6 +110,9 @@ def match_qualified_names(graph: dict, source: Any) -> Dict[str, Tuple[str, torc
             continue
         name = n["name"]
         key = key_of.get(name)
+        if key is None and isinstance(source, State) and name in source.key_of:
+            raise WeightsError(f"no tensor for {kind} {name} (want the key "
+                               f"{source.key_of[name]!r})", path=f"/nodes/{idx}")
         if isinstance(key, WeightsError):
             raise WeightsError(key.message, path=f"/nodes/{idx}")
         if key is None:
@@ -143,8 +146,9 @@ def _keys_by_rule(graph: dict, tensors: Mapping[str, Any],
     likewise with `b_`. With `kinds` (a module) only keys of the placeholder's kind count, which
     is exactly the exporter's naming. A plain state dict mixes parameters and buffers, so the
     first such key might be a buffer: when another key also fits and the first could have given
-    a buffer's name (or a parameter's, for a buffer), the name is ambiguous and refused. A key
-    equal to a node's name is that node (constants, or a mapping keyed by node names)."""
+    a buffer's name (or a parameter's, for a buffer), the name is ambiguous and refused. In a mapping
+    (not a module) a key equal to a node's name is that node (constants, or a mapping keyed by
+    node names)."""
     from .export import free_name, identifier
     nodes = graph["nodes"]
     stored = [n for n in nodes if n["op"] == "placeholder"
@@ -153,12 +157,15 @@ def _keys_by_rule(graph: dict, tensors: Mapping[str, Any],
                                            and n.get("kind", "user_input") == "user_input"}
     taken = {n["name"] for n in nodes if n["name"] not in named}
     names_of = {kind: [n["name"] for n in stored if n["kind"] == kind] for kind in PREFIX}
-    out: Dict[str, Any] = {n["name"]: n["name"] for n in nodes
-                           if n["op"] == "placeholder" and n["name"] in tensors}
+    # a module's keys are qualified names only: a parameter qualified `p_a_w` is not the node
+    # p_a_w (which may be `a.w`'s)
+    out: Dict[str, Any] = {} if kinds is not None else {
+        n["name"]: n["name"] for n in nodes if n["op"] == "placeholder" and n["name"] in tensors}
     used = set(out.values())
+    ident = {k: identifier(k) for k in tensors}
 
     def could_be(key: str, kind: str) -> bool:
-        stem = PREFIX[kind] + identifier(key)
+        stem = PREFIX[kind] + ident[key]
         return any(m == stem or (m.startswith(stem + "_") and m[len(stem) + 1:].isdigit())
                    for m in names_of[kind])
     for n in stored:
@@ -166,7 +173,7 @@ def _keys_by_rule(graph: dict, tensors: Mapping[str, Any],
         if name not in out:
             fits = [k for k in tensors if k not in used
                     and (kinds is None or kinds.get(k) == kind)
-                    and free_name(PREFIX[kind] + identifier(k), taken) == name]
+                    and free_name(PREFIX[kind] + ident[k], taken) == name]
             other = "buffer" if kind == "parameter" else "parameter"
             if kinds is None and len(fits) > 1 and could_be(fits[0], other):
                 out[name] = WeightsError(

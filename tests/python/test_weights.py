@@ -277,3 +277,24 @@ def test_a_buffer_is_not_given_the_parameter_of_the_same_identifier(tmp_path, vi
         assert {b["node"]: b["name"] for b in back} == want
         for b in back:
             assert torch.equal(b["tensor"], state[b["name"]]), (f, b["node"])
+
+
+class QualifiedLikeANode(nn.Module):
+    """A top-level parameter qualified `p_a_w` (named p_p_a_w) beside `a.w` (named p_a_w)."""
+
+    def __init__(self):
+        super().__init__()
+        self.p_a_w = nn.Parameter(torch.full((3,), 4.0))
+        self.a = _Inner(1.0)
+
+    def forward(self, x):
+        return x * self.a.w + self.p_a_w
+
+
+def test_a_parameter_qualified_like_a_node_name_is_not_taken_for_that_node():
+    m = QualifiedLikeANode().eval()
+    e = ex.export(m, ex.make_inputs([([4, 3], torch.float32)]))
+    want = {"p_p_a_w": ("p_a_w", 4.0), "p_a_w": ("a.w", 1.0)}
+    for source in (weights.program_state(m, e), m):
+        got = weights.match_qualified_names(e.graph, source)
+        assert {k: (key, float(t[0])) for k, (key, t) in got.items()} == want
