@@ -35,8 +35,8 @@ def _fits(shape: Sequence[int], strides: Sequence[int], order: Sequence[int], ex
 
 
 def dim_order_from_strides(shape: Sequence[int], strides: Sequence[int]) -> Optional[List[int]]:
-    """The canonical dim order that produces `strides` (format.md §1), or None when the strides of the
-    dims of size > 1 are not dense. Prefers the default order, then channels-last, exactly and
+    """The canonical dim order that produces `strides` (format.md §1), or None when the
+    strides of the dims of size > 1 are not dense. Prefers the default order, then channels-last, exactly and
     then ignoring size-1 dims; otherwise dims by descending stride, ties by ascending index."""
     rank = len(shape)
     candidates = [list(range(rank))]

@@ -93,11 +93,11 @@ def program_state(model: torch.nn.Module, exported: Any) -> State:
 def match_qualified_names(graph: dict, source: Any) -> Dict[str, Tuple[str, torch.Tensor]]:
     """Placeholder name → (key in `source`, tensor) for every placeholder of kind parameter,
     buffer or constant of `graph`. A `State` says which key each placeholder is (the exporter's
-    record, or a weights file's). Otherwise a key equal to the node's name matches first, and
-    parameters and buffers are named again by the exporter's rule (`_keys_by_rule`): exactly
-    for a module; for a plain state dict, which does not say which keys are buffers, a name
-    that a parameter and a buffer could both have been given is refused. Parameters and
-    buffers must be found; a constant without a key is left out."""
+    record, or a weights file's). Otherwise parameters and buffers are named again by the
+    exporter's rule (`_keys_by_rule`; in a plain mapping a key equal to the node's name matches
+    first): exactly for a module; for a plain state dict, which does not say which keys are
+    buffers, a name that a parameter and a buffer could both have been given is refused.
+    Parameters and buffers must be found; a constant without a key is left out."""
     tensors = _tensors_of(source)
     if isinstance(source, State):
         key_of = {k: v for k, v in source.key_of.items() if v in tensors}
@@ -146,9 +146,9 @@ def _keys_by_rule(graph: dict, tensors: Mapping[str, Any],
     likewise with `b_`. With `kinds` (a module) only keys of the placeholder's kind count, which
     is exactly the exporter's naming. A plain state dict mixes parameters and buffers, so the
     first such key might be a buffer: when another key also fits and the first could have given
-    a buffer's name (or a parameter's, for a buffer), the name is ambiguous and refused. In a mapping
-    (not a module) a key equal to a node's name is that node (constants, or a mapping keyed by
-    node names)."""
+    a buffer's name (or a parameter's, for a buffer), the name is ambiguous and refused. In a
+    mapping (not a module) a key equal to a node's name is that node (constants, or a mapping
+    keyed by node names)."""
     from .export import free_name, identifier
     nodes = graph["nodes"]
     stored = [n for n in nodes if n["op"] == "placeholder"
