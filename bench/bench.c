@@ -109,6 +109,10 @@ static const copy_case copy_cases[] = {
     CL("channels_last_u8_1x768x14x14", VL_DTYPE_UINT8, 1, 768, 14, 14),
     CL("channels_last_f16_1x768x14x14", VL_DTYPE_FLOAT16, 1, 768, 14, 14),
     CL("channels_last_f64_1x384x14x14", VL_DTYPE_FLOAT64, 1, 384, 14, 14),
+    /* destination rows 4 KiB apart (4 KiB aliasing: the staged transposes) */
+    CL("channels_last_u8_1x64x64x64", VL_DTYPE_UINT8, 1, 64, 64, 64),
+    CL("channels_last_f16_1x64x32x64", VL_DTYPE_FLOAT16, 1, 64, 32, 64),
+    CL("channels_last_f32_1x64x32x32", VL_DTYPE_FLOAT32, 1, 64, 32, 32),
     /* images, both directions: 3-channel uint8 at 224^2 and 1080p, RGBA and 16-bit at 1080p */
     IMG_IN("image_u8_1x3x224x224_nhwc_to_nchw", VL_DTYPE_UINT8, 3, 224, 224),
     IMG_OUT("image_u8_1x3x224x224_nchw_to_nhwc", VL_DTYPE_UINT8, 3, 224, 224),

@@ -842,6 +842,44 @@ static void transposes_with_line_multiple_rows_match_at_every_offset(void **stat
   }
 }
 
+/* Destination rows a multiple of 1, 2 or 4 KiB apart (4 KiB aliasing: such planes of narrow
+ * tiles go through a staging buffer, STAGE_ROWS rows of STAGE_SPAN bytes at a time): rows
+ * padded past their elements or not, plane sizes around the buffer's rows and span with ragged
+ * edges (the last steps moved back), buffers at odd offsets, an outer dim, every element size.
+ * Bytes past each row's elements stay as they were. */
+static void transposes_with_aliasing_row_strides_match(void **state) {
+  (void)state;
+  static const size_t sizes[] = {1, 2, 4, 8};
+  static const int64_t kib[] = {1, 2, 4, 8};
+  uint64_t rs = 0x5EED0009u;
+  for (int iter = 0, iters = (int)vl_test_cases(400); iter < iters; iter++) {
+    size_t es = sizes[rnd_below(&rs, 4)];
+    int64_t row = kib[rnd_below(&rs, 4)] * 1024 / (int64_t)es; /* elements */
+    int64_t ny = iter % 2 == 0 ? row : 1 + rnd_below(&rs, row);
+    int64_t nx = 1 + rnd_below(&rs, iter % 3 == 0 ? 200 : 80), outer = 1 + rnd_below(&rs, 2);
+    int64_t spad = rnd_below(&rs, 3);
+    const int64_t shape[] = {outer, nx, ny};
+    const int64_t dst_st[] = {nx * row, row, 1}, src_st[] = {ny * (nx + spad), 1, nx + spad};
+    size_t dofs = (size_t)rnd_below(&rs, 16), sofs = (size_t)rnd_below(&rs, 16);
+    size_t nd = (size_t)(outer * dst_st[0]) * es + dofs,
+           ns = (size_t)(outer * src_st[0]) * es + sofs;
+    char *s = malloc(ns), *d = malloc(nd), *want = malloc(nd);
+    assert_true(s && d && want);
+    fill_random_bytes(&rs, s, (int64_t)ns);
+    memset(d, 0x3c, nd);
+    memset(want, 0x3c, nd);
+    vl_copy_strided_at(test_level, es, 3, shape, d + dofs, dst_st, s + sofs, src_st);
+    reference_strided(es, 3, shape, want + dofs, dst_st, s + sofs, src_st, outer * nx * ny);
+    if (memcmp(d, want, nd) != 0)
+      fail_msg("level %s: transpose %zu-byte %lldx%lldx%lld, rows %lld bytes apart, differs",
+               vl_copy_level_name(test_level), es, (long long)outer, (long long)nx, (long long)ny,
+               (long long)(row * (int64_t)es));
+    free(s);
+    free(d);
+    free(want);
+  }
+}
+
 /* Images: 2..5 channels of every element size, deinterleaved (NHWC -> NCHW) and interleaved
  * (NCHW -> NHWC), pixel counts around every group size of the shuffle kernels (16 and 32 bytes
  * per channel and step) and their tails, planes padded, buffers at odd offsets. */
@@ -1030,6 +1068,7 @@ int main(void) {
       cmocka_unit_test(transposes_match_reference_for_every_element_size),
       cmocka_unit_test(transposes_at_block_edges_stay_inside_their_buffers),
       cmocka_unit_test(transposes_with_line_multiple_rows_match_at_every_offset),
+      cmocka_unit_test(transposes_with_aliasing_row_strides_match),
       cmocka_unit_test(narrow_planes_match_reference_in_both_directions),
       cmocka_unit_test(both_avx512_tables_match_the_portable_kernels),
       cmocka_unit_test(dispatch_levels_have_names_and_unrunnable_levels_fall_back),

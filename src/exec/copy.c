@@ -280,6 +280,7 @@ typedef struct inner {
   line_fn line;     /* typed line, or NULL for memcpy per element */
   tile_choice tile; /* KERNEL_TILES */
   bool stream;      /* KERNEL_TILES: large enough for non-temporal stores */
+  bool staged;      /* KERNEL_TILES: destination rows 4 KiB-aliased (staged_plane) */
   narrow_fn narrow; /* KERNEL_SPLIT, KERNEL_MERGE */
 } inner;
 
@@ -293,15 +294,61 @@ static void run_line(const inner *k, char *d, const char *s) {
   for (int64_t j = 0; j < L->size[i]; j++, d += L->dst[i], s += L->src[i]) memcpy(d, s, L->elem);
 }
 
-/* How many destination rows a tile may write at once. Rows whose stride is a multiple of a
- * large power of two share few cache sets (4 KiB aliasing: 64 sets of 64-byte lines per way
- * on common cores), so the tile narrows until its rows fit half of 8 ways of those sets. */
-static int64_t tile_rows(ptrdiff_t dx, size_t elem, int64_t bytes) {
+/* The cache sets that lines at one offset of rows dx bytes apart fall into: rows whose stride
+ * is a multiple of a large power of two share few of them (4 KiB aliasing: 64 sets of 64-byte
+ * lines per way on common cores). */
+static int64_t row_sets(ptrdiff_t dx) {
   uint64_t stride = (uint64_t)(dx < 0 ? -dx : dx) % 4096, align = 4096;
   if (stride != 0) align = stride & (~stride + 1); /* lowest set bit */
-  int64_t sets = align <= 64 ? 64 : (int64_t)(4096 / align);
-  int64_t rows = 4 * sets, wide = bytes / (int64_t)elem;
+  return align <= 64 ? 64 : (int64_t)(4096 / align);
+}
+
+/* How many destination rows a tile may write at once: until its rows fit half of 8 ways of
+ * the sets they share (row_sets). */
+static int64_t tile_rows(ptrdiff_t dx, size_t elem, int64_t bytes) {
+  int64_t rows = 4 * row_sets(dx), wide = bytes / (int64_t)elem;
   return rows < wide ? rows : wide;
+}
+
+/* Destination rows a multiple of 2 KiB apart share one or two sets, so tile_rows narrows a
+ * tile to 4 or 8 rows: fewer than any level's blocks of 1-, 2- and 4-byte elements hold (8 of
+ * 8-byte ones at 2 KiB), so every level fell back to its element loops: uint8 [1,64,64,64]
+ * channels-last to contiguous (rows 4 KiB apart) ran at 0.05-0.06x memcpy, float16
+ * [1,64,32,64] at 0.06x. Such planes are transposed STAGE_ROWS rows at a time into a buffer
+ * that stays in L1, its rows STAGE_SPAN bytes apart, then copied out row by row, STAGE_SPAN
+ * bytes of each destination row at a time: 0.40x and 0.34-0.37x, float32 [1,64,32,32] 0.30-0.40x
+ * -> 0.44-0.53x and [1,64,64,64] 0.30-0.36x -> 0.39-0.44x, alternated runs on Zen 5. At 1 KiB
+ * (16-row tiles) the direct tiles stay: staged, float16 [1,64,16,32] and uint8 [1,128,16,32]
+ * fell from 0.59x to 0.33-0.36x. */
+#define STAGE_ROWS 32
+#define STAGE_SPAN 256
+#define STAGE_BELOW 16 /* staged when tile_rows would leave fewer rows than this */
+
+static bool staged_plane(ptrdiff_t dx, int64_t nx, size_t elem) {
+  int64_t rows = 4 * row_sets(dx);
+  return rows < STAGE_BELOW && rows < 64 / (int64_t)elem && nx > rows;
+}
+
+static void run_transpose_staged(const inner *k, char *d, const char *s) {
+  const loops *L = k->L;
+  size_t x = L->n - 2, y = L->n - 1;
+  int64_t nx = L->size[x], ny = L->size[y];
+  ptrdiff_t dx = L->dst[x], sy = L->src[y], e = (ptrdiff_t)L->elem;
+  int64_t per = STAGE_SPAN / e, by = ny < per ? ny : per, bx = nx < STAGE_ROWS ? nx : STAGE_ROWS;
+  _Alignas(64) char buf[STAGE_ROWS * STAGE_SPAN];
+  for (int64_t y0 = 0; y0 < ny; y0 += by) {
+    if (y0 + by > ny) y0 = ny - by; /* the last step moves back to end at the edge */
+    for (int64_t x0 = 0; x0 < nx; x0 += bx) {
+      if (x0 + bx > nx) x0 = nx - bx;
+      k->tile.fn(buf, s + x0 * e + y0 * sy, bx, by, STAGE_SPAN, sy);
+      char *o = d + x0 * dx + y0 * e;
+      if (by * e == STAGE_SPAN) {
+        for (int64_t i = 0; i < bx; i++) memcpy(o + i * dx, buf + i * STAGE_SPAN, STAGE_SPAN);
+      } else {
+        for (int64_t i = 0; i < bx; i++) memcpy(o + i * dx, buf + i * STAGE_SPAN, (size_t)(by * e));
+      }
+    }
+  }
 }
 
 /* Loop x (n - 2) is contiguous in the source, loop y (n - 1) in the destination; the plane is
@@ -411,6 +458,10 @@ static void run_inner(const inner *k, char *d, const char *s) {
       break;
     }
 #endif
+    if (k->staged) {
+      run_transpose_staged(k, d, s);
+      break;
+    }
     run_transpose(k, d, s);
     break;
   case KERNEL_SPLIT: k->narrow(d, s, L->size[L->n - 1], L->dst[L->n - 2]); break;
@@ -493,6 +544,7 @@ static void loops_run(loops *L, char *d, const char *s, vl_copy_level level) {
     choose_plane(&k, level);
     uint64_t bytes = loops_bytes(L);
     k.stream = level >= VL_COPY_SSE2 && bytes >= STREAM_MIN_BYTES && bytes >= stream_min_bytes();
+    k.staged = staged_plane(L->dst[L->n - 2], L->size[L->n - 2], L->elem);
   }
   odometer_run(&k, d, s);
 }
