@@ -126,35 +126,42 @@ static void order_of(const vl_storages *s, int order, const int64_t *breadth, or
   qsort(keys, s->n, sizeof *keys, by_key);
 }
 
+/* Storages by start (order) and by end (by_end), each a counting sort over positions. */
+static bool sort_by_position(const vl_storages *s, uint32_t n_positions, uint32_t *order,
+                             uint32_t *by_end) {
+  uint32_t *count = calloc(2 * ((size_t)n_positions + 1), sizeof *count);
+  if (count == NULL) return false;
+  uint32_t *ends = count + n_positions + 1;
+  for (uint32_t k = 0; k < s->n; k++) {
+    count[s->s[k].start + 1]++;
+    ends[s->s[k].end + 1]++;
+  }
+  for (uint32_t q = 0; q < n_positions; q++) {
+    count[q + 1] += count[q];
+    ends[q + 1] += ends[q];
+  }
+  for (uint32_t k = 0; k < s->n; k++) {
+    order[count[s->s[k].start]++] = k;
+    by_end[ends[s->s[k].end]++] = k;
+  }
+  free(count);
+  return true;
+}
+
 /* The overlap lists; false when they would pass the bound (or memory runs out). */
 static bool build_overlaps(planner *p, uint32_t n_positions) {
   const vl_storages *s = p->s;
   uint32_t n = s->n;
   uint64_t budget = (uint64_t)VL__PLAN_PAIRS * n + VL__PLAN_PAIRS_EXTRA, pairs = 0;
   uint32_t *order = malloc((n ? n : 1) * sizeof *order);
-  uint32_t *count = calloc((size_t)n_positions + 1, sizeof *count);
   uint32_t *active = malloc((n ? n : 1) * sizeof *active);
   uint32_t *slot = malloc((n ? n : 1) * sizeof *slot); /* where each live storage sits in active */
-  uint32_t *ends = calloc((size_t)n_positions + 1, sizeof *ends);
   uint32_t *by_end = malloc((n ? n : 1) * sizeof *by_end);
   uint32_t *deg = calloc((size_t)n + 1, sizeof *deg);
-  bool ok = order && count && active && slot && ends && by_end && deg;
+  bool ok =
+      order && active && slot && by_end && deg && sort_by_position(s, n_positions, order, by_end);
   for (int fill = 0; ok && fill < 2; fill++) {
-    /* Storages by start and by end (counting sorts), then the sweep: starts at p, then ends. */
-    memset(count, 0, ((size_t)n_positions + 1) * sizeof *count);
-    memset(ends, 0, ((size_t)n_positions + 1) * sizeof *ends);
-    for (uint32_t k = 0; k < n; k++) {
-      count[s->s[k].start + 1]++;
-      ends[s->s[k].end + 1]++;
-    }
-    for (uint32_t q = 0; q < n_positions; q++) {
-      count[q + 1] += count[q];
-      ends[q + 1] += ends[q];
-    }
-    for (uint32_t k = 0; k < n; k++) {
-      order[count[s->s[k].start]++] = k;
-      by_end[ends[s->s[k].end]++] = k;
-    }
+    /* The sweep: at each position the storages starting there join, then those ending leave. */
     uint32_t n_active = 0, si = 0, ei = 0;
     for (uint32_t q = 0; ok && q < n_positions; q++) {
       for (; si < n && s->s[order[si]].start == q; si++) {
@@ -199,10 +206,8 @@ static bool build_overlaps(planner *p, uint32_t n_positions) {
     }
   }
   free(order);
-  free(count);
   free(active);
   free(slot);
-  free(ends);
   free(by_end);
   free(deg);
   return ok;
@@ -307,28 +312,6 @@ static int64_t place_all(planner *p, const order_key *keys, int fit, int64_t end
   }
   free(placed);
   return arena;
-}
-
-/* Storages by start (order) and by end (by_end), each a counting sort over positions. */
-static bool sort_by_position(const vl_storages *s, uint32_t n_positions, uint32_t *order,
-                             uint32_t *by_end) {
-  uint32_t *count = calloc(2 * ((size_t)n_positions + 1), sizeof *count);
-  if (count == NULL) return false;
-  uint32_t *ends = count + n_positions + 1;
-  for (uint32_t k = 0; k < s->n; k++) {
-    count[s->s[k].start + 1]++;
-    ends[s->s[k].end + 1]++;
-  }
-  for (uint32_t q = 0; q < n_positions; q++) {
-    count[q + 1] += count[q];
-    ends[q + 1] += ends[q];
-  }
-  for (uint32_t k = 0; k < s->n; k++) {
-    order[count[s->s[k].start]++] = k;
-    by_end[ends[s->s[k].end]++] = k;
-  }
-  free(count);
-  return true;
 }
 
 typedef struct {
