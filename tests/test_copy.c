@@ -702,6 +702,30 @@ static void permute_matches_reference_on_random_layouts(void **state) {
   }
 }
 
+/* Copies an outer x nx x ny plane of es-byte elements (shape[]) with the engine at the test's
+ * level, from and to buffers that start 0..15 bytes past an allocation (drawn from rs, then
+ * the source bytes), and compares the destination, every byte around the elements included
+ * (pre-filled with fill), with the reference walk. */
+static bool plane_matches_reference(uint64_t *rs, size_t es, const int64_t *shape,
+                                    const int64_t *dst_st, const int64_t *src_st, int fill) {
+  size_t dofs = (size_t)rnd_below(rs, 16), sofs = (size_t)rnd_below(rs, 16);
+  size_t nd = (size_t)(shape[0] * dst_st[0]) * es + dofs,
+         ns = (size_t)(shape[0] * src_st[0]) * es + sofs;
+  char *s = malloc(ns), *d = malloc(nd), *want = malloc(nd);
+  assert_true(s && d && want);
+  fill_random_bytes(rs, s, (int64_t)ns);
+  memset(d, fill, nd);
+  memset(want, fill, nd);
+  vl_copy_strided_at(test_level, es, 3, shape, d + dofs, dst_st, s + sofs, src_st);
+  reference_strided(es, 3, shape, want + dofs, dst_st, s + sofs, src_st,
+                    shape[0] * shape[1] * shape[2]);
+  bool same = memcmp(d, want, nd) == 0;
+  free(s);
+  free(d);
+  free(want);
+  return same;
+}
+
 /* Random 2-D planes, destination-contiguous along y and source-contiguous along x, for every
  * element size with a transpose kernel: sizes cross the blocks of every level (16 x 16 bytes,
  * 8 x 8 and 16 x 16 words) with ragged edges; rows are padded and the buffers start at odd
@@ -719,22 +743,9 @@ static void transposes_match_reference_for_every_element_size(void **state) {
     const int64_t shape[] = {outer, nx, ny};
     const int64_t dst_st[] = {nx * (ny + dpad), ny + dpad, 1};
     const int64_t src_st[] = {ny * (nx + spad), 1, nx + spad};
-    size_t dofs = (size_t)rnd_below(&rs, 16), sofs = (size_t)rnd_below(&rs, 16);
-    size_t nd = (size_t)(outer * dst_st[0]) * es + dofs,
-           ns = (size_t)(outer * src_st[0]) * es + sofs;
-    char *s = malloc(ns), *d = malloc(nd), *want = malloc(nd);
-    assert_true(s && d && want);
-    fill_random_bytes(&rs, s, (int64_t)ns);
-    memset(d, 0x6b, nd);
-    memset(want, 0x6b, nd);
-    vl_copy_strided_at(test_level, es, 3, shape, d + dofs, dst_st, s + sofs, src_st);
-    reference_strided(es, 3, shape, want + dofs, dst_st, s + sofs, src_st, outer * nx * ny);
-    if (memcmp(d, want, nd) != 0)
+    if (!plane_matches_reference(&rs, es, shape, dst_st, src_st, 0x6b))
       fail_msg("level %s: transpose %zu-byte %lldx%lldx%lld differs",
                vl_copy_level_name(test_level), es, (long long)outer, (long long)nx, (long long)ny);
-    free(s);
-    free(d);
-    free(want);
   }
 }
 
@@ -860,23 +871,10 @@ static void transposes_with_aliasing_row_strides_match(void **state) {
     int64_t spad = rnd_below(&rs, 3);
     const int64_t shape[] = {outer, nx, ny};
     const int64_t dst_st[] = {nx * row, row, 1}, src_st[] = {ny * (nx + spad), 1, nx + spad};
-    size_t dofs = (size_t)rnd_below(&rs, 16), sofs = (size_t)rnd_below(&rs, 16);
-    size_t nd = (size_t)(outer * dst_st[0]) * es + dofs,
-           ns = (size_t)(outer * src_st[0]) * es + sofs;
-    char *s = malloc(ns), *d = malloc(nd), *want = malloc(nd);
-    assert_true(s && d && want);
-    fill_random_bytes(&rs, s, (int64_t)ns);
-    memset(d, 0x3c, nd);
-    memset(want, 0x3c, nd);
-    vl_copy_strided_at(test_level, es, 3, shape, d + dofs, dst_st, s + sofs, src_st);
-    reference_strided(es, 3, shape, want + dofs, dst_st, s + sofs, src_st, outer * nx * ny);
-    if (memcmp(d, want, nd) != 0)
+    if (!plane_matches_reference(&rs, es, shape, dst_st, src_st, 0x3c))
       fail_msg("level %s: transpose %zu-byte %lldx%lldx%lld, rows %lld bytes apart, differs",
                vl_copy_level_name(test_level), es, (long long)outer, (long long)nx, (long long)ny,
                (long long)(row * (int64_t)es));
-    free(s);
-    free(d);
-    free(want);
   }
 }
 

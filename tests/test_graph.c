@@ -645,11 +645,13 @@ static void expect_exact_error(const char *json, vl_status code, const char *pat
   assert_null(g);
 }
 
-/* A layout conversion y of a contiguous [1,2,2,3] x with the given target, kwargs and val. */
-#define CONVERT(target, kwargs, val)                                                               \
-  HEAD "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,"   \
+/* A graph (head: its opening up to the node list) in which y converts a contiguous [1,2,2,3] x
+ * with the given target, kwargs and val. */
+#define CONVERT_IN(head, target, kwargs, val)                                                      \
+  head "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,"   \
        "3]}},{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":[\"x\"]," \
        "\"kwargs\":{" kwargs "}," val "}," OUT("y") "]}"
+#define CONVERT(target, kwargs, val) CONVERT_IN(HEAD, target, kwargs, val)
 #define TO_DIM_ORDER "dim_order_ops._to_dim_order_copy.default"
 #define CLONE_DIM_ORDER "dim_order_ops._clone_dim_order.default"
 #define TO_COPY "aten._to_copy.default"
@@ -724,13 +726,10 @@ static void layout_conversion_kwargs_must_agree_with_val(void **state) {
            "\"shape\":[1,4,1,1],\"strides\":[4,1,4,4]}}," OUT("y") "]}"));
 }
 
-/* The skip_dim_order spelling: y converts a contiguous [1,2,2,3] x with aten._to_copy or
- * aten.clone and the given kwargs and val. */
-#define CONVERT_SKIP(target, kwargs, val)                                                          \
-  "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["              \
-  "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,3]}},"   \
-  "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"" target "\",\"args\":[\"x\"],"           \
-  "\"kwargs\":{" kwargs "}," val "}," OUT("y") "]}"
+/* The skip_dim_order spelling: aten._to_copy or aten.clone with kwargs.memory_format. */
+#define HEAD_SKIP                                                                                  \
+  "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["
+#define CONVERT_SKIP(target, kwargs, val) CONVERT_IN(HEAD_SKIP, target, kwargs, val)
 #define CLONE "aten.clone.default"
 
 /* kwargs.memory_format says what the node writes as kwargs.dim_order does: one of the four
@@ -770,16 +769,16 @@ static void memory_format_must_agree_with_val(void **state) {
   for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) vl_graph_free(parse_ok(ok[k]));
   /* PyTorch's channels-last [1,C,1,1], its strides read back in the default order */
   vl_graph_free(parse_ok(
-      "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["
+      HEAD_SKIP
       "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,4,1,1]}},"
       "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"" CLONE "\",\"args\":[\"x\"],"
       "\"kwargs\":{\"memory_format\":\"channels_last\"},\"val\":{\"dtype\":\"float32\","
       "\"shape\":[1,4,1,1],\"strides\":[4,1,4,4]}}," OUT("y") "]}"));
   /* and a rank-5 channels_last_3d */
   vl_graph_free(parse_ok(
-      "{\"format\":\"viewlower.graph\",\"version\":1,\"skip_dim_order\":true,\"nodes\":["
-      "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,2,3]}"
-      "},"
+      HEAD_SKIP
+      "{\"name\":\"x\",\"op\":\"placeholder\","
+      "\"val\":{\"dtype\":\"float32\",\"shape\":[1,2,2,2,3]}},"
       "{\"name\":\"y\",\"op\":\"call_function\",\"target\":\"" TO_COPY "\",\"args\":[\"x\"],"
       "\"kwargs\":{\"memory_format\":\"channels_last_3d\"},\"val\":{\"dtype\":\"float32\","
       "\"shape\":[1,2,2,2,3],\"dim_order\":[0,2,3,4,1]}}," OUT("y") "]}"));
