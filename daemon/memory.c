@@ -95,8 +95,11 @@ void vld_mem_trim(void) {
  * worker that reads the frame trims instead, as its request's first blocks are counted. */
 static void note_growth(uint64_t now) {
   note_peak(now);
+  if (!guarded) {
+    return; /* an event loop: the shared count is not even read */
+  }
   uint64_t resident = now + atomic_load_explicit(&freed_untrimmed, memory_order_relaxed);
-  if (!guarded || resident <= budget || resident - budget <= TRIM_SLACK ||
+  if (resident <= budget || resident - budget <= TRIM_SLACK ||
       atomic_flag_test_and_set_explicit(&trimming, memory_order_acquire)) {
     return;
   }
