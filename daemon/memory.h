@@ -31,7 +31,8 @@ uint64_t vld_mem_kept(void);
 /* Gives the kept blocks back to the system (an idle daemon). */
 void vld_mem_release_kept(void);
 /* Gives the heap's free pages back to the system (malloc_trim): after a large request, when
- * the pool goes idle, and on its own near a full budget (memory.c). */
+ * the pool goes idle, and on its own near a full budget (memory.c). Always on a worker: it walks
+ * the heap, which would stall an event loop. */
 void vld_mem_trim(void);
 /* Would bytes more stay within the budget? */
 bool vld_mem_fits(uint64_t bytes);

@@ -100,6 +100,12 @@ struct vld_server {
   /* when work was last queued on any loop (uv_hrtime); atomic, outside mu: a request takes
    * the lock once, to be counted */
   _Atomic uint64_t last_work_ns;
+  /* The heap trim a loop asks for when its pool goes idle, run on a worker; at most one queued
+   * or running for the whole daemon. The request is used by whichever loop queued it, and
+   * idle_trim_state (atomic, outside mu) says whether it is out and whether it was asked for
+   * again while it ran (server.c, "the idle trim"). */
+  uv_work_t idle_trim;
+  _Atomic unsigned idle_trim_state;
   uint64_t next_serial;
   vld_log_limit refusal_log[VLD_REFUSE_COUNT];
   vld_shares shares;  /* what each user holds */
