@@ -1,5 +1,6 @@
 /* config.h - viewlowerd's settings: one declarative table of flags (name, bounds, default,
- * field), parsed from argv; every limit has a default and a flag (SPEC §7). */
+ * field), parsed from argv; every limit has a default and a flag (docs/daemon.md,
+ * "Flags"). */
 #ifndef VIEWLOWERD_CONFIG_H
 #define VIEWLOWERD_CONFIG_H
 
@@ -13,7 +14,7 @@
 #define VLD_CONFIG_MAX_IDS 64
 
 typedef struct vld_config {
-  const char *socket;       /* --socket; NULL: resolved as SPEC §7 says */
+  const char *socket;       /* --socket; NULL: resolved as docs/daemon.md, "Running", lists */
   uint32_t socket_mode;     /* permission bits given to a socket file we create */
   uint32_t workers;         /* UV_THREADPOOL_SIZE */
   uint64_t max_frame_bytes; /* JSON + payload of one frame, both ways */

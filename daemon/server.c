@@ -1,10 +1,10 @@
 /* server.c - the listening socket, admission of connections, signals, watchdog and the
- * graceful shutdown of viewlowerd (SPEC §7).
+ * graceful shutdown of viewlowerd (docs/daemon.md, "Running" and "Behaviour").
  *
  * Socket: taken from systemd socket activation when passed, else created at the path
- * resolved as SPEC §7 says. An existing socket file is probed: if a daemon answers, starting
- * fails; if nobody listens it is stale and replaced. The socket is bound under a umask that
- * leaves it private, then given --socket-mode.
+ * resolved as docs/daemon.md, "Running", lists. An existing socket file is probed: if a daemon
+ * answers, starting fails; if nobody listens it is stale and replaced. The socket is bound
+ * under a umask that leaves it private, then given --socket-mode.
  * Admission: SO_PEERCRED; a peer is let in when its uid is ours or listed, or its gid is
  * listed; otherwise -32006. Past --max-connections a peer gets -32005. Both then close.
  * Shutdown (SIGTERM/SIGINT): stop accepting, stop reading, finish what was received, close
