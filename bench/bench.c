@@ -1,5 +1,5 @@
-/* bench.c - viewlower-bench: prints one JSON object (SPEC §9) with figures measured side by side
- * in one run.
+/* bench.c - viewlower-bench: prints one JSON object (docs/kernels.md, "Benchmark") with figures
+ * measured side by side in one run.
  *
  * "copy": the view_copy kernel (vl_view_copy_out into a preallocated output; with --level, the
  * engine at that dispatch level) against memcpy of the same bytes and a naive per-element loop
@@ -69,7 +69,7 @@ typedef struct copy_case {
 #define IMG_OUT(name, dt, c, h, w)                                                                 \
   { name, dt, 4, {1, c, h, w}, false, true, 4, {1, c, h, w}, "nchw_to_nhwc" }
 
-/* The first seven are SPEC §9's historical cases (names kept: tools compare runs by name). */
+/* The first seven are the historical cases (names kept: tools compare runs by name). */
 static const copy_case copy_cases[] = {
     CL("channels_last_f32_1x64x112x112", VL_DTYPE_FLOAT32, 1, 64, 112, 112),
     CL("channels_last_f32_8x64x112x112", VL_DTYPE_FLOAT32, 8, 64, 112, 112),

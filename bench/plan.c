@@ -1,5 +1,5 @@
-/* plan.c - the memory plan's figures (SPEC §11) for viewlower-bench, measured in one run: per
- * graph of tests/data and examples/graphs, before lowering and after (fold and parameter
+/* plan.c - the memory plan's figures (docs/format.md §9) for viewlower-bench, measured in one run:
+ * per graph of tests/data and examples/graphs, before lowering and after (fold and parameter
  * layouts on), naive_bytes (one buffer each), lower_bound_bytes, arena_bytes (ours),
  * executorch_greedy_bytes (ExecuTorch's `greedy` of exir/memory_planning.py re-implemented on
  * the same storages: sizes decreasing, reuse the first shared object none of whose allocations

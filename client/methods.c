@@ -1,4 +1,4 @@
-/* methods.c - one thin wrapper of vl_client_call per daemon method (SPEC §6).
+/* methods.c - one thin wrapper of vl_client_call per daemon method (docs/protocol.md, "Methods").
  *
  * Params are built as objects holding *references* to the caller's cJSON values, so a large
  * graph is printed straight from the caller's tree and never copied. */

@@ -1,4 +1,4 @@
-/* viewlowerctl.c - the command-line tool (SPEC §8): a subcommand table over one transport.
+/* viewlowerctl.c - the command-line tool (viewlowerctl(1)): a subcommand table over one transport.
  * The transport is either the daemon (libviewlower-client) or, with --local, the core's
  * vl_service_call in process: both get the same params and print the same results and
  * errors. Over the socket, tensors travel as raw payload ("blob") and are re-encoded here. */
@@ -35,7 +35,8 @@ enum {
 #define MAX_FILE_BYTES ((size_t)4 << 30)
 #define MAX_POSITIONAL 4096
 /* Entries a --size / --out-dim-order list may have. More than VL_MAX_RANK is passed on, so that
- * a rank above 16 is the kernel error of SPEC §4 (exit 2) in both modes, not a usage error. */
+ * a rank above 16 is a kernel error (exit 2; docs/protocol.md, "Methods") in both modes, not a
+ * usage error. */
 #define MAX_LIST 1024
 #define DEFAULT_TIMEOUT_MS 120000
 #define STR_(x) #x
@@ -530,7 +531,7 @@ static int cmd_explain(ctl *c) {
   if (st != VL_OK) return report(c->positional[0], &err);
   if (!ok) {
     fprintf(stderr, "viewlowerctl: the lower result has no %s\n", missing);
-    return EXIT_UNREACHABLE; /* a protocol error: the daemon's answer is not SPEC's */
+    return EXIT_UNREACHABLE; /* a protocol error: the daemon's answer breaks the protocol */
   }
   return fflush(stdout) == 0 ? 0 : EXIT_INVALID;
 }

@@ -1,6 +1,6 @@
-/* test_frame.c - the wire frame header codec and the incremental decoder (SPEC §6):
- * exact header bytes, limit checks at and past the bound, every way of splitting the input,
- * and every error the decoder reports. */
+/* test_frame.c - the wire frame header codec and the incremental decoder (docs/protocol.md,
+ * "Frames"): exact header bytes, limit checks at and past the bound, every way of splitting the
+ * input, and every error the decoder reports. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -122,7 +122,7 @@ static void literals_keep_their_kinds(void **state) {
 }
 
 
-/* A batch norm with three outputs read through getitems (SPEC §2). */
+/* A batch norm with three outputs read through getitems (docs/format.md §2). */
 #define SPEC4 "{\"dtype\":\"float32\",\"shape\":[1,2,2,2]}"
 #define SPEC1 "{\"dtype\":\"float32\",\"shape\":[2]}"
 #define BN_X "{\"name\":\"x\",\"op\":\"placeholder\",\"val\":" SPEC4 "}"
@@ -360,8 +360,8 @@ static uint64_t bits(double d) {
   return u;
 }
 
-/* SPEC §2: every literal class prints back with the same text (the input is in the printer's
- * own canonical form), and reads as the exact value. */
+/* docs/format.md §2: every literal class prints back with the same text (the input is in the
+ * printer's own canonical form), and reads as the exact value. */
 static void literals_are_exact_and_print_back_unchanged(void **state) {
   (void)state;
   static const char *const lits[] = {
@@ -447,7 +447,7 @@ static void lowering_changes_no_literal(void **state) {
   char *before = vl_graph_print(g);
   vl_lower_options o;
   vl_lower_options_default(&o);
-  o.fold = false; /* SPEC §3 alone: with fold the whole-range slice becomes an alias too */
+  o.fold = false; /* view_copy alone: with fold the whole-range slice becomes an alias too */
   vl_report r;
   memset(&r, 0, sizeof r);
   vl_error err;

@@ -1026,7 +1026,7 @@ static void integers_out_of_range_or_fractional_are_refused(void **state) {
       {"{\"dtype\":\"int64\",\"shape\":[1],\"values\":[9.3e18]}", "/input/values/0"},
       {"{\"dtype\":\"int64\",\"shape\":[1],\"values\":[\"9223372036854775808\"]}",
        "/input/values/0"},
-      /* 2^53 + 2: a JSON number beyond 2^53 (SPEC §5: give it as a decimal string). */
+      /* 2^53 + 2: a JSON number beyond 2^53 (docs/format.md §4: give it as a decimal string). */
       {"{\"dtype\":\"int64\",\"shape\":[1],\"values\":[9007199254740994]}", "/input/values/0"},
       {"{\"dtype\":\"int8\",\"shape\":[1],\"values\":[128]}", "/input/values/0"},
       {"{\"dtype\":\"uint8\",\"shape\":[2],\"values\":[0,-1]}", "/input/values/1"},

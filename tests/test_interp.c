@@ -84,7 +84,7 @@ static vl_lower_options options(bool remove, vl_policy policy) {
 
 #define HEAD "{\"format\": \"viewlower.graph\", \"version\": 1, "
 
-/* SPEC §2's patch embedding, in either spelling of the layout change. */
+/* The patch embedding of docs/format.md §2, in either spelling of the layout change. */
 static char *patch_embed_json(bool skip_dim_order) {
   const char *to_cl = skip_dim_order ? "\"target\": \"aten._to_copy.default\", \"kwargs\": "
                                        "{\"memory_format\": \"channels_last\"}"
@@ -766,7 +766,7 @@ static void verify_leaves_the_callers_graph_untouched(void **state) {
 }
 
 
-/* ---- SPEC §3a: layout-only ops, memory.view at an offset, as_strided_copy, splits --------- */
+/* ---- Layout-only ops, memory.view at an offset, as_strided_copy, splits ------------------- */
 
 /* x = 0..11 as [3,4]; every layout-only op the interpreter runs, and the values PyTorch gives. */
 static const char *layout_ops_json =

@@ -1,5 +1,5 @@
-/* test_lower.c - the lowering passes (SPEC §3): normalization, dead view removal, the exact
- * layout test, every mutation rule, options and policies, the report. */
+/* test_lower.c - the lowering passes (docs/format.md §3): normalization, dead view removal, the
+ * exact layout test, every mutation rule, options and policies, the report. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,7 +54,7 @@ static lowered lower_opts(const char *json, bool remove, vl_policy policy, bool 
   return lower_with(json, &o);
 }
 
-/* The tests of SPEC §3 run with fold false (exactly §3); fold_* tests below run §3a. */
+/* The view_copy tests run with fold false (view_copy alone); fold_* tests below fold. */
 static lowered lower_text(const char *json, bool remove, vl_policy policy) {
   return lower_opts(json, remove, policy, false);
 }
@@ -545,7 +545,7 @@ static void options_are_read_strictly(void **state) {
 }
 
 
-/* ---- SPEC §3a: the layout algebra (fold) ---------------------------------------------------- */
+/* ---- The layout algebra (fold) -------------------------------------------------------------- */
 
 #define SPEC(dtype, shape, order)                                                                  \
   "{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"dim_order\":" order "}"
@@ -694,7 +694,7 @@ static void the_channel_shuffle_keeps_exactly_one_copy_its_transpose(void **stat
     assert_int_equal(l.r.layout_copy_nodes, 4);
     assert_int_equal(l.r.kept, 1);
     /* The clone aliases t's buffer, the last view aliases that buffer too, so the clone, read
-     * by nothing any more, is removed dead after replace (SPEC §3a). */
+     * by nothing any more, is removed dead after replace (docs/format.md §3). */
     assert_int_equal(l.r.replaced, 2);
     assert_int_equal(l.r.removed_dead, 1);
     assert_int_equal(l.r.bytes_copied, 64);
@@ -886,7 +886,7 @@ static char *json_text(const cJSON *j) {
 
 static const vl_param_kept *kept_param(const lowered *l, const char *name);
 
-/* SPEC §3b: the weight is stored transposed and the t_copy is its alias. */
+/* Stored parameter layouts: the weight is stored transposed and the t_copy is its alias. */
 static void a_linear_weight_is_stored_transposed_and_its_t_copy_aliases_it(void **state) {
   (void)state;
   lowered l = lower_fold(LINEAR(PARAM, ""));

@@ -1,6 +1,6 @@
-/* test_plan.c - the memory plan (SPEC §11): storages and lifetimes (views and in-place results
- * share their owner's), the lower bound, a chain planned at it, the plan in the graph and its
- * check by validation, execution inside the arena (an overlapping plan forced past the check
+/* test_plan.c - the memory plan (docs/format.md §9): storages and lifetimes (views and in-place
+ * results share their owner's), the lower bound, a chain planned at it, the plan in the graph and
+ * its check by validation, execution inside the arena (an overlapping plan forced past the check
  * computes wrong values), idempotence, and a long chain. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
-/* test_tensor_json.c - the tensor JSON codec (SPEC §5): logical vs physical order, bit-exact
- * round trips of every dtype through values, base64 and blob, float16/bfloat16 rounding,
+/* test_tensor_json.c - the tensor JSON codec (docs/format.md §4): logical vs physical order,
+ * bit-exact round trips of every dtype through values, base64 and blob, float16/bfloat16 rounding,
  * shortest number printing, 64-bit integers as strings, and every error with its exact path. */
 #include <math.h>
 #include <setjmp.h>
@@ -916,7 +916,7 @@ static void empty_buffer_extends_by_zero_bytes_to_a_valid_pointer(void **state) 
   vl_buf_free(&b);
 }
 
-/* The exact number reader and writer (src/base/json_num, SPEC §2): 200,000 seeded random
+/* The exact number reader and writer (src/base/json_num, docs/format.md §2): 200,000 seeded random
  * doubles (every bit pattern class: subnormals, huge, tiny, negative zero) print as a float
  * token that reads back to the same bits, in no more than 17 significant digits. */
 static void every_double_prints_as_a_float_token_that_reads_back_bit_exactly(void **state) {

@@ -1,7 +1,7 @@
 /* test_verify_random.c - a seeded property test of the core promise: under policy safe,
  * lowering never changes a value the program computes.
  *
- * Each case generates a small random graph (SPEC §2) of 24-element float32 tensors mixing
+ * Each case generates a small random graph (docs/format.md §2) of 24-element float32 tensors mixing
  * view_copy, dim-order clones, permutes and writes (add_, copy_, add with out=), then runs
  * vl_verify on it: under safe (remove_view_copy true and false) every output must be equal bit
  * for bit; under legacy some generated graph must mismatch, so the generator is known to reach
@@ -362,7 +362,7 @@ static void safe_lowering_keeps_every_value_of_random_graphs(void **state) {
 }
 
 
-/* ---- SPEC §3a: chains of every layout-only op, with writes mixed in ------------------------ */
+/* ---- Chains of every layout-only op, with writes mixed in ---------------------------------- */
 
 /* Graphs of small tensors of any shape (numel changes through slices, selects, splits and
  * as_strided) built from every layout-only op of §3a, elementwise ops and in-place writes; each
@@ -648,7 +648,7 @@ static bool gen_compute(rng *r, text *t, const fref *ts, int n, const fref *x, f
 
 static void gen_fold_graph(uint64_t seed, char *buf) {
   rng r = {seed};
-  /* Which placeholders are parameters (SPEC §3b) comes from a stream of its own, so the graphs
+  /* Which placeholders are parameters comes from a stream of its own, so the graphs
    * are the same as without them. */
   rng kinds = {seed ^ UINT64_C(0x5eed0fba5e1a7e55)};
   text t = {buf, 0};
@@ -701,7 +701,7 @@ static void gen_fold_graph(uint64_t seed, char *buf) {
 typedef struct {
   uint64_t cases, replaced, replaced_at_offset, merged, removed_dead;
   uint64_t kept[VL_REASON_COUNT];
-  uint64_t relaid, relaid_aliased; /* SPEC §3b: parameters relaid, their readers aliased */
+  uint64_t relaid, relaid_aliased; /* parameters relaid, their readers aliased */
 } fold_tally;
 
 static void tally_report(fold_tally *tl, const vl_report *r) {

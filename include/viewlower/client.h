@@ -1,5 +1,5 @@
 /* client.h - libviewlower-client: a blocking client of viewlowerd over its Unix socket
- * (SPEC §6), on plain POSIX sockets (no event loop, no threads, no signals: sends use
+ * (docs/protocol.md), on plain POSIX sockets (no event loop, no threads, no signals: sends use
  * MSG_NOSIGNAL, waits use poll with the client's timeout).
  *
  * Ownership: vl_client_connect gives a client the caller releases with vl_client_close.
@@ -101,7 +101,7 @@ VL_API vl_status vl_client_recv_text(vl_client *c, uint64_t *id, char **result, 
  * default: a request is written before vl_client_send returns. */
 VL_API vl_status vl_client_cork(vl_client *c, bool on, vl_error *err);
 
-/* Convenience calls, thin wrappers of vl_client_call (SPEC §6 params and results). */
+/* Convenience calls, thin wrappers of vl_client_call (docs/protocol.md, "Methods"). */
 VL_API vl_status vl_client_ping(vl_client *c, vl_error *err);
 /* *version: a copy of the daemon's version string, caller frees with free(). */
 VL_API vl_status vl_client_version(vl_client *c, char **version, vl_error *err);

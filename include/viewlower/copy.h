@@ -1,4 +1,4 @@
-/* copy.h - the layout-aware copy engine and the portable view_copy kernel (SPEC §4). */
+/* copy.h - the layout-aware copy engine and the portable view_copy kernel (docs/kernels.md). */
 #ifndef VIEWLOWER_COPY_H
 #define VIEWLOWER_COPY_H
 
@@ -74,7 +74,8 @@ VL_API vl_status vl_copy_permute_at(vl_copy_level level, const vl_spec *dst_spec
                                     vl_error *err);
 
 /* view_copy(self, size) -> out, laid out with out_dim_order (NULL: default). Every check of
- * SPEC §4; errors are VL_ERR_KERNEL (VL_ERR_TOO_LARGE over lim). Caller frees *out. */
+ * view_copy in docs/protocol.md, "Methods"; errors are VL_ERR_KERNEL (VL_ERR_TOO_LARGE over lim).
+ * Caller frees *out. */
 VL_API vl_status vl_view_copy(const vl_tensor *self, const int64_t *size, size_t size_rank,
                               const uint8_t *out_dim_order, const vl_limits *lim, vl_tensor **out,
                               vl_error *err);

@@ -1,5 +1,6 @@
-/* dtype.h - element types (SPEC §1): the dtype table, names, sizes, and float16 / bfloat16
- * conversion. Every module that reads or writes elements takes its dtype facts from here. */
+/* dtype.h - element types (docs/format.md §1): the dtype table, names, sizes, and float16 /
+ * bfloat16 conversion. Every module that reads or writes elements takes its dtype facts from
+ * here. */
 #ifndef VIEWLOWER_DTYPE_H
 #define VIEWLOWER_DTYPE_H
 

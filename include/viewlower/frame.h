@@ -1,5 +1,5 @@
-/* frame.h - the wire frame of SPEC §6, over memory buffers (no I/O), shared by the daemon and
- * the client.
+/* frame.h - the wire frame (docs/protocol.md, "Frames"), over memory buffers (no I/O), shared by
+ * the daemon and the client.
  *
  * A frame is a 16-byte header (magic "VLW1", JSON length as u32 big-endian, payload length as
  * u64 big-endian), then the JSON text, then the binary payload. The incremental decoder is fed

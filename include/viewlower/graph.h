@@ -1,4 +1,4 @@
-/* graph.h - the in-memory graph (SPEC §2) and its JSON form.
+/* graph.h - the in-memory graph (docs/format.md §2) and its JSON form.
  *
  * Nodes are in execution order; every reference is a node index smaller than the referrer's.
  * The graph owns everything reachable from it; free it with vl_graph_free. Strings, argument
@@ -6,11 +6,11 @@
  * never free or realloc them. Equal targets, keys and specs are shared (interned), so they are
  * read-only; a node's val points at an interned spec.
  *
- * Nodes with several tensor outputs (SPEC §2): such a node has n_vals > 0 and vals[0..n_vals)
- * (and has_val false). Only operator.getitem nodes reference it, always as args[0], with
- * args[1] an integer output index i in [0, n_vals) and their own val equal to vals[i]; the
- * parser guarantees this, so vl_node_getitem can be trusted on any parsed graph. A getitem
- * node *is* output i of its producer: it owns that storage (see src/graph/alias.h). */
+ * Nodes with several tensor outputs (docs/format.md §2, "Several outputs"): such a node has
+ * n_vals > 0 and vals[0..n_vals) (and has_val false). Only operator.getitem nodes reference it,
+ * always as args[0], with args[1] an integer output index i in [0, n_vals) and their own val equal
+ * to vals[i]; the parser guarantees this, so vl_node_getitem can be trusted on any parsed graph. A
+ * getitem node *is* output i of its producer: it owns that storage (see src/graph/alias.h). */
 #ifndef VIEWLOWER_GRAPH_H
 #define VIEWLOWER_GRAPH_H
 
@@ -66,7 +66,8 @@ typedef struct vl_kwarg {
 
 #define VL_NO_NODE UINT32_MAX
 
-/* Memory plan bounds (SPEC §11): the largest alignment (1 GiB) and arena or offset (2^53). */
+/* Memory plan bounds (docs/format.md §9): the largest alignment (1 GiB) and arena or offset
+ * (2^53). */
 #define VL_PLAN_MAX_ALIGNMENT (1 << 30)
 #define VL_PLAN_MAX_BYTES (INT64_C(1) << 53)
 
@@ -83,8 +84,8 @@ typedef struct vl_node {
   /* Derived: nodes that reference this one (args at any depth, kwargs.out, mutates, output),
    * each user once, in graph order (a slice of one pool per graph). */
   uint32_t *users;
-  int64_t offset; /* memory.view: element offset into args[0]'s buffer (SPEC §3a), else 0 */
-  /* The memory plan (SPEC §11): a planned storage owner's byte offset in the arena. */
+  int64_t offset; /* memory.view: element offset into args[0]'s buffer (format.md §3), else 0 */
+  /* The memory plan (docs/format.md §9): a planned storage owner's byte offset in the arena. */
   int64_t mem_offset;
   uint32_t n_vals;
   uint32_t n_args;
@@ -108,8 +109,8 @@ typedef struct vl_graph {
   vl_node *nodes;
   uint32_t n_nodes;
   uint32_t output; /* index of the output node (always the last) */
-  /* The memory plan (SPEC §11): "plan": {"arena_bytes", "alignment"}; every planned owner has
-   * a mem_offset. Parsing checks the plan's invariant. */
+  /* The memory plan (docs/format.md §9): "plan": {"arena_bytes", "alignment"}; every planned owner
+   * has a mem_offset. Parsing checks the plan's invariant. */
   bool has_plan;
   int64_t plan_arena_bytes;
   int64_t plan_alignment;
@@ -127,9 +128,9 @@ VL_API vl_status vl_graph_parse_unvalidated(const char *json, size_t len, const 
 /* Same from an already parsed document (e.g. params.graph of a request); root is not retained. */
 VL_API vl_status vl_graph_from_json(const cJSON *root, const vl_limits *lim, vl_graph **out,
                                     vl_error *err);
-/* The graph as JSON text (SPEC §2 and §8: every val with dtype, shape, dim_order, and dynamic
- * when true; literals exactly as parsed), appended to out without a tree. VL_ERR_NOMEM leaves
- * out as it was. */
+/* The graph as JSON text (docs/format.md §2, as validate returns it in docs/protocol.md, "Methods":
+ * every val with dtype, shape, dim_order, and dynamic when true; literals exactly as parsed),
+ * appended to out without a tree. VL_ERR_NOMEM leaves out as it was. */
 VL_API vl_status vl_graph_write(const vl_graph *g, vl_buf *out);
 /* The same text, NUL-terminated; caller frees with free(). NULL on out-of-memory. */
 VL_API char *vl_graph_print(const vl_graph *g);

@@ -1,4 +1,4 @@
-/* interp.h - the graph interpreter with real aliasing, and verify (SPEC §4). */
+/* interp.h - the graph interpreter with real aliasing, and verify (docs/kernels.md). */
 #ifndef VIEWLOWER_INTERP_H
 #define VIEWLOWER_INTERP_H
 

@@ -1,6 +1,6 @@
-/* layout.h - the layout algebra (SPEC §1, §3): dim orders, strides, contiguity, PyTorch's view
- * stride rule and the exact layout test. Pure functions over specs; nothing allocates.
- * Passes and kernels call these; no other module computes strides or contiguity itself. */
+/* layout.h - the layout algebra (docs/format.md §1, §3): dim orders, strides, contiguity, PyTorch's
+ * view stride rule and the exact layout test. Pure functions over specs; nothing allocates. Passes
+ * and kernels call these; no other module computes strides or contiguity itself. */
 #ifndef VIEWLOWER_LAYOUT_H
 #define VIEWLOWER_LAYOUT_H
 
@@ -20,7 +20,8 @@ extern "C" {
 VL_API void vl_layout_strides(const vl_spec *s, int64_t strides[VL_MAX_RANK]);
 /* Default strides of a shape (row-major). */
 VL_API void vl_layout_default_strides(uint8_t rank, const int64_t *shape, int64_t *strides);
-/* Canonical dim order for given element strides (SPEC §1); VL_ERR_INVALID_TENSOR when not dense. */
+/* Canonical dim order for given element strides (docs/format.md §1); VL_ERR_INVALID_TENSOR when not
+ * dense. */
 VL_API vl_status vl_layout_dim_order_from_strides(uint8_t rank, const int64_t *shape,
                                                   const int64_t *strides, uint8_t *order,
                                                   vl_error *err);
@@ -30,8 +31,8 @@ VL_API bool vl_layout_is_channels_last(const vl_spec *s);
 /* Physically contiguous: every dim of size > 1 has its default stride; <= 1 element always. */
 VL_API bool vl_layout_is_contiguous(const vl_spec *s);
 
-/* Contiguity as the layout rule of SPEC §3 judges it: physical for static specs, the dim order
- * alone for dynamic ones (their sizes may change). */
+/* Contiguity as the layout rule of docs/format.md §3 judges it: physical for static specs, the dim
+ * order alone for dynamic ones (their sizes may change). */
 VL_API bool vl_layout_rule_contiguous(const vl_spec *s);
 
 /* PyTorch's view stride rule: the strides a tensor (shape, strides) would have as a strided alias
@@ -41,13 +42,13 @@ VL_API bool vl_layout_view_strides(uint8_t rank, const int64_t *shape, const int
                                    uint8_t out_rank, const int64_t *out_shape,
                                    int64_t *out_strides);
 
-/* The exact layout test of SPEC §3: may `view` (shape + declared dim order) alias `base`'s
+/* The exact layout test (docs/format.md §3): may `view` (shape + declared dim order) alias `base`'s
  * storage? True iff every logical element of view sits at the same memory offset as the base's
  * element of the same logical index. Dynamic specs pass only with both dim orders default. */
 VL_API bool vl_layout_view_keeps_offsets(const vl_spec *base, const vl_spec *view);
 
 
-/* ---- descriptors (SPEC §3a) ----------------------------------------------------------------
+/* ---- descriptors (docs/format.md §3, "Layout-only nodes") ----------------------------------
  * A descriptor says where a tensor's elements sit in some buffer: element i (a logical
  * multi-index of shape) is at element offset + sum_d i_d * strides[d]. Each layout-only op has
  * one map below, turning the descriptor of its input into its own exactly as PyTorch's view op
@@ -85,8 +86,9 @@ VL_API bool vl_desc_identity(const vl_desc *in, vl_desc *out);
  * in->offset + storage_offset (sizes, strides and storage_offset >= 0). */
 VL_API bool vl_desc_as_strided(const vl_desc *in, uint8_t rank, const int64_t *size,
                                const int64_t *stride, int64_t storage_offset, vl_desc *out);
-/* The layout test of SPEC §3a: d has spec's shape, and d's strides equal the strides of spec's
- * dim order on every dim of size > 1 (a spec of at most one element always passes). */
+/* The layout test of the layout algebra (docs/format.md §3): d has spec's shape, and d's strides
+ * equal the strides of spec's dim order on every dim of size > 1 (a spec of at most one element
+ * always passes). */
 VL_API bool vl_desc_matches_spec(const vl_desc *d, const vl_spec *spec);
 /* The largest element offset d reads (offset when d has no element), false on overflow. */
 VL_API bool vl_desc_extent(const vl_desc *d, int64_t *last, bool *empty);

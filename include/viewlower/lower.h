@@ -1,5 +1,5 @@
-/* lower.h - the view_copy -> memory.view lowering (SPEC §3), the layout algebra that folds
- * chains of every layout-only op (SPEC §3a, option fold), and the report. */
+/* lower.h - the view_copy -> memory.view lowering (docs/format.md §3), the layout algebra that
+ * folds chains of every layout-only op (option fold), and the report. */
 #ifndef VIEWLOWER_LOWER_H
 #define VIEWLOWER_LOWER_H
 
@@ -18,16 +18,17 @@ extern "C" {
 
 typedef enum { VL_POLICY_SAFE, VL_POLICY_LEGACY } vl_policy;
 
+/* Lowering options (docs/format.md §3, "Options", and §9 for the plan). */
 typedef struct vl_lower_options {
   bool remove_view_copy; /* default true */
   vl_policy policy;      /* default VL_POLICY_SAFE */
-  bool fold;             /* default true: SPEC §3a (safe policy only); false is exactly §3 */
-  bool param_layouts;    /* default true: SPEC §3b, stored layouts of parameters (with fold) */
-  bool plan;             /* default false: SPEC §11, the memory plan of the lowered graph */
+  bool fold;             /* default true: the layout algebra (safe policy); false: view_copy only */
+  bool param_layouts;    /* default true: stored layouts of parameters (with fold) */
+  bool plan;             /* default false: the memory plan of the lowered graph */
   int64_t plan_alignment; /* default 16: a power of two >= 1 */
 } vl_lower_options;
 
-/* Reason codes in SPEC order. X(enum, name) */
+/* Reason codes in the order of the reasons table of docs/format.md §3. X(enum, name) */
 #define VL_REASON_MAP(X)                                                                           \
   X(VL_REASON_DISABLED, "disabled")                                                                \
   X(VL_REASON_FEEDS_OUTPUT, "feeds_output")                                                        \
@@ -61,8 +62,8 @@ typedef struct vl_decision {
   char *message;    /* one line for people */
 } vl_decision;
 
-/* Why a parameter or constant keeps its layout (SPEC §3b eligibility), in this order.
- * X(enum, name): the first five are the placeholder's own; the last three are a user's. */
+/* Why a parameter or constant keeps its layout (docs/format.md §3, params_not_relaid), in this
+ * order. X(enum, name): the first five are the placeholder's own; the last three are a user's. */
 #define VL_PARAM_RULE_MAP(X)                                                                       \
   X(VL_PARAM_MUTATED, "mutated")                                                                   \
   X(VL_PARAM_DYNAMIC, "dynamic")                                                                   \
@@ -120,7 +121,7 @@ typedef struct vl_report {
   int64_t bytes_copied; /* nbytes of the layout-only nodes that still copy */
   vl_decision *decisions;
   uint32_t n_decisions;
-  bool params_ran; /* SPEC §3b ran: the keys below are reported */
+  bool params_ran; /* the parameter layouts ran: the keys below are reported */
   uint32_t params_relaid;
   vl_param_layout *param_layouts; /* params_relaid entries, in graph order */
   vl_param_kept *params_kept;
@@ -139,7 +140,7 @@ VL_API vl_status vl_lower_options_from_json(const cJSON *opts, vl_lower_options 
 VL_API vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report,
                           vl_error *err);
 VL_API void vl_report_clear(vl_report *r);
-/* The report as JSON (SPEC §3); caller frees with cJSON_Delete. */
+/* The report as JSON (docs/format.md §3); caller frees with cJSON_Delete. */
 VL_API cJSON *vl_report_to_json(const vl_report *r);
 
 #ifdef __cplusplus

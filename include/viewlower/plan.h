@@ -1,6 +1,7 @@
-/* plan.h - the memory plan of a lowered graph (SPEC §11): every run-time buffer a byte offset in
- * one arena, alias-aware (views and in-place results share their owner's storage), checked by
- * graph validation (vl_graph_parse refuses an unsafe plan) and honoured by the interpreter. */
+/* plan.h - the memory plan of a lowered graph (docs/format.md §9): every run-time buffer a byte
+ * offset in one arena, alias-aware (views and in-place results share their owner's storage),
+ * checked by graph validation (vl_graph_parse refuses an unsafe plan) and honoured by the
+ * interpreter. */
 #ifndef VIEWLOWER_PLAN_H
 #define VIEWLOWER_PLAN_H
 

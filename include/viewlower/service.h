@@ -1,4 +1,4 @@
-/* service.h - the methods of SPEC §6 as pure calls: JSON params (+ binary payload) in,
+/* service.h - the methods of docs/protocol.md as pure calls: JSON params (+ binary payload) in,
  * JSON result (+ payload) out. The daemon runs these on its worker threads; viewlowerctl
  * --local calls them directly, so both modes share every line of logic. */
 #ifndef VIEWLOWER_SERVICE_H

@@ -1,7 +1,7 @@
 /* tensor.h - tensor specs (dtype + shape + dim order), limits, and owned tensors.
  *
  * A spec's dim_order lists dims from outermost to innermost in memory; strides are derived
- * from it (SPEC §1, viewlower/layout.h). Tensor data is always held in physical order.
+ * from it (docs/format.md §1, viewlower/layout.h). Tensor data is always held in physical order.
  * Element types are in viewlower/dtype.h. */
 #ifndef VIEWLOWER_TENSOR_H
 #define VIEWLOWER_TENSOR_H
@@ -56,9 +56,10 @@ VL_API bool vl_spec_numel(const vl_spec *s, int64_t *out);
 VL_API bool vl_spec_nbytes(const vl_spec *s, int64_t *out);
 VL_API bool vl_spec_equal(const vl_spec *a, const vl_spec *b);
 
-/* Resolves a view size argument against a numel (SPEC §4): at most one -1, no other negative,
- * -1 with a zero elsewhere is an error, the inferred size must divide, numels must match.
- * On success writes rank sizes to shape. Errors are VL_ERR_KERNEL with path "" (caller prefixes).
+/* Resolves a view size argument against a numel (view_copy in docs/protocol.md, "Methods"): at most
+ * one -1, no other negative, -1 with a zero elsewhere is an error, the inferred size must divide,
+ * numels must match. On success writes rank sizes to shape. Errors are VL_ERR_KERNEL with path ""
+ * (caller prefixes).
  */
 VL_API vl_status vl_view_size_infer(int64_t numel, const int64_t *size, size_t rank, int64_t *shape,
                                     vl_error *err);

@@ -1,5 +1,5 @@
-/* tensor_json.h - tensors as JSON (SPEC §5): values (logical order), data (base64, physical
- * order) or blob (a slice of the frame's binary payload). Also scalar formatting. */
+/* tensor_json.h - tensors as JSON (docs/format.md §4): values (logical order), data (base64,
+ * physical order) or blob (a slice of the frame's binary payload). Also scalar formatting. */
 #ifndef VIEWLOWER_TENSOR_JSON_H
 #define VIEWLOWER_TENSOR_JSON_H
 

@@ -1,5 +1,5 @@
-"""viewlower's Python front end (SPEC §10): export torch models to graph JSON, lower them, and
-check the lowering by replaying it in torch with real aliases.
+"""viewlower's Python front end (README, "Lower a torchvision model"): export torch models to
+graph JSON, lower them, and check the lowering by replaying it in torch with real aliases.
 
 `viewlower.Client` speaks the wire protocol (standard library only); `viewlower.export`,
 `viewlower.replay` and `viewlower.check` need torch and are imported on use.

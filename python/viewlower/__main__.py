@@ -1,4 +1,5 @@
-"""python3 -m viewlower export|check|lower (SPEC §10); exit codes as viewlowerctl's (SPEC §8)."""
+"""python3 -m viewlower export|check|lower (README, "Lower a torchvision model"); exit codes as
+viewlowerctl's (viewlowerctl(1), EXIT STATUS)."""
 from __future__ import annotations
 
 import argparse

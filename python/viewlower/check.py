@@ -20,7 +20,7 @@ from . import layout, replay
 from .errors import ExportError
 from .export import Exported, target_name
 
-#: SPEC §3a's layout-only targets (as_strided_copy and the conversions are checked below).
+#: Layout-only targets (docs/format.md §3; as_strided_copy and the conversions are checked below).
 LAYOUT_ONLY = {
     "aten.view_copy.default", "aten._reshape_alias_copy.default", "aten.permute_copy.default",
     "aten.transpose_copy.int", "aten.t_copy.default", "aten.squeeze_copy.default",
@@ -35,7 +35,8 @@ SPLIT_PRODUCERS = {"aten.split_copy.Tensor", "aten.split_with_sizes_copy.default
 
 
 def is_layout_only(node: dict, by_name: Dict[str, dict]) -> bool:
-    """Whether a call is one of SPEC §3a's layout-only ops (a conversion that keeps the dtype)."""
+    """Whether a call is one of the layout-only ops of docs/format.md §3 (a conversion that keeps
+    the dtype)."""
     t = node.get("target")
     if node.get("op") != "call_function":
         return False
@@ -71,7 +72,7 @@ class Summary:
         n_in, bytes_in = layout_only_bytes(graph)
         n_out, bytes_out = layout_only_bytes(lowered)
         # Without the layout algebra (fold false, or a core without it) the counters cover the
-        # view_copy nodes alone: SPEC §3a's layout_copy_nodes is then view_copy_nodes.
+        # view_copy nodes alone: the report's layout_copy_nodes is then view_copy_nodes.
         self.layout_copies = int(report.get("layout_copy_nodes", report.get("view_copy_nodes", n_in)))
         self.layout_nodes_in_graph = n_in
         self.layout_bytes = bytes_in
@@ -83,10 +84,10 @@ class Summary:
         self.bytes_copied = int(report["bytes_copied"]) if "bytes_copied" in report else bytes_out
         self.bytes_copied_in_graph = bytes_out
         self.views = sum(1 for n in lowered["nodes"] if n.get("target") == "memory.view")
-        #: SPEC §3b: parameters stored in another layout (absent when §3b did not run)
+        #: parameters stored in another layout (absent when that step did not run)
         self.params_relaid = report.get("params_relaid")
         self.param_layouts = report.get("param_layouts", [])
-        #: SPEC §11: the report's plan figures (None without a plan)
+        #: the report's plan figures (docs/format.md §9; None without a plan)
         self.plan = report.get("plan")
 
     def as_dict(self) -> dict:
@@ -112,7 +113,7 @@ class Summary:
         return text
 
     def plan_line(self) -> Optional[str]:
-        """The plan's three figures (SPEC §11), or None without a plan."""
+        """The plan's three figures (docs/format.md §9), or None without a plan."""
         p = self.plan
         if p is None:
             return None
@@ -244,7 +245,7 @@ def _same_literal(a: Any, b: Any, refs: bool = False) -> bool:
 
 def literal_change(graph: dict, lowered: dict) -> Optional[dict]:
     """The first node whose args or kwargs literals the lowering changed although it kept its
-    target (SPEC §2: lowering never changes a literal), or None. References in `args` may
+    target (docs/format.md §2: lowering never changes a literal), or None. References in `args` may
     change (normalization); a wrong one shows in the replay."""
     by_name = {n["name"]: n for n in graph["nodes"]}
     for n in lowered["nodes"]:
@@ -263,8 +264,8 @@ def run_check(exported: Exported, lowerer: Any, opts: Dict[str, Any],
               against_trace: bool = False, arena: bool = False, progress: Any = None) -> Result:
     """Lowers the exported graph with `opts` and replays it; see the module docstring. With
     `arena` (and `plan` in `opts`) the replay runs inside the plan's arena, after the plan is
-    checked against SPEC §11's invariant (plan.check_plan). `progress` times the phases
-    `lower`, `replay` and `compare with trace`."""
+    checked against the plan's invariant (docs/format.md §9; plan.check_plan). `progress` times the
+    phases `lower`, `replay` and `compare with trace`."""
     from .plan import check_plan
     from .progress import silent
     progress = progress or silent()

@@ -1,4 +1,4 @@
-"""viewlower.Client: the wire protocol of SPEC §6 spoken directly over a Unix stream socket.
+"""viewlower.Client: the wire protocol (docs/protocol.md) spoken directly over a Unix stream socket.
 
 A frame is a 16-byte header (`VLW1`, JSON length as u32 big-endian, payload length as u64
 big-endian), the JSON-RPC 2.0 text, then the binary payload. Tensors (torch tensors or numpy
@@ -62,7 +62,8 @@ def default_socket() -> str:
 def dumps(obj: Any) -> str:
     """JSON text in which integers keep every digit and floats are float tokens (`2.0`).
 
-    A non-finite float is refused (SPEC §2 spells it {"float": "inf"}); RawJSON is inserted."""
+    A non-finite float is refused (docs/format.md §2 spells it {"float": "inf"}); RawJSON is
+    inserted."""
     if isinstance(obj, RawJSON):
         return obj.text
     if obj is True:
@@ -494,7 +495,7 @@ class Client:
             raise first
         return results
 
-    # -- the methods of SPEC §6 --
+    # -- the methods of docs/protocol.md --
 
     def ping(self) -> dict:
         return self.call("ping", {})

@@ -1,5 +1,5 @@
 """Errors of the front end, each carrying the wire error's code, message, kind and JSON pointer,
-and the exit code viewlowerctl gives the same failure (SPEC §8)."""
+and the exit code viewlowerctl gives the same failure (viewlowerctl(1), EXIT STATUS)."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -11,7 +11,7 @@ EXIT_UNREACHABLE = 3
 EXIT_SERVER = 4
 EXIT_USAGE = 64
 
-#: JSON-RPC error codes of SPEC §6 and the exit code each maps to (viewlowerctl's mapping).
+#: JSON-RPC error codes (docs/protocol.md, "Errors") and the exit code viewlowerctl maps each to.
 CODE_EXIT = {
     -32700: EXIT_UNREACHABLE,  # parse error: we broke the protocol
     -32600: EXIT_UNREACHABLE,  # invalid request

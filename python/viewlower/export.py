@@ -1,4 +1,4 @@
-"""Export: a torch model to a graph of SPEC §2 (make_fx + functionalization, torch 1.13).
+"""Export: a torch model to a graph of docs/format.md §2 (make_fx + functionalization, torch 1.13).
 
 The trace is `functorch.make_fx(functionalize(f, remove="mutations_and_views"))`, where f calls
 the model with its parameters and buffers passed in, so each of them is a placeholder (kind
@@ -14,11 +14,11 @@ format's spelling and run once in torch to give every node its `val`:
   comparing the rewritten graph with the traced one bit for bit (`split="outputs"` keeps the
   split as a multi-output node with `vals` read through `operator.getitem` instead);
 * layout conversions use `dim_order_ops.*` with `kwargs.dim_order`, or with `skip_dim_order`
-  `aten._to_copy` / `aten.clone` with `kwargs.memory_format` (SPEC §2);
+  `aten._to_copy` / `aten.clone` with `kwargs.memory_format` (docs/format.md §2);
 * nodes with several tensor outputs get `vals` and are read through `operator.getitem`;
-* a write that the format's naming rules do not show (SPEC §3: name ending in `_` writes arg 0,
-  `kwargs.out`) is given as `mutates` (batch norm's running statistics in train mode); it is
-  found by comparing each tensor argument's bytes before and after the node runs;
+* a write that the format's naming rules do not show (docs/format.md §2, "Writes": name ending in
+  `_` writes arg 0, `kwargs.out`) is given as `mutates` (batch norm's running statistics in train
+  mode); it is found by comparing each tensor argument's bytes before and after the node runs;
 * placeholders are named as torch.export names them: `p_fc_weight` for the parameter
   `fc.weight`, `b_` for buffers, user inputs after the forward's arguments (`placeholder_names`);
 * placeholders written by the program are marked `mutated`;
@@ -312,7 +312,8 @@ def _enum_name(v: Any) -> Optional[str]:
 
 
 def literal(v: Any, where: str, in_kwargs: bool) -> Any:
-    """A Python value of a traced call as a SPEC §2 literal (node references as names)."""
+    """A Python value of a traced call as a literal of docs/format.md §2 (node references as
+    names)."""
     import torch.fx
     if isinstance(v, torch.fx.Node):
         return v.name
@@ -512,7 +513,7 @@ class _Builder:
         shape = list(x.meta["tensor_meta"].shape)
         rank = len(shape)
         d = dim + rank if dim < 0 else dim
-        dim = d  # the pieces name the dim as SPEC §3a's slice does: non-negative
+        dim = d  # the pieces name the dim non-negative, as the lowering's slice map does
         if target.endswith("unbind_copy.int"):
             return {"name": n.name, "op": "call_function", "target": "aten.select_copy.int",
                     "args": [x.name, dim, i]}
@@ -643,7 +644,7 @@ def _dense_strides(t: torch.Tensor) -> List[int]:
 
 class _Discover:
     """Gives each node its layout while the new graph runs once in torch, and records writes
-    to arguments that the naming rules of SPEC §3 do not show."""
+    to arguments that the naming rules of docs/format.md §2 do not show."""
 
     def __init__(self, edge: bool):
         self.edge = edge
@@ -732,9 +733,9 @@ def export(model: torch.nn.Module, inputs: Sequence[torch.Tensor], name: str = "
            layout_mode: str = "edge", skip_dim_order: bool = False,
            split: str = "slices", progress: Any = None) -> Exported:
     """Traces `model` on `inputs` and returns the exported program (see the module docstring).
-    `split="outputs"` keeps each split as one multi-output node read through getitems (SPEC
-    §3a) instead of rewriting it into slices. `progress` (a progress.Progress) times the two
-    phases, `trace` and `layouts` (the run that gives every node its layout)."""
+    `split="outputs"` keeps each split as one multi-output node read through getitems
+    (docs/format.md §3) instead of rewriting it into slices. `progress` (a progress.Progress) times
+    the two phases, `trace` and `layouts` (the run that gives every node its layout)."""
     from .progress import silent
     if layout_mode not in ("edge", "traced"):
         raise UsageError(f"--layout {layout_mode}: must be edge or traced")

@@ -41,8 +41,8 @@ def find_viewlowerctl(given: Optional[str] = None) -> str:
 def options_of(policy: Optional[str] = None, fold: bool = True, remove_view_copy: bool = True,
                param_layouts: bool = True, plan: bool = False,
                plan_alignment: Optional[int] = None) -> Dict[str, Any]:
-    """The lowering options that differ from SPEC §3's defaults (§3b's `param_layouts` true,
-    §11's `plan` false)."""
+    """The lowering options that differ from the defaults (docs/format.md §3, "Options":
+    `param_layouts` true, `plan` false)."""
     opts: Dict[str, Any] = {}
     if not remove_view_copy:
         opts["remove_view_copy"] = False

@@ -1,4 +1,5 @@
-"""The memory plan of a lowered graph (SPEC §11), recomputed in Python from the graph alone.
+"""The memory plan of a lowered graph (docs/format.md §9), recomputed in Python from the graph
+alone.
 
 `storages(graph)` finds every run-time buffer (one per storage owner), its size rounded to the
 plan's alignment and its lifetime; `check_plan(graph)` tests a planned graph's invariant (two
@@ -74,7 +75,8 @@ def alignment_of(graph: dict) -> int:
 
 
 def storages(graph: dict, alignment: Optional[int] = None) -> List[Storage]:
-    """The planned storages of SPEC §11 with their lifetimes, in the order of their owners."""
+    """The planned storages of docs/format.md §9 with their lifetimes, in the order of their
+    owners."""
     align = alignment or alignment_of(graph)
     nodes = graph["nodes"]
     own = owners(graph)
@@ -115,7 +117,7 @@ def storages(graph: dict, alignment: Optional[int] = None) -> List[Storage]:
 
 
 def figures(graph: dict, alignment: Optional[int] = None) -> Dict[str, int]:
-    """{"lower_bound_bytes", "naive_bytes", "planned"} of SPEC §11 for this graph."""
+    """{"lower_bound_bytes", "naive_bytes", "planned"} of docs/format.md §9 for this graph."""
     ss = storages(graph, alignment)
     events: Dict[int, int] = {}
     for s in ss:
@@ -130,8 +132,8 @@ def figures(graph: dict, alignment: Optional[int] = None) -> Dict[str, int]:
 
 
 def check_plan(graph: dict) -> Optional[str]:
-    """None when the graph's plan keeps SPEC §11's invariant, else the first violation as
-    `/nodes/k/mem_offset: …` (k the later node of an overlapping pair)."""
+    """None when the graph's plan keeps the invariant of docs/format.md §9, else the first violation
+    as `/nodes/k/mem_offset: …` (k the later node of an overlapping pair)."""
     plan = graph.get("plan")
     if not isinstance(plan, dict):
         return "/plan: the graph has no plan"

@@ -1,11 +1,11 @@
-"""Runs a graph of SPEC §2 in torch, with real aliases, and compares runs bit for bit.
+"""Runs a graph of docs/format.md §2 in torch, with real aliases, and compares runs bit for bit.
 
 Every node that owns a buffer gets a fresh tensor in exactly its declared layout (`val`), so the
 bytes sit where the graph says they sit. A `memory.view` is `torch.as_strided` on the storage of
 its `args[0]` (from that tensor's own storage offset plus the node's `offset`) with the strides of
 its declared layout, so a wrong alias reads the wrong bytes, as it would on a device.
-`aten.as_strided_copy.default` reads its input's buffer the same way (SPEC §3a). In-place ops
-write into their argument's storage; `mutates` ops write the tensors they are given.
+`aten.as_strided_copy.default` reads its input's buffer the same way (docs/format.md §3). In-place
+ops write into their argument's storage; `mutates` ops write the tensors they are given.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import torch
 from . import layout
 from .errors import ExportError
 
-#: Names of torch dtypes as SPEC §1 spells them.
+#: Names of torch dtypes as docs/format.md §1 spells them.
 DTYPES = {name: getattr(torch, name) for name in layout.DTYPE_SIZES}
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
@@ -79,7 +79,7 @@ def _clone_dim_order(x: torch.Tensor, *, non_blocking: bool = False,
 
 def _as_strided_copy(x: torch.Tensor, size: Sequence[int], stride: Sequence[int],
                      storage_offset: Optional[int] = None) -> torch.Tensor:
-    # SPEC §3a: reads x's buffer from x's own offset on (x may be a memory.view alias).
+    # reads x's buffer from x's own offset on (x may be a memory.view alias).
     return torch.as_strided(x, list(size), list(stride),
                             x.storage_offset() + int(storage_offset or 0)).clone()
 
@@ -126,7 +126,7 @@ def defined(target: str, res: Any) -> Any:
 
 
 def writes_arg0(target: str) -> bool:
-    """SPEC §3: an operator name ending in `_` writes argument 0."""
+    """An operator name ending in `_` writes argument 0 (docs/format.md §2, "Writes")."""
     parts = target.split(".")
     return len(parts) >= 2 and parts[1].endswith("_")
 
@@ -210,7 +210,7 @@ class Run:
         #: placeholders kept to the end (the state a program writes: mutated buffers and inputs)
         self.keep_placeholders = {n["name"] for n in graph["nodes"]
                                   if n["op"] == "placeholder" and n.get("mutated")}
-        #: with `arena`, the graph's plan (SPEC §11) is replayed in one byte tensor
+        #: with `arena`, the graph's plan (docs/format.md §9) is replayed in one byte tensor
         self.arena: Optional[Arena] = Arena(graph) if arena else None
 
     def __iter__(self) -> Iterator[Tuple[str, Any]]:
@@ -251,10 +251,10 @@ class Run:
 
 
 class Arena:
-    """The memory plan of a graph (SPEC §11) as one uint8 tensor of `arena_bytes`. Every node with
-    a `mem_offset` has its value copied into its slot (the bytes from its offset, read through
-    its declared shape and strides) when it is written first, and the slot is what every later
-    node reads; a `memory.view` of it is then `as_strided` of the arena's storage, an in-place
+    """The memory plan of a graph (docs/format.md §9) as one uint8 tensor of `arena_bytes`. Every
+    node with a `mem_offset` has its value copied into its slot (the bytes from its offset, read
+    through its declared shape and strides) when it is written first, and the slot is what every
+    later node reads; a `memory.view` of it is then `as_strided` of the arena's storage, an in-place
     op writes the slot. So two storages the plan puts in the same bytes while both are live
     really overwrite each other, as they would on a device. Getitems are written when their
     producer runs (their storage's lifetime starts there); a second getitem of one output reads
@@ -270,7 +270,7 @@ class Arena:
         self._typed: Dict[torch.dtype, torch.Tensor] = {}
         self.by_name = {n["name"]: (i, n) for i, n in enumerate(graph["nodes"])}
         self.items: Dict[str, List[Tuple[int, str]]] = {}
-        #: a second getitem of one output → the first (SPEC §2: the same storage, its slot)
+        #: a second getitem of one output → the first (docs/format.md §2: same storage, its slot)
         self.same: Dict[str, str] = {}
         first: Dict[Tuple[Any, Any], str] = {}
         for n in graph["nodes"]:
@@ -371,7 +371,7 @@ def _call(node: dict, idx: int, where: str, env: Dict[str, Any], layout_of: Layo
     if after:
         after(idx, node, a, kw, res, token)
     if writes_arg0(target) or "out" in kw:
-        return res  # shares the written argument's storage, as SPEC §3 says
+        return res  # shares the written argument's storage, as docs/format.md §2 says
     if isinstance(res, (tuple, list)):
         return tuple(place(x, layout_of(node, i, x)) if isinstance(x, torch.Tensor) else x
                      for i, x in enumerate(res))

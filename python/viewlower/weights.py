@@ -1,6 +1,6 @@
 """The stored bytes of a graph's parameters, buffers and constants, in its declared layouts.
 
-After SPEC §3b a lowered graph may declare a parameter in another dim order than the model holds
+With param_layouts a lowered graph may declare a parameter in another dim order than the model holds
 it (the weight of a Linear stored transposed, so the transpose becomes an alias): whoever deploys
 the graph must store those bytes. `apply_param_layouts(state_dict, lowered)` gives each of the
 graph's constant-data placeholders as a tensor really laid out in its declared dim order
@@ -34,7 +34,7 @@ MAGIC = b"VLWT"
 VERSION = 1
 #: Every tensor's bytes start at a multiple of this many bytes from the start of the data.
 ALIGNMENT = 64
-#: The kinds of placeholder whose values are the program's constant data (SPEC §11).
+#: The kinds of placeholder whose values are the program's constant data (docs/format.md §9).
 STORED_KINDS = ("parameter", "buffer", "constant")
 PREFIX = {"parameter": "p_", "buffer": "b_"}
 #: A weights file's JSON index may not be larger than this (a corrupt length is refused).

@@ -1,8 +1,8 @@
 /* json_num.h - exact JSON numbers (internal): reading a number token's text, and printing
  * integers and shortest round-trip floats.
  *
- * SPEC §2 "Literals are exact": an integer token (no '.', no exponent) is an int64 read digit
- * by digit, never through a double; a float token is the nearest double (strtod, correctly
+ * docs/format.md §2, "Literals are exact": an integer token (no '.', no exponent) is an int64 read
+ * digit by digit, never through a double; a float token is the nearest double (strtod, correctly
  * rounded); printing gives back the same digits for integers and the shortest text that reads
  * back to the same bits for floats. Printing assumes the C locale. */
 #ifndef VIEWLOWER_JSON_NUM_H

@@ -1,5 +1,6 @@
 /* inputs.c - execution inputs: name checks, tensor-map building, and seeded generation of
- * distinct, exactly representable values for placeholders without a given value (SPEC §4).
+ * distinct, exactly representable values for placeholders without a given value (docs/kernels.md,
+ * "Generated inputs").
  *
  * Generated values walk a per-dtype sequence from a seeded offset: logical element k gets
  * sequence entry (k + offset) mod the sequence length. Sequences list distinct values, small

@@ -1,12 +1,12 @@
-/* interp.c - the graph interpreter with real aliasing (SPEC §4).
+/* interp.c - the graph interpreter with real aliasing (docs/kernels.md, "Interpreter").
  *
  * Every node that yields a tensor gets a slot: a storage (an owned buffer) and the spec through
  * which the node reads it. A call allocates a fresh storage in its declared layout (node->val);
  * memory.view takes its base's storage with its own declared spec, so a lowering that aliases
  * the wrong layout really reads wrong values; in-place ops (add_, relu_, copy_) and kwargs.out
  * write into the written argument's storage and their node shares that slot. A memory.view
- * may alias a sub-range: its slot starts `offset` elements into the base's (SPEC §3a). The
- * layout-only ops of §3a run as one strided copy through their descriptor map (lower/fold_ops.h),
+ * may alias a sub-range: its slot starts `offset` elements into the base's (docs/format.md §3).
+ * The layout-only ops run as one strided copy through their descriptor map (lower/fold_ops.h),
  * as_strided_copy reads its input's buffer at the given strides, and a split's outputs get one
  * storage each, read by their getitems. Ops come from one table: adding an op is adding a row.
  * Every byte allocated counts against lim->max_total_bytes while it is alive, so the limit
@@ -56,7 +56,7 @@ typedef struct run {
   slot *slots;
   int64_t total; /* bytes allocated so far, temporaries included while alive */
   vl_error *err;
-  char *arena; /* a planned graph's arena (SPEC §11), else NULL */
+  char *arena;    /* a planned graph's arena (docs/format.md §9), else NULL */
   long *input_of; /* per node: the index of a placeholder's value in the inputs, or -1 */
   uint32_t *dies; /* per node: the first storage whose last node it is, or NO_STORE */
 } run;
@@ -590,7 +590,7 @@ static vl_status bad_args(run *r, uint32_t i, const vl_spec *input) {
                       n->target);
 }
 
-/* A layout-only op of SPEC §3a other than view_copy and the conversions: one strided copy
+/* A layout-only op (docs/format.md §3) other than view_copy and the conversions: one strided copy
  * through the op's descriptor map (as_strided: its input's buffer, bounds checked). */
 static vl_status op_strided(run *r, uint32_t i, const tview *dst, bool fresh) {
   const vl_node *n = &r->g->nodes[i];
@@ -735,7 +735,7 @@ static vl_status exec_call(run *r, uint32_t i) {
   if (vl_node_getitem(n, &producer, &index) && vl__fold_is_split(&r->g->nodes[producer])) {
     return exec_getitem(r, i, producer, index);
   }
-  if (op == NULL || n->n_vals > 0) { /* several outputs (vals): as an unknown target, SPEC §2 */
+  if (op == NULL || n->n_vals > 0) { /* several outputs (vals): as an unknown target */
     return vl_error_set(r->err, VL_ERR_UNSUPPORTED, "/target",
                         "target %s is not supported by the interpreter%s", n->target,
                         n->n_vals > 0 ? " (a node with several outputs)" : "");
@@ -805,8 +805,8 @@ static vl_status collect_outputs(run *r, vl_tensor_map *m) {
 }
 
 /* A plan at an alignment below 8 may put a tensor where its dtype cannot start (a float64 at
- * an odd byte): valid (SPEC §11's invariant), but no kernel can read it, so it is refused
- * before anything runs. The planner itself never does this (vl__storage_elem_align). */
+ * an odd byte): valid (the invariant of docs/format.md §9), but no kernel can read it, so it is
+ * refused before anything runs. The planner itself never does this (vl__storage_elem_align). */
 static vl_status arena_aligned(const vl_graph *g, vl_error *err) {
   for (uint32_t i = 0; g->has_plan && i < g->n_nodes; i++) {
     const vl_node *n = &g->nodes[i];

@@ -1,6 +1,6 @@
-/* verify.c - lowering checked by running it (SPEC §4): the original graph and a lowered copy
- * run on the same inputs (given, the rest generated from the seed), and every output is
- * compared bit for bit in logical order; the first differing index of each output is reported.
+/* verify.c - lowering checked by running it (docs/kernels.md, "verify"): the original graph and a
+ * lowered copy run on the same inputs (given, the rest generated from the seed), and every output
+ * is compared bit for bit in logical order; the first differing index of each output is reported.
  * The caller's graph is never modified. */
 #include <stdlib.h>
 #include <string.h>

@@ -62,7 +62,7 @@ static bool inplace_result(const vl_node *n, uint32_t *arg) {
   return false;
 }
 
-/* Output i of a multi-output node is its getitem node (SPEC §2): each getitem owns that
+/* Output i of a multi-output node is its getitem node (docs/format.md §2): each getitem owns that
  * storage, and a second getitem of the same output joins the first one's class. */
 static vl_status join_getitems(vl_alias *a, const vl_graph *g) {
   uint32_t *base = malloc((g->n_nodes ? g->n_nodes : 1) * sizeof *base);

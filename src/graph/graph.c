@@ -186,9 +186,9 @@ bool vl__is_memory_view(const vl_node *n) {
   return vl__target_is(n, "memory.view");
 }
 
-/* SPEC §3: a call whose operator name (between the namespace and the overload) ends in "_"
- * writes arg 0 - "add_", "copy_", and also dunder names such as "__iand__": the rule is the
- * spelling alone, which errs on the side of keeping a copy for the few dunders that are not in
+/* docs/format.md §2, "Writes": a call whose operator name (between the namespace and the overload)
+ * ends in "_" writes arg 0 - "add_", "copy_", and also dunder names such as "__iand__": the rule is
+ * the spelling alone, which errs on the side of keeping a copy for the few dunders that are not in
  * place ("__and__"). */
 static bool writes_arg0(const vl_node *n) {
   if (n->op != VL_NODE_CALL || n->n_args == 0 || n->target == NULL) return false;

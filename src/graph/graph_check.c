@@ -1,5 +1,5 @@
-/* graph_check.c - semantic validation after parsing (SPEC §2): the skip_dim_order spelling
- * rule, the kwargs of layout conversions that name their result (dim_order, memory_format,
+/* graph_check.c - semantic validation after parsing (docs/format.md §2): the skip_dim_order
+ * spelling rule, the kwargs of layout conversions that name their result (dim_order, memory_format,
  * dtype) agreeing with its val, view nodes (view_copy / memory.view) whose size argument, val
  * and base agree, and in-place / out= results whose val describes the storage they share. */
 #include <stdio.h>
@@ -191,8 +191,9 @@ static vl_status check_kwargs(const vl_graph *g, uint32_t i, vl_error *err) {
   return VL_OK;
 }
 
-/* SPEC §2/§3a: a memory.view may alias a sub-range, but every element it reads (from its
- * offset, through its declared layout) lies inside its base's buffer of base_numel elements. */
+/* docs/format.md §2, "Checked at the node": a memory.view may alias a sub-range, but every element
+ * it reads (from its offset, through its declared layout) lies inside its base's buffer of
+ * base_numel elements. */
 static vl_status check_alias_range(const vl_node *n, const vl_node *base, int64_t base_numel,
                                    vl_error *err, uint32_t i) {
   char msg[VL_ERROR_MESSAGE_MAX];
@@ -257,9 +258,9 @@ static vl_status check_view(const vl_graph *g, uint32_t i, vl_error *err) {
 }
 
 /* The result of an in-place op (arg 0) or of an out= node (kwargs.out) is the written
- * argument's storage (SPEC §3's aliases): the interpreter writes it through the argument's
- * layout, and the passes read the node's val as that storage's layout, so the two must agree
- * (dtype, shape, dynamism and the strides of every dim of size > 1). Otherwise a view of the
+ * argument's storage (docs/format.md §2, "Writes"): the interpreter writes it through the
+ * argument's layout, and the passes read the node's val as that storage's layout, so the two must
+ * agree (dtype, shape, dynamism and the strides of every dim of size > 1). Otherwise a view of the
  * result would be judged on a layout the storage does not have. */
 static vl_status check_written(const vl_graph *g, uint32_t i, vl_error *err) {
   const vl_node *n = &g->nodes[i];
@@ -304,5 +305,5 @@ vl_status vl__graph_check(vl_graph *g, vl_error *err) {
     if (st == VL_OK) st = check_written(g, i, err);
     if (st != VL_OK) return st;
   }
-  return vl__plan_check(g, err); /* SPEC §11, once every node is known to be well formed */
+  return vl__plan_check(g, err); /* docs/format.md §9, once every node is well formed */
 }

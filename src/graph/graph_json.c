@@ -1,4 +1,4 @@
-/* graph_json.c - graph JSON (SPEC §2): strict parsing and validation into vl_graph.
+/* graph_json.c - graph JSON (docs/format.md §2): strict parsing and validation into vl_graph.
  *
  * One pass over the text, no document tree: the reader (base/json_read.h) walks the outer
  * object and the nodes array itself and reads one node at a time onto a reused tape, so memory
@@ -196,7 +196,8 @@ static vl_status resolve(parser *p, uint32_t e, const char *sub, uint32_t *out) 
     return FAIL(p, sub, "unknown node \"%.64s\"", name);
   }
   if (idx == p->index) return FAIL(p, sub, "node \"%.64s\" refers to itself", name);
-  /* SPEC §2: a node with several outputs is read only as args[0] of an operator.getitem. */
+  /* A node with several outputs is read only as args[0] of an operator.getitem
+   * (docs/format.md §2). */
   if (p->g->nodes[idx].n_vals > 0 && !(p->getitem && strcmp(sub, "/args/0") == 0)) {
     return FAIL(p, sub,
                 "\"%.64s\" has several outputs (vals): read one through operator.getitem", name);
@@ -344,8 +345,8 @@ static vl_status node_spec(parser *p, uint32_t e, const char *sub, vl_spec *out)
 
 /* ---- arguments ---- */
 
-/* A number literal (SPEC §2 "Literals are exact"): an integer token exactly in int64, a float
- * token the nearest double; an integer outside int64 or a float beyond the double range is an
+/* A number literal (docs/format.md §2, "Literals are exact"): an integer token exactly in int64, a
+ * float token the nearest double; an integer outside int64 or a float beyond the double range is an
  * error naming its place. */
 static vl_status number_arg(parser *p, uint32_t e, const char *sub, vl_arg *out) {
   bool is_float = false;
@@ -366,7 +367,7 @@ static vl_status number_arg(parser *p, uint32_t e, const char *sub, vl_arg *out)
   return FAIL(p, sub, "is not a JSON number");
 }
 
-/* {"float": "inf" | "-inf" | "nan"}: a non-finite float literal (SPEC §2). */
+/* {"float": "inf" | "-inf" | "nan"}: a non-finite float literal (docs/format.md §2). */
 static vl_status float_word_arg(parser *p, uint32_t e, const char *sub, vl_arg *out) {
   static const struct {
     const char *word;
@@ -752,8 +753,8 @@ static vl_status parse_name(parser *p, vl_node *n, uint32_t name) {
   return VL_OK;
 }
 
-/* SPEC §11: a byte offset in the arena (whether this node may carry one is checked with the
- * whole plan, after parsing). */
+/* mem_offset (docs/format.md §9): a byte offset in the arena (whether this node may carry one is
+ * checked with the whole plan, after parsing). */
 static vl_status parse_mem_offset(parser *p, vl_node *n, uint32_t v) {
   if (v == NO_ENTRY) return VL_OK;
   if (!vl__jt_int(&p->r, v, 0, VL_PLAN_MAX_BYTES, &n->mem_offset)) {
@@ -862,7 +863,7 @@ static void read_nodes(parser *p) {
   }
 }
 
-/* SPEC §11: "plan": {"arena_bytes": N, "alignment": A}, A a power of two. */
+/* docs/format.md §9: "plan": {"arena_bytes": N, "alignment": A}, A a power of two. */
 static vl_status parse_plan(parser *p, uint32_t v) {
   static const key_name plan_keys[] = {KEY("arena_bytes"), KEY("alignment")};
   uint32_t f[2];

@@ -41,7 +41,7 @@ static vl_status read_shape(const vl__spec_src *src, vl_spec *s, vl_error *err) 
   return st;
 }
 
-/* dim_order or strides (SPEC §1), never both; neither is the default order. */
+/* dim_order or strides (docs/format.md §1), never both; neither is the default order. */
 static vl_status read_order(const vl__spec_src *src, vl_spec *s, vl_error *err) {
   const void *order = src->member[VL__SPEC_DIM_ORDER], *strides = src->member[VL__SPEC_STRIDES];
   int64_t v[VL_MAX_RANK];

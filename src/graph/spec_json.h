@@ -1,4 +1,4 @@
-/* spec_json.h - the one reader of a tensor spec's members (internal; SPEC §1, §2).
+/* spec_json.h - the one reader of a tensor spec's members (internal; docs/format.md §1, §2).
  *
  * Two parsers meet specs: vl_spec_from_json over a cJSON tree (tensor JSON, the service) and
  * the streaming graph parser over its tape (graph_json.c). Each finds the spec's members its own

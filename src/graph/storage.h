@@ -1,6 +1,6 @@
-/* storage.h - the run-time buffers of a graph and their lifetimes (SPEC §11), and the check of a
- * memory plan (internal). A storage is one per storage owner: a call_function that owns its
- * buffer, each getitem of a multi-output node (two getitems of one output share it), a
+/* storage.h - the run-time buffers of a graph and their lifetimes (docs/format.md §9), and the
+ * check of a memory plan (internal). A storage is one per storage owner: a call_function that owns
+ * its buffer, each getitem of a multi-output node (two getitems of one output share it), a
  * placeholder; memory.view nodes and in-place / out= results share their owner's. Planned are
  * the storages of more than zero bytes other than those of parameters, constants and unmutated
  * buffers (the program's constant data). Positions are node indices. */
@@ -38,10 +38,10 @@ bool vl__round_up(int64_t n, int64_t alignment, int64_t *out);
  * saturating at INT64_MAX (sizes are below 2^63 each, their sum need not be); *peak (may be
  * NULL) gets the first position where it is reached. -1 when memory runs out. */
 int64_t vl__storages_lower_bound(const vl_storages *s, uint32_t n_positions, uint32_t *peak);
-/* SPEC §11 "Checking" of a graph that has a plan (and of one that has none: no mem_offset):
- * every planned owner has a mem_offset and no other node has one; each is a multiple of the
- * alignment and its range lies inside the arena; no two storages live at one position overlap
- * (the later owner of the first overlapping pair is named). O(n log n). */
+/* The plan check (docs/format.md §9, "Checking") of a graph that has a plan (and of one that has
+ * none: no mem_offset): every planned owner has a mem_offset and no other node has one; each is a
+ * multiple of the alignment and its range lies inside the arena; no two storages live at one
+ * position overlap (the later owner of the first overlapping pair is named). O(n log n). */
 vl_status vl__plan_check(const vl_graph *g, vl_error *err);
 
 #endif

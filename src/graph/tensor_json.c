@@ -1,12 +1,12 @@
-/* tensor_json.c - tensors as JSON (SPEC §5): "values" in logical order, "data" as base64 of the
- * physical bytes, or "blob" as a slice of the frame's binary payload; scalar printing and the
- * float16/bfloat16 conversions.
+/* tensor_json.c - tensors as JSON (docs/format.md §4): "values" in logical order, "data" as base64
+ * of the physical bytes, or "blob" as a slice of the frame's binary payload; scalar printing and
+ * the float16/bfloat16 conversions.
  *
  * Invariants and choices:
  * - Sizes are checked against the limits before anything is allocated: the byte size of the spec
  *   first, then the value count, base64 length or blob range, and only then the tensor buffer.
- * - Integers travel as JSON numbers while |v| <= 2^53, as SPEC §5 says; int64 values beyond
- *   that are written and must be given as decimal strings (a number beyond 2^53 is refused).
+ * - Integers travel as JSON numbers while |v| <= 2^53, as docs/format.md §4 says; int64 values
+ *   beyond that are written and must be given as decimal strings (a number beyond 2^53 is refused).
  * - Floats print with the fewest significant digits that read back to the same bits (through
  *   strtod, as cJSON reads, and for float32 also through strtof), laid out as Python's repr
  *   does (plain for exponents -4..15, else 1.5e+20); nan/inf are the strings "nan", "inf",

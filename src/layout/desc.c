@@ -1,7 +1,7 @@
-/* desc.c - descriptor composition (SPEC §3a): one map per layout-only op, each turning the
- * (shape, strides, offset) of its input into its own exactly as PyTorch's view op of the same
- * name does (checked against PyTorch by tests/oracle/desc_oracle.py). A map fails where
- * PyTorch raises. Maps work on a local copy, so in and out may be the same descriptor.
+/* desc.c - descriptor composition (docs/format.md §3, "Layout-only nodes"): one map per layout-only
+ * op, each turning the (shape, strides, offset) of its input into its own exactly as PyTorch's view
+ * op of the same name does (checked against PyTorch by tests/oracle/desc_oracle.py). A map fails
+ * where PyTorch raises. Maps work on a local copy, so in and out may be the same descriptor.
  * Invariant: descriptors come from checked specs or earlier maps, so sizes are >= 0 and every
  * offset a map computes stays within the buffer the descriptor already spans (no overflow),
  * except for an empty tensor, whose other sizes may multiply past 63 bits: its strides saturate

@@ -1,6 +1,6 @@
-/* dtype.c - element types (SPEC §1): names, sizes, and exact float16 / bfloat16 conversion
- * (round to nearest even from a double, exact back), and one element loaded or stored as a
- * scalar; shared by tensor JSON, the interpreter's arithmetic and casts, and input generation. */
+/* dtype.c - element types (docs/format.md §1): names, sizes, and exact float16 / bfloat16
+ * conversion (round to nearest even from a double, exact back), and one element loaded or stored as
+ * a scalar; shared by tensor JSON, the interpreter's arithmetic and casts, and input generation. */
 #include "viewlower/dtype.h"
 
 #include <math.h>

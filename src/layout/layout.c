@@ -1,5 +1,5 @@
-/* layout.c - the layout algebra (SPEC §1, §3): dim orders, strides from a dim order and the
- * canonical dim order from strides, contiguity, PyTorch's view stride rule and the exact layout
+/* layout.c - the layout algebra (docs/format.md §1, §3): dim orders, strides from a dim order and
+ * the canonical dim order from strides, contiguity, PyTorch's view stride rule and the exact layout
  * test (a view may alias its base only if every logical element keeps its memory offset).
  * The dim orders themselves (default, channels-last, the permutation check) belong to the spec
  * (tensor.c); this file builds on them and calls nothing back.

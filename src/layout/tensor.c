@@ -1,5 +1,5 @@
-/* tensor.c - tensor specs (SPEC §1): dim orders, checks, overflow-checked sizes, view size
- * inference, owned tensors and tensor maps. Strides and layout tests are in layout.c (which
+/* tensor.c - tensor specs (docs/format.md §1): dim orders, checks, overflow-checked sizes, view
+ * size inference, owned tensors and tensor maps. Strides and layout tests are in layout.c (which
  * builds on this file; nothing here calls it), dtypes in dtype.c.
  * Invariant: a spec that passed vl_spec_check has rank <= 16, sizes >= 0, a permutation as dim
  * order and an nbytes that fits in 63 bits. */
@@ -12,7 +12,7 @@
 #include "base/json_num.h"
 #include "layout/tensor_internal.h"
 
-/* ---- dim orders: the orders a spec may declare (SPEC §1) ---- */
+/* ---- dim orders: the orders a spec may declare (docs/format.md §1) ---- */
 
 void vl_dim_order_default(uint8_t *order, uint8_t rank) {
   for (uint8_t i = 0; i < rank; i++) order[i] = i;

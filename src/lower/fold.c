@@ -1,5 +1,5 @@
-/* fold.c - the layout algebra of SPEC §3a: replace and merge over every layout-only op, then
- * dead removal. Linear in nodes + edges.
+/* fold.c - the layout algebra (docs/format.md §3): replace and merge over every layout-only op,
+ * then dead removal. Linear in nodes + edges.
  *
  * Every node has a descriptor desc(n) = (R, o, s): element i of n is element o + sum i_d*s_d of
  * R's buffer. It is n's own buffer (n, 0, its strides) unless n is a memory.view (its alias), or

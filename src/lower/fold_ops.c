@@ -1,6 +1,7 @@
-/* fold_ops.c - the table of layout-only ops (SPEC §3a): target -> logical map, each map reading
- * the node's arguments as PyTorch's schema gives them (positional, or by name in kwargs, with the
- * schema's defaults) and calling the descriptor map of viewlower/layout.h. */
+/* fold_ops.c - the table of layout-only ops (docs/format.md §3, "Layout-only nodes"): target ->
+ * logical map, each map reading the node's arguments as PyTorch's schema gives them (positional, or
+ * by name in kwargs, with the schema's defaults) and calling the descriptor map of
+ * viewlower/layout.h. */
 #include "lower/fold_ops.h"
 
 #include <math.h>
@@ -336,7 +337,7 @@ typedef struct fold_row {
   map_fn map;
   why_fn why;      /* names what is wrong with the arguments when map fails */
   bool conversion; /* a layout conversion: layout-only only without a dtype change */
-  bool permutes;   /* the map only permutes dims and inserts or drops size-1 dims (SPEC §3b) */
+  bool permutes;   /* the map only permutes dims and inserts or drops size-1 dims */
 } fold_row;
 
 #define ROW(t) t, sizeof t - 1

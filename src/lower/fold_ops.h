@@ -1,4 +1,4 @@
-/* fold_ops.h - the layout-only ops of SPEC §3a (internal): which nodes are layout-only, the
+/* fold_ops.h - the layout-only ops (internal; docs/format.md §3): which nodes are layout-only, the
  * input each reads, and each op's logical map as a descriptor map (viewlower/layout.h). One
  * table row per target; the lowering folds with it and the interpreter executes with it. */
 #ifndef VIEWLOWER_FOLD_OPS_H
@@ -18,7 +18,7 @@ typedef enum {
 /* The kind of node i, and (when layout-only) the node whose elements it reads: args[0], or for
  * a split's getitem its producer's input. Layout-only needs a call with a val, an input with a
  * val of the same dtype, and no writes of its own (no kwargs.out, no mutates) except for a
- * view_copy, which is always decided (SPEC §3) but never folded when it writes. */
+ * view_copy, which is always decided but never folded when it writes. */
 vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input);
 /* Does n's target only permute dims and insert or drop size-1 dims (permute, transpose, t,
  * squeeze, unsqueeze, alias, the layout conversions)? Those propose a stored order (§3b). */

@@ -1,5 +1,5 @@
-/* lower.c - the passes of SPEC §3 in order: normalize view_copy bases to their root, remove
- * dead view_copy nodes, and replace each remaining view_copy by memory.view when every
+/* lower.c - the lowering passes (docs/format.md §3) in order: normalize view_copy bases to their
+ * root, remove dead view_copy nodes, and replace each remaining view_copy by memory.view when every
  * condition holds, recording every failed condition otherwise. All passes are linear.
  *
  * Normalization (policy safe) steps over a view_copy b only while b still holds what it copied:
@@ -258,8 +258,8 @@ static vl_status fold_with_params(vl_graph *g, const vl_lower_options *opts, vl_
   return st;
 }
 
-/* SPEC §11: a lowering that changed the graph drops its plan; with option plan the graph is
- * planned (a plan it kept at the same alignment is its own, and stays). */
+/* docs/format.md §9, "Idempotence": a lowering that changed the graph drops its plan; with option
+ * plan the graph is planned (a plan it kept at the same alignment is its own, and stays). */
 static vl_status plan_after(vl_graph *g, const vl_lower_options *opts, vl_report *r,
                             vl_error *err) {
   bool changed = r->normalized + r->replaced + r->merged + r->removed_dead + r->params_relaid > 0;
@@ -278,7 +278,7 @@ vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report,
     opts = &dflt;
   }
   memset(report, 0, sizeof *report);
-  /* The legacy policy ignores fold (SPEC §3a). */
+  /* The legacy policy ignores fold (docs/format.md §3, "Options"). */
   bool fold = opts->fold && opts->policy == VL_POLICY_SAFE;
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     report->view_copy_nodes += vl__is_view_copy(&g->nodes[i]);

@@ -1,7 +1,7 @@
 /* lower_internal.h - what the passes share (internal): the facts behind one decision, for its
- * message; the conditions of SPEC §3 other than layout, judged once for every pass (rules.c);
- * compaction; and the passes lower.c runs in order. Files of this folder call downwards only:
- * lower.c -> params.c, fold.c -> rules.c, lower_report.c. */
+ * message; the conditions of docs/format.md §3 ("Reasons") other than layout, judged once for every
+ * pass (rules.c); compaction; and the passes lower.c runs in order. Files of this folder call
+ * downwards only: lower.c -> params.c, fold.c -> rules.c, lower_report.c. */
 #ifndef VIEWLOWER_LOWER_INTERNAL_H
 #define VIEWLOWER_LOWER_INTERNAL_H
 
@@ -44,7 +44,7 @@ typedef struct vl_storage_view {
 } vl_storage_view;
 
 uint32_t vl__storage_of(const vl_storage_view *v, uint32_t node);
-/* The conditions of SPEC §3 other than layout for node n read at position p with base as its
+/* The conditions other than layout for node n read at position p with base as its
  * base (feeds_output, view_mutated, base_mutated, base_mutable_input, base_feeds_output,
  * dynamic_shape), as reason bits; f gets the nodes involved. Positions asked must not decrease
  * per storage class (vl__alias_next_write). */
@@ -54,13 +54,13 @@ uint32_t vl__storage_reasons(const vl_storage_view *v, const vl_graph *g, uint32
 /* What became of each node in the fold (per index of the graph given to vl__fold). */
 enum { VL_FATE_OTHER, VL_FATE_ALIASED, VL_FATE_COPIES, VL_FATE_DEAD };
 
-/* The replace and merge passes of SPEC §3a, with the dead removal that follows them (fold.c).
- * fate, when not NULL, gets a VL_FATE_* per node: ALIASED for a node replaced (dead or not),
- * COPIES for one kept or merged, DEAD for one removed that was not replaced. */
+/* The replace and merge passes of the layout algebra, with the dead removal that follows them
+ * (fold.c). fate, when not NULL, gets a VL_FATE_* per node: ALIASED for a node replaced (dead or
+ * not), COPIES for one kept or merged, DEAD for one removed that was not replaced. */
 vl_status vl__fold(vl_graph *g, vl_report *r, uint8_t *fate);
 
-/* SPEC §3b (params.c): picks each eligible parameter's stored order and rewrites its val;
- * fills r's param keys. Runs between the first dead removal and vl__fold. */
+/* Stored layouts of parameters (params.c): picks each eligible parameter's stored order and
+ * rewrites its val; fills r's param keys. Runs between the first dead removal and vl__fold. */
 typedef struct vl_params vl_params;
 vl_status vl__params_relay(vl_graph *g, vl_report *r, vl_params **state);
 /* After vl__fold (fate from it): each relaid parameter's aliased users, and which ineligible

@@ -12,7 +12,8 @@
 #include "lower/lower_internal.h"
 #include "viewlower/layout.h"
 
-/* The names of the reason codes (SPEC §3) and of the parameter rules (§3b), from their tables. */
+/* The names of the reason codes and of the parameter rules (docs/format.md §3), from their
+ * tables. */
 #define ROW(e, name) name,
 static const char *const reason_names[] = {VL_REASON_MAP(ROW)};
 static const char *const param_rule_names[] = {VL_PARAM_RULE_MAP(ROW)};

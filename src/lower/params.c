@@ -1,7 +1,7 @@
-/* params.c - stored layouts of parameters (SPEC §3b). A parameter's bytes are written once, when
- * the program is built, so it may be stored in the order its readers want and they become
- * aliases. From specs alone: a placeholder of kind parameter or constant whose every reader is
- * a layout-only op reading it as its input is eligible; its candidate orders are its declared
+/* params.c - stored layouts of parameters (docs/format.md §3). A parameter's bytes are written
+ * once, when the program is built, so it may be stored in the order its readers want and they
+ * become aliases. From specs alone: a placeholder of kind parameter or constant whose every reader
+ * is a layout-only op reading it as its input is eligible; its candidate orders are its declared
  * one, then the order each permuting reader (permute, transpose, t, squeeze, unsqueeze, alias, a
  * layout conversion) would have it in; each order scores the bytes of the readers that would
  * then pass §3a's layout test through P and every other condition of §3 with P as the base, and
@@ -57,7 +57,7 @@ static vl_param_rule user_rule(const vl_graph *g, uint32_t p, uint32_t u) {
   return in == p && c.count == 1 ? VL_PARAM_RULE_COUNT : VL_PARAM_NOT_INPUT;
 }
 
-/* The placeholder's own rules (SPEC §3b), as bits. */
+/* The placeholder's own rules, as bits. */
 static uint32_t own_rules(vl_alias *a, const vl_graph *g, uint32_t p) {
   const vl_node *n = &g->nodes[p];
   int64_t numel = 0;

@@ -1,6 +1,7 @@
-/* rules.c - what every pass of the lowering shares: the conditions of SPEC §3 other than
- * layout, judged in one place for §3's replace pass, §3a's fold and §3b's scores, and the
- * compaction that removes dead nodes. Nothing here calls back into the passes. */
+/* rules.c - what every pass of the lowering shares: the conditions of docs/format.md §3 other
+ * than layout, judged in one place for the view_copy replace pass, the fold and the parameter
+ * layouts' scores, and the compaction that removes dead nodes. Nothing here calls back into the
+ * passes. */
 #include <stdlib.h>
 
 #include "graph/graph_internal.h"

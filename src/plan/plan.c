@@ -1,4 +1,4 @@
-/* plan.c - the memory planner (SPEC §11).
+/* plan.c - the memory planner (docs/format.md §9).
  *
  * Storages and lifetimes come from the graph's storage classes (graph/storage.h). The planner
  * is greedy: storages in some order, each placed in a gap among the already placed storages

@@ -7,7 +7,7 @@
  * (else a second request in the same frame would vanish unanswered). Parse error positions
  * come from cJSON's end pointer, never from cJSON_GetErrorPtr (a global shared by every
  * worker thread).
- * Ids are echoed exactly (SPEC §6: responses carry the request's id). cJSON prints numbers
+ * Ids are echoed exactly (docs/protocol.md: responses carry the request's id). cJSON prints numbers
  * at 15 significant digits (9007199254740991 would come back as 9.00719925474099e+15), and a
  * double cannot hold every 64-bit integer (9007199254740993 reads as 2^53), so a numeric id is
  * echoed as its own token text (a cJSON raw item), made once by id_echo; the loop's id scanner
@@ -143,7 +143,8 @@ static vl_status id_echo(const cJSON *v, cJSON **out, vl_error *err) {
 static bool find_id_value(const char *s, size_t n, size_t *at, size_t *vlen);
 
 /* The id member: a number, string or null. Missing ids are refused: every request gets a
- * response (SPEC §6), so JSON-RPC notifications are not supported. */
+ * response (docs/protocol.md, "Requests and responses"), so JSON-RPC notifications are not
+ * supported. */
 static vl_status read_id(vl__rpc_request *req, const char *json, size_t len, vl_error *err) {
   const cJSON *id = cJSON_GetObjectItemCaseSensitive(req->doc, "id");
   if (id == NULL) {

@@ -1,5 +1,5 @@
-/* envelope.h - the JSON-RPC 2.0 envelope of SPEC §6 for both ends (internal): the daemon reads
- * requests and prints responses, the client prints requests and reads responses, each held to
+/* envelope.h - the JSON-RPC 2.0 envelope (docs/protocol.md) for both ends (internal): the daemon
+ * reads requests and prints responses, the client prints requests and reads responses, each held to
  * the same strict rules; one status <-> wire code map. Pure functions, safe on any thread.
  *
  * Strict both ways: one JSON value (vl__json_parse_one: RFC 8259, no \u0000 escape, nothing

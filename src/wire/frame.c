@@ -1,4 +1,4 @@
-/* frame.c - wire frame header codec and the incremental frame decoder (SPEC §6).
+/* frame.c - wire frame header codec and the incremental frame decoder (docs/protocol.md, "Frames").
  *
  * Invariants of the decoder: while header_got < 16 nothing is allocated; once the header is
  * complete and its sizes pass the limit, exactly one body block is allocated and filled; a

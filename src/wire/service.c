@@ -1,5 +1,5 @@
-/* service.c - the methods of SPEC §6 as pure calls (a table: adding a method is adding a row).
- * JSON params and a binary payload in, JSON result and payload out; error paths relative to
+/* service.c - the methods of docs/protocol.md as pure calls (a table: adding a method is adding a
+ * row). JSON params and a binary payload in, JSON result and payload out; error paths relative to
  * params. The daemon and viewlowerctl --local both call vl_service_call. */
 #include "viewlower/service.h"
 
@@ -408,7 +408,7 @@ static vl_status read_view_copy_args(call *c, view_copy_args *a) {
     st = vl_error_set(c->err, VL_ERR_INVALID_PARAMS, "/size", "is required");
   }
   const cJSON *jsize = param(c, "size");
-  /* Rank over 16 is one of the kernel's errors (SPEC §4), not a malformed request. */
+  /* Rank over 16 is a kernel error (docs/protocol.md, "Methods"), not a malformed request. */
   if (st == VL_OK && cJSON_IsArray(jsize) && cJSON_GetArraySize(jsize) > VL_MAX_RANK) {
     st =
         vl_error_set(c->err, VL_ERR_KERNEL, "/size", "view_copy: rank %d exceeds the maximum of %d",
@@ -417,7 +417,7 @@ static vl_status read_view_copy_args(call *c, view_copy_args *a) {
   if (st == VL_OK) st = get_dims(c, "size", INT64_MIN, INT64_MAX, a->size, &a->rank);
   const cJSON *jorder = param(c, "out_dim_order");
   a->has_order = jorder != NULL && !cJSON_IsNull(jorder);
-  /* Any list of whole numbers is an order the kernel judges (SPEC §4, protocol.md): one of
+  /* Any list of whole numbers is an order the kernel judges (docs/protocol.md, "Methods"): one of
    * another length than the size, or with an entry that is no dim (16, -1), is not a
    * permutation of the output's dims, a kernel error like [1,1]; only an entry that is not a
    * whole number within 2^53 is a malformed param. */

@@ -429,7 +429,8 @@ static void a_pointer_under_a_flag_names_the_flag(void **state) {
   cli_result_free(&r);
 }
 
-/* SPEC §4 lists rank > 16 among the kernel errors: exit 2 in both modes, not a usage error. */
+/* docs/protocol.md ("Methods", view_copy) lists rank > 16 among the kernel errors: exit 2 in both
+ * modes, not a usage error. */
 static void a_size_of_rank_17_is_a_kernel_error(void **state) {
   (void)state;
   const char *t = cli_temp_file("t.json", patch_tensor);

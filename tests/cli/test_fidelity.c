@@ -1,6 +1,6 @@
-/* test_fidelity.c - literals survive viewlowerctl exactly (SPEC §2 "Literals are exact"), run
- * as a user runs it: validate, lower and run, each in process (--local) and through a real
- * viewlowerd, which must print the same bytes. */
+/* test_fidelity.c - literals survive viewlowerctl exactly (docs/format.md §2, "Literals are
+ * exact"), run as a user runs it: validate, lower and run, each in process (--local) and through a
+ * real viewlowerd, which must print the same bytes. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>

@@ -144,7 +144,7 @@ def test_examples(sock):
 
 def test_traced_graph(sock):
     """Swin-T as traced (tests/data): the JSON's decisions agree with the report's counters
-    (52 weights relaid, SPEC section 3b),
+    (52 weights relaid),
     every merged copy has its strided read, every replaced node its alias edge."""
     path = os.path.join(os.path.dirname(EX), "..", "tests", "data", "swin_t_edge.json")
     rc, out, err = both(sock, "explain", path, "--format", "json")
@@ -267,7 +267,7 @@ def test_odd_names(sock, tmp):
     check('x"1' in titles and "v\\?" in titles, f"odd names in the SVG: {titles}")
 
 
-# ---- a stand-in server for reports with param_layouts and plan (SPEC sections 3b, 11) ----
+# ---- a stand-in server for reports with param_layouts and plan (docs/format.md §3, §9) ----
 
 def serve_once(path, result):
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -2,8 +2,8 @@
  * -> vl_graph_print.
  *
  * Oracles: a parsed graph prints to JSON that parses again to an equal graph, every literal
- * bit for bit (SPEC §2 "Literals are exact"), and prints identically (before and after
- * lowering); the report's counts add up (SPEC §3: replaced + kept + removed_dead =
+ * bit for bit (docs/format.md §2, "Literals are exact"), and prints identically (before and after
+ * lowering); the report's counts add up (docs/format.md §3: replaced + kept + removed_dead =
  * view_copy_nodes, one decision per remaining view_copy); lowering a lowered graph changes
  * nothing; every error is well formed; a memory plan's figures hold together and its print
  * (which parsing checks: no two buffers live at once overlap) reads back to them. The lowering
@@ -124,7 +124,8 @@ static void check_print_round_trip(const vl_graph *g, const vl_limits *lim) {
 }
 
 static void check_report(const vl_graph *g, const vl_report *r) {
-  /* SPEC §3a: every layout-only node (every view_copy without fold) is accounted for once. */
+  /* docs/format.md §3: every layout-only node (every view_copy without fold) is accounted for
+   * once. */
   FUZZ_CHECK(r->replaced + r->kept + r->merged + r->removed_dead == r->layout_copy_nodes);
   FUZZ_CHECK(r->n_decisions == r->replaced + r->kept + r->merged);
   FUZZ_CHECK(r->layout_copy_nodes >= r->view_copy_nodes && r->bytes_copied >= 0);

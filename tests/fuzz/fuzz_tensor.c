@@ -7,8 +7,8 @@
  * same spec and the same elements (NaN payloads aside for "values"); a view_copy that succeeds
  * has the requested rank, sizes, dim order, dtype and numel, and element k of the output is
  * element k of the input in logical order, checked by a naive per-element walk that shares
- * no code with the copy engine; strides match SPEC §1's rule computed in 128 bits (saturated at
- * INT64_MAX past 63 bits, which only an empty tensor can reach). */
+ * no code with the copy engine; strides match the rule of docs/format.md §1 computed in 128 bits
+ * (saturated at INT64_MAX past 63 bits, which only an empty tensor can reach). */
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -99,9 +99,9 @@ static void check_logical_copy(const vl_tensor *in, const vl_tensor *out) {
   }
 }
 
-/* Strides from the dim order, by SPEC §1's rule in 128-bit arithmetic (shares no code with
- * layout.c): they must equal vl_layout_strides exactly; an empty tensor's stride past 63 bits
- * saturates at INT64_MAX ([0, 2^40, 2^40]: once a signed overflow, found by no fuzzer). */
+/* Strides from the dim order, by the rule of docs/format.md §1 in 128-bit arithmetic (shares no
+ * code with layout.c): they must equal vl_layout_strides exactly; an empty tensor's stride past 63
+ * bits saturates at INT64_MAX ([0, 2^40, 2^40]: once a signed overflow, found by no fuzzer). */
 static void check_strides(const vl_spec *s) {
   int64_t got[VL_MAX_RANK];
   vl_layout_strides(s, got);

@@ -100,7 +100,8 @@ def feature_graphs():
 
 
 def alias_graphs():
-    """Graphs the interpreter runs whose views meet writes: every mutation rule of SPEC §3."""
+    """Graphs the interpreter runs whose views meet writes: every mutation rule (the reasons of
+    docs/format.md §3)."""
     f = lambda shape, order=None, **e: spec(shape, order, **e)
     g = {}
     g["base_mutated"] = graph("base_mutated", [

@@ -1,7 +1,7 @@
-/* it_concurrency.c - many requests at once (SPEC §6, §7): pipelined requests answered out of
- * order with their ids, 32 concurrent clients x 200 requests all answered, back-pressure
- * under a small in-flight limit loses nothing, a stalled half-frame client delays nobody and
- * is closed by the idle timeout, and the connection limit answers -32005. */
+/* it_concurrency.c - many requests at once (docs/protocol.md, docs/daemon.md): pipelined requests
+ * answered out of order with their ids, 32 concurrent clients x 200 requests all answered,
+ * back-pressure under a small in-flight limit loses nothing, a stalled half-frame client delays
+ * nobody and is closed by the idle timeout, and the connection limit answers -32005. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>

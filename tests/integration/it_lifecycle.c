@@ -1,5 +1,5 @@
-/* it_lifecycle.c - the daemon's life (SPEC §7): flags, socket path resolution, stale and live
- * sockets, socket mode, peer-credential access control, socket activation, sd_notify (path and
+/* it_lifecycle.c - the daemon's life (docs/daemon.md): flags, socket path resolution, stale and
+ * live sockets, socket mode, peer-credential access control, socket activation, sd_notify (path and
  * abstract sockets, watchdog), and SIGTERM with requests in flight. */
 #define _GNU_SOURCE /* setresuid, setgroups */
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /* it_methods.c - every method end to end: a real viewlowerd on a temporary socket, the real
- * client library; results checked against SPEC §3-§6, errors mapped back to statuses with
- * their paths, a 64 MiB tensor through view_copy as a blob payload, bit-exact. */
+ * client library; results checked against docs/format.md and docs/protocol.md, errors mapped back
+ * to statuses with their paths, a 64 MiB tensor through view_copy as a blob payload, bit-exact. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -120,7 +120,7 @@ static void lower_keeps_the_view_of_a_channels_last_base(void **state) {
   vl_error err;
   cJSON *graph = example_graph("patch_embed.json"), *no_fold = json("{\"fold\": false}");
   cJSON *r = NULL;
-  /* SPEC §3 alone (fold false); with fold the flatten is a view of x itself (test_cli). */
+  /* view_copy alone (fold false); with fold the flatten is a view of x itself (test_cli). */
   assert_int_equal(vl_client_lower(f->c, graph, no_fold, &r, &err), VL_OK);
   cJSON_Delete(graph);
   cJSON_Delete(no_fold);
@@ -144,7 +144,7 @@ static void lower_replaces_the_normalized_reshape_chain(void **state) {
   assert_int_equal((int)json_number(r, "report.normalized"), 3);
   assert_int_equal((int)json_number(r, "report.removed_dead"), 3);
   assert_int_equal((int)json_number(r, "report.replaced"), 1);
-  /* With fold, the three dead views count as saved too (SPEC §3a). */
+  /* With fold, the three dead views count as saved too (docs/format.md §3). */
   assert_int_equal((int)json_number(r, "report.bytes_saved"), 4 * 96);
   const cJSON *node;
   bool found = false;

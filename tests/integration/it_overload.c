@@ -1,7 +1,7 @@
-/* it_overload.c - load shedding (SPEC §6 -32005, §7): the queued work of clients that left is
- * cancelled and their connection slots come free at once; past --max-queued a heavy request
- * is answered -32005 at once and the connection stays usable; a half-closed client still gets
- * every response; a \u0000 escape in the request text is refused with -32700. */
+/* it_overload.c - load shedding (-32005; docs/daemon.md, "Overload"): the queued work of clients
+ * that left is cancelled and their connection slots come free at once; past --max-queued a heavy
+ * request is answered -32005 at once and the connection stays usable; a half-closed client still
+ * gets every response; a \u0000 escape in the request text is refused with -32700. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <setjmp.h>

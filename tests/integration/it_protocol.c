@@ -1,5 +1,5 @@
-/* it_protocol.c - the wire protocol against bad input (SPEC §6): each malformed frame gets its
- * error code with id null and the connection is closed; bad JSON (also text after the JSON
+/* it_protocol.c - the wire protocol against bad input (docs/protocol.md): each malformed frame gets
+ * its error code with id null and the connection is closed; bad JSON (also text after the JSON
  * value) and bad JSON-RPC get their code and leave the connection usable; ids are echoed
  * exactly, also by a large request refused as overloaded; the daemon keeps serving everyone
  * else throughout. */

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""desc_oracle.py - PyTorch as the oracle for viewlower's descriptor maps (SPEC §3a).
+"""desc_oracle.py - PyTorch as the oracle for viewlower's descriptor maps (docs/format.md §3).
 
 Seeded random chains of layout-only ops (reshape, permute, transpose, t, squeeze, unsqueeze,
 slice, select, alias, as_strided) over random layouts (every dim order, storage offsets, and the

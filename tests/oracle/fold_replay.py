@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""fold_replay.py - PyTorch replays every lowering of real traced graphs (SPEC §3a).
+"""fold_replay.py - PyTorch replays every lowering of real traced graphs (docs/format.md §3).
 
 Each graph is lowered by `viewlowerctl --local lower` with fold on and off; the original and the
 lowered graph then run in torch (python/viewlower/replay.py: every memory.view a real

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """name_references.py - gives the reference traced graphs in tests/data the placeholder names
-the exporter gives (SPEC §10: `p_fc_weight` for `fc.weight`, `b_` for buffers, user inputs after
-the forward's arguments), and changes nothing else.
+the exporter gives (docs/format.md §8 and README: `p_fc_weight` for `fc.weight`, `b_` for
+buffers, user inputs after the forward's arguments), and changes nothing else.
 
 The references come from an exporter of the same kind run outside the project, and they differ
 from ours in documented ways (tests/python/test_fidelity.py), so they are not re-made with our

@@ -1,7 +1,7 @@
 """The exporter against the reference traced graphs in tests/data (made by an exporter of the
 same kind): same nodes, names, targets, placeholders, mutations and literals, and the same
 layouts. The references differ in three documented ways, normalised here: slice ends clamped to
-the dim size, in slices and slice_scatter (we keep PyTorch's INT64_MAX and negative ends, as SPEC §2 requires), an omitted
+the dim size, in slices and slice_scatter (we keep PyTorch's INT64_MAX and negative ends, as docs/format.md §2 requires), an omitted
 slice step written out, and strides of size-1 dims (any value is the same layout)."""
 import json
 import os

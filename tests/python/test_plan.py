@@ -1,4 +1,4 @@
-"""The arena replay of a planned graph (SPEC §11, `check --plan`) and the plan checker of
+"""The arena replay of a planned graph (docs/format.md §9, `check --plan`) and the plan checker of
 viewlower.plan: a valid plan replays bit for bit inside one byte tensor; a plan with two live
 storages in the same bytes is refused by the checker and, replayed anyway, gives wrong values.
 

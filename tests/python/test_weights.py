@@ -1,5 +1,5 @@
-"""Parameters in their declared layouts (SPEC §3b, §10): apply_param_layouts, the weights file
-(docs/format.md), the qualified-name mapping, the replay storing a relaid weight permuted, and
+"""Parameters in their declared layouts (docs/format.md §3 and §8): apply_param_layouts, the weights
+file (docs/format.md), the qualified-name mapping, the replay storing a relaid weight permuted, and
 errors that name the field."""
 import copy
 import json
@@ -25,8 +25,8 @@ def linear_export(layout="edge"):
 
 
 def relaid_by_hand(graph):
-    """The Linear graph as SPEC §3b lowers it, written by hand: p_weight declared [1,0] and the
-    t_copy an alias of it (what the C lowering gives once §3b runs)."""
+    """The Linear graph as the stored parameter layouts lower it, written by hand: p_weight
+    declared [1,0] and the t_copy an alias of it (what the C lowering gives with param_layouts)."""
     g = copy.deepcopy(graph)
     by = {n["name"]: n for n in g["nodes"]}
     w = by["p_weight"]

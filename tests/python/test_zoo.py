@@ -86,14 +86,14 @@ def assert_counters_consistent(e, res, fold=True):
         else:
             assert d["reasons"], d
     assert rep["bytes_saved"] >= sum(layout.nbytes(v["val"]) for v in views)
-    if fold and "layout_copy_nodes" in rep:  # SPEC §3a's report
+    if fold and "layout_copy_nodes" in rep:  # the layout algebra's report
         assert rep["layout_copy_nodes"] == n_layout
         assert rep["bytes_saved"] + rep["bytes_copied"] == bytes_layout
         assert rep["bytes_copied"] == check.layout_only_bytes(low)[1]
         for v in views:
             owner = by_name[v["alias_of"]]
             assert owner.get("target") != "memory.view"
-    for v in views:  # alias_of is the storage owner of args[0] (SPEC §3)
+    for v in views:  # alias_of is the storage owner of args[0] (docs/format.md §3)
         assert v["alias_of"] == storage_owner(by_name, v["args"][0]), v["name"]
 
 
@@ -112,14 +112,15 @@ def storage_owner(by_name, name):
             return n["name"]
 
 
-#: Edge-layout CNN classifiers: with SPEC §3b every byte they still copied was the classifier's
-#: weight transposed, so nothing is copied any more (issue 19's table, checked here exactly).
+#: Edge-layout CNN classifiers: with stored parameter layouts every byte they still copied was the
+#: classifier's weight transposed, so nothing is copied any more (issue 19's table, checked here
+#: exactly).
 CNN = {"resnet18", "mobilenet_v3_small", "efficientnet_b0"}
 
 
 def assert_param_layouts_declared(e, res):
-    """Each relaid parameter (SPEC §3b's report) is declared in its new order in the lowered
-    graph, was something else, and at least one of its readers no longer copies."""
+    """Each relaid parameter (the report's param_layouts) is declared in its new order in the
+    lowered graph, was something else, and at least one of its readers no longer copies."""
     by_name = {n["name"]: n for n in res.lowered["nodes"]}
     before = {n["name"]: n for n in e.graph["nodes"]}
     rep = res.report
@@ -141,7 +142,7 @@ def assert_param_layouts_declared(e, res):
 
 
 def assert_idempotent(lowerer, res, opts):
-    """Lowering the lowered graph changes nothing (SPEC §3, §3a, §3b, §11)."""
+    """Lowering the lowered graph changes nothing (docs/format.md §3 and §9)."""
     again = lowerer.lower(res.lowered, opts)
     assert again["graph"] == res.lowered
     if "params_relaid" in again["report"]:
@@ -168,7 +169,7 @@ PLANS = {}  # graph name → the report's plan, printed with the zoo table (conf
 
 @pytest.mark.parametrize("name,cl,lay", CASES)
 def test_lowering_replays_bit_exact(lowerer, name, cl, lay):
-    """The default lowering, planned (SPEC §11's plan changes no decision), replayed in torch
+    """The default lowering, planned (the plan changes no decision), replayed in torch
     inside the plan's one arena (`check --plan`) and compared node by node."""
     e = exported(name, cl, lay)
     opts = options_of(plan=True)
@@ -301,9 +302,9 @@ def test_keep_view_copy_changes_nothing_and_reports_every_copy_disabled(lowerer)
 @pytest.mark.zoo
 def test_resnet18_stores_its_classifier_weight_transposed_and_explain_names_it(lowerer, tmp_path,
                                                                              viewlowerctl):
-    """SPEC §3b on resnet18 (edge): fc.weight is relaid to [1,0] (its t_copy an alias), the
-    replay stores it so (its storage holds W.t()'s bytes), the weights file holds exactly
-    W.t().contiguous()'s bytes, and explain's lines name p_fc_weight."""
+    """Stored parameter layouts on resnet18 (edge): fc.weight is relaid to [1,0] (its t_copy an
+    alias), the replay stores it so (its storage holds W.t()'s bytes), the weights file holds
+    exactly W.t().contiguous()'s bytes, and explain's lines name p_fc_weight."""
     import subprocess
     from viewlower import replay, weights
     e = exported("resnet18", False, "edge")
