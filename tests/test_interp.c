@@ -734,7 +734,7 @@ static void contiguous_reshape_chain_is_replaced_and_equal(void **state) {
     assert_int_equal(r.report.view_copy_nodes, 3);
     assert_int_equal(r.report.replaced, 1);
     assert_int_equal(r.report.removed_dead, 2);
-    /* §3 counts the replaced view alone; §3a every layout-only node that no longer copies. */
+    /* fold off: the replaced view alone; on: every layout-only node that no longer copies. */
     assert_int_equal(r.report.bytes_saved, fold ? 3 * 96 : 96);
     vl_verify_result_clear(&r);
   }

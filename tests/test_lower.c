@@ -654,7 +654,7 @@ static void the_patch_token_chain_is_one_alias_of_the_convolution(void **state) 
     expect_gone(&l, "flat");
     assert_string_equal(l.g->nodes[node(&l, "tokens")->alias_of].name, "conv");
     done(&l);
-    /* --no-fold reproduces §3: the flatten is kept, the transpose is no view_copy. */
+    /* --no-fold lowers view_copy alone: the flatten is kept, the transpose is no view_copy. */
     l = lower_text(graphs[i], true, VL_POLICY_SAFE);
     expect(&l, "flat", R(BASE_LAYOUT));
     assert_int_equal(l.r.layout_copy_nodes, 1);

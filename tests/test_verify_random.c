@@ -365,7 +365,7 @@ static void safe_lowering_keeps_every_value_of_random_graphs(void **state) {
 /* ---- Chains of every layout-only op, with writes mixed in ---------------------------------- */
 
 /* Graphs of small tensors of any shape (numel changes through slices, selects, splits and
- * as_strided) built from every layout-only op of §3a, elementwise ops and in-place writes; each
+ * as_strided) built from every layout-only op, elementwise ops and in-place writes; each
  * runs through vl_verify with fold on and off (both must be equal), through lower twice (the
  * second lowering must print the same graph) and the report's counters must add up. The
  * decisions over all cases must include every kind: replaced with and without an offset, kept

@@ -6,7 +6,7 @@
  * a layout-only copy whose candidate 1 exists (its map applied to its input's descriptor).
  * Nodes are decided in graph order (a split's getitems at their producer's place): a node
  * becomes memory.view of the first candidate's R that passes the layout test and every
- * mutation rule of §3 with R as the base, else stays a copy with the reasons of §3a.
+ * mutation rule with R as the base, else stays a copy with its reasons (docs/format.md §3).
  *
  * Candidate 1 through a copy b whose descriptor points elsewhere is only sound while b still
  * holds what its chain read from R: b not written since, and R not written since the chain's
@@ -114,15 +114,15 @@ static uint32_t storage_of(folder *x, uint32_t node) {
   return vl__storage_of(&sv, node);
 }
 
-/* The conditions of §3 other than layout, for node n read at position p with root as base. */
+/* The conditions other than layout, for node n read at position p with root as base. */
 static uint32_t other_conditions(folder *x, uint32_t n, uint32_t root, uint32_t p,
                                  lower_facts *f) {
   vl_storage_view sv = {&x->alias, x->storage, x->is_output};
   return vl__storage_reasons(&sv, x->g, n, root, p, f);
 }
 
-/* The layout reason when no candidate passes the layout test: §3's for a view_copy, judged
- * against its input b; reorders for every other op. */
+/* The layout reason when no candidate passes the layout test: base_layout / view_layout for a
+ * view_copy, judged against its input b; reorders for every other op. */
 static uint32_t layout_reason(folder *x, uint32_t n, uint32_t b) {
   uint32_t reasons = 0;
   if (x->kind[n] == VL_FOLD_VIEW_COPY) {
@@ -250,7 +250,7 @@ static vl_status keep(folder *x, uint32_t n, uint32_t reasons, lower_facts *f, c
 }
 
 /* A dynamic node, or a view_copy that writes (kwargs.out, mutates), is never folded: a
- * view_copy follows §3 against its input, others stay copies. */
+ * view_copy is decided as without fold, against its input; others stay copies. */
 static vl_status decide_unfolded(folder *x, uint32_t n, uint32_t b, uint32_t p) {
   lower_facts f = VL__FACTS_NONE;
   uint32_t reasons = other_conditions(x, n, b, p, &f);

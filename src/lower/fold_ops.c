@@ -411,7 +411,7 @@ vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input) {
   const vl_node *n = &g->nodes[i];
   uint32_t producer, index, in;
   bool writes = n->out != VL_NO_NODE || n->n_mutates > 0;
-  /* A node that writes is no pure layout op; a view_copy that does is still decided (§3). */
+  /* A node that writes is no pure layout op; a view_copy that does is still decided. */
   if (!n->has_val || (writes && !vl__is_view_copy(n))) return VL_FOLD_NONE;
   vl_fold_kind kind = VL_FOLD_NONE;
   if (vl_node_getitem(n, &producer, &index)) {

@@ -21,7 +21,7 @@ typedef enum {
  * view_copy, which is always decided but never folded when it writes. */
 vl_fold_kind vl__fold_kind(const vl_graph *g, uint32_t i, uint32_t *input);
 /* Does n's target only permute dims and insert or drop size-1 dims (permute, transpose, t,
- * squeeze, unsqueeze, alias, the layout conversions)? Those propose a stored order (§3b). */
+ * squeeze, unsqueeze, alias, the layout conversions)? Those propose a parameter's stored order. */
 bool vl__fold_proposes_order(const vl_node *n);
 /* Is node i a split / unbind producer (aten.split_copy.Tensor, split_with_sizes_copy, unbind)? */
 bool vl__fold_is_split(const vl_node *n);

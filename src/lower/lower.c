@@ -241,8 +241,8 @@ static void count_copies(const vl_graph *g, vl_report *r, bool fold) {
   }
 }
 
-/* §3b (with param_layouts) picks the parameters' stored orders, then §3a folds; what became of
- * each relaid parameter's readers is known only after the fold. */
+/* With param_layouts the parameters' stored orders are picked first, then the fold runs; what
+ * became of each relaid parameter's readers is known only after the fold. */
 static vl_status fold_with_params(vl_graph *g, const vl_lower_options *opts, vl_report *r) {
   if (!opts->param_layouts) return vl__fold(g, r, NULL);
   vl_params *params = NULL;

@@ -4,7 +4,7 @@
  * is a layout-only op reading it as its input is eligible; its candidate orders are its declared
  * one, then the order each permuting reader (permute, transpose, t, squeeze, unsqueeze, alias, a
  * layout conversion) would have it in; each order scores the bytes of the readers that would
- * then pass §3a's layout test through P and every other condition of §3 with P as the base, and
+ * then pass the layout test through P and every other condition with P as the base, and
  * the best one (the earliest on ties) is written into P's val. Linear in nodes + edges: each
  * placeholder scores at most VL__PARAM_ORDERS distinct orders against its readers.
  *
@@ -65,7 +65,7 @@ static uint32_t own_rules(vl_alias *a, const vl_graph *g, uint32_t p) {
   if (n->mutated) rules |= 1u << VL_PARAM_MUTATED;
   if (n->val->dynamic) rules |= 1u << VL_PARAM_DYNAMIC;
   if (!vl_spec_numel(n->val, &numel) || numel <= 1) rules |= 1u << VL_PARAM_ONE_ELEMENT;
-  /* Not in §3b's list: a node that writes the parameter in place makes its storage a variable. */
+  /* Also: a node that writes the parameter in place makes its storage a variable. */
   if (a->first_writer[vl__alias_class(a, p)] != VL_NO_NODE) rules |= 1u << VL_PARAM_WRITTEN;
   return rules;
 }
@@ -143,8 +143,8 @@ typedef struct scorer {
   const bool *is_output; /* per node: listed in the output */
 } scorer;
 
-/* The bytes of p's readers that would be replaced with p stored in order: §3a's layout test
- * through candidate 1 (R = p) and every other condition of §3 with base p, readers taken in
+/* The bytes of p's readers that would be replaced with p stored in order: the layout test
+ * through candidate 1 (R = p) and every other condition with base p, readers taken in
  * graph order (a reader replaced whose storage the output lists makes p's storage an output for
  * the readers after it). */
 static int64_t score(scorer *s, uint32_t p, const uint8_t *order, bool *replaced) {

@@ -124,7 +124,7 @@ def assert_param_layouts_declared(e, res):
     by_name = {n["name"]: n for n in res.lowered["nodes"]}
     before = {n["name"]: n for n in e.graph["nodes"]}
     rep = res.report
-    if "params_relaid" not in rep:  # a core without §3b
+    if "params_relaid" not in rep:  # a core without parameter layouts
         return
     assert rep["params_relaid"] == len(rep["param_layouts"])
     for entry in rep["param_layouts"]:
