@@ -179,6 +179,12 @@ static void block_stream_u64(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy)
 VL__LEVEL_TILE(u8, 16, 1, 0)
 VL__LEVEL_TILE(u16, 8, 2, 1)
 VL__LEVEL_TILE(u32, 8, 4, 2)
+
+/* The float tile as a kernel of its own, for the AVX-512 table of Zen 4 (copy_avx512.c). */
+void vl__copy_avx2_tile_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
+                            ptrdiff_t sy) {
+  tile_u32(d, s, nx, ny, dx, sy);
+}
 VL__LEVEL_TILE(u64, 4, 8, 3)
 
 /* 16-row stripes of 8 x 16 blocks; the rows after the last stripe and planes thinner than a

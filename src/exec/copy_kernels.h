@@ -186,7 +186,13 @@ static inline int64_t vl__line_lead(const char *d, int64_t ky, int64_t e, int64_
 extern const vl__copy_kernels vl__copy_kernels_ssse3;
 extern const vl__copy_kernels vl__copy_kernels_avx2;
 extern const vl__copy_kernels vl__copy_kernels_avx512;
-/* The AVX-512 kernels as AMD cores run them best (copy_avx512.c); level_table picks it. */
+/* The AVX-512 kernels as AMD cores run them best (copy_avx512.c): Zen 4 (family 19h, whose
+ * 512-bit operations take two passes of its 256-bit units) and later cores; level_table picks
+ * one. */
 extern const vl__copy_kernels vl__copy_kernels_avx512_amd;
+extern const vl__copy_kernels vl__copy_kernels_avx512_zen4;
+/* The AVX2 level's float tile (copy_avx2.c), which the Zen 4 table takes. */
+void vl__copy_avx2_tile_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
+                            ptrdiff_t sy);
 
 #endif
