@@ -918,9 +918,10 @@ static void narrow_planes_match_reference_in_both_directions(void **state) {
  * streamed transposes for AMD ones, and Zen 4's, which takes the AVX2 level's float tile and
  * image kernels) called directly on any CPU that runs the level, so the tables the engine does
  * not pick on this CPU are checked too: every tile against the portable tile on random planes
- * with random strides and destination offsets, every streamed transpose on the planes its
- * contract allows (d on a line, dx a multiple of 64, 8 destination rows, ny * size a multiple
- * of 64), the 3-channel split and merge (where the table has its own) against a byte loop.
+ * with random strides and destination offsets (and the walks over whole planes, in random
+ * tile shapes), every streamed transpose on the planes its contract allows (d on a line, dx a
+ * multiple of 64, 8 destination rows, ny * size a multiple of 64), the 3-channel split and
+ * merge (where the table has its own) against a byte loop.
  * Bytes outside each destination element stay as they were. */
 static void the_avx512_tables_match_the_portable_kernels(void **state) {
   (void)state;
@@ -960,6 +961,11 @@ static void the_avx512_tables_match_the_portable_kernels(void **state) {
     if (stream) {
       t->stream[row](got + off, src, nx, ny, dx, sy);
       _mm_sfence();
+    } else if (t->plane[row] != NULL && rnd_below(&rs, 2) == 0) {
+      /* tiles of any shape the engine may pass: 1 .. nx by 1 .. ny, often the usual widths */
+      int64_t bx = rnd_below(&rs, 2) == 0 ? 16 << rnd_below(&rs, 3) : 1 + rnd_below(&rs, nx);
+      int64_t by = 1 + rnd_below(&rs, ny);
+      t->plane[row](got + off, src, nx, ny, dx, sy, bx < nx ? bx : nx, by);
     } else {
       t->tile[row](got + off, src, nx, ny, dx, sy);
     }

@@ -151,6 +151,7 @@ static void loops_move_inside(loops *L, size_t i) {
 typedef vl__line_fn line_fn;
 typedef vl__tile_fn tile_fn;
 typedef vl__narrow_fn narrow_fn;
+typedef vl__plane_fn plane_fn;
 #define NARROW_MAX VL__NARROW_MAX
 
 /* Row of the kernel tables for an element size of 1, 2, 4 or 8 bytes. */
@@ -200,6 +201,7 @@ typedef struct tile_choice {
   tile_fn fn;
   int64_t rows, bytes; /* source rows per tile, bytes of each */
   tile_fn stream;      /* the same level's streamed transpose, or NULL */
+  plane_fn plane;      /* the same level's walk over a plane, or NULL */
 } tile_choice;
 
 /* The tile kernel of the highest level <= level that has one for elem, with its shape. */
@@ -210,11 +212,12 @@ static tile_choice tile_for(vl_copy_level level, size_t elem) {
       size_t r = type_row(elem);
       if (t != NULL && t->tile[r] != NULL) {
         return (tile_choice){t->tile[r], t->tile_rows[r] ? t->tile_rows[r] : TILE_Y,
-                             t->tile_bytes[r] ? t->tile_bytes[r] : TILE_X_BYTES, t->stream[r]};
+                             t->tile_bytes[r] ? t->tile_bytes[r] : TILE_X_BYTES, t->stream[r],
+                             t->plane[r]};
       }
     }
   }
-  return (tile_choice){tile_portable(elem), TILE_Y, TILE_X_BYTES, NULL};
+  return (tile_choice){tile_portable(elem), TILE_Y, TILE_X_BYTES, NULL, NULL};
 }
 
 /* The narrow kernel (split or merge) for elem and nx rows, as tile_for. */
@@ -365,6 +368,10 @@ static void run_transpose(const inner *k, char *d, const char *s) {
   ptrdiff_t dx = L->dst[x], sy = L->src[y], e = (ptrdiff_t)L->elem;
   int64_t tx = tile_rows(dx, L->elem, k->tile.bytes);
   int64_t by = ny < ty ? ny : ty, bx = nx < tx ? nx : tx;
+  if (k->tile.plane != NULL) {
+    k->tile.plane(d, s, nx, ny, dx, sy, bx, by);
+    return;
+  }
   for (int64_t y0 = 0; y0 < ny; y0 += by) {
     if (y0 + by > ny) y0 = ny - by;
     for (int64_t x0 = 0; x0 < nx; x0 += bx) {

@@ -114,7 +114,8 @@ static void block_u16x16(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
   VL__INTERLEAVE_BLOCK(8, 3, _mm256_unpacklo_epi16, _mm256_unpackhi_epi16);
 }
 
-static void block_u32(char *d, const char *s, ptrdiff_t dx, ptrdiff_t sy) {
+static inline __attribute__((always_inline)) void block_u32(char *d, const char *s, ptrdiff_t dx,
+                                                            ptrdiff_t sy) {
   for (int h = 0; h < 2; h++) { /* columns 4h .. 4h + 3 */
     const char *c = s + 16 * h;
     __m256 t0 = LOAD2PS(c, c + 4 * sy), t1 = LOAD2PS(c + sy, c + 5 * sy);
@@ -184,6 +185,66 @@ VL__LEVEL_TILE(u32, 8, 4, 2)
 void vl__copy_avx2_tile_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
                             ptrdiff_t sy) {
   tile_u32(d, s, nx, ny, dx, sy);
+}
+
+/* The 8 x 8 blocks of one 8-row stripe w >= 8 columns wide: pairs of blocks, then the last
+ * block moved back to end at the edge (rewriting a few elements with the values they got). */
+static inline __attribute__((always_inline)) void stripe_u32(char *d, const char *s, int64_t w,
+                                                             ptrdiff_t dx, ptrdiff_t sy) {
+  int64_t x = 0;
+  for (; x + 16 <= w; x += 16) {
+    block_u32(d + x * dx, s + x * 4, dx, sy);
+    block_u32(d + (x + 8) * dx, s + (x + 8) * 4, dx, sy);
+  }
+  if (x < w) {
+    block_u32(d + (w - 8) * dx, s + (w - 8) * 4, dx, sy);
+    if (w - x > 8) block_u32(d + x * dx, s + x * 4, dx, sy);
+  }
+}
+
+/* One tile of w x h >= 8 x 8: its stripes by pointer steps, the last moved back. */
+static inline __attribute__((always_inline)) void walk_u32(char *d, const char *s, int64_t w,
+                                                           int64_t h, ptrdiff_t dx, ptrdiff_t sy) {
+  int64_t y = 0;
+  for (char *o = d; y + 8 <= h; y += 8, o += 32, s += 8 * sy) stripe_u32(o, s, w, dx, sy);
+  if (y < h) stripe_u32(d + (h - 8) * 4, s - y * sy + (h - 8) * sy, w, dx, sy);
+}
+
+/* The float tile's walk over a plane in tiles of bx x by (the last ones narrower, or moved back
+ * when narrower than a block), all in one function: the stripes advance by pointer steps
+ * instead of the tile's move-back test on every stripe, and the usual tile widths (16, 32 and
+ * 64 columns: the engine narrows tiles to 4 x the cache sets their rows share) compile with
+ * their block counts known. On Zen 4, float32 [1,64,112,112] channels-last (16-column tiles)
+ * read 0.69-0.72x memcpy through the tile called per tile and 0.79x with this walk, in a
+ * scratch harness alternating both with memcpy on the same buffers. */
+void vl__copy_avx2_plane_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
+                             ptrdiff_t sy, int64_t bx, int64_t by) {
+  if (nx < 8 || ny < 8 || bx < 8 || by < 8) {
+    tile_u32(d, s, nx, ny, dx, sy);
+    return;
+  }
+  for (int64_t y0 = 0; y0 < ny; y0 += by) {
+    int64_t h = ny - y0 < by ? ny - y0 : by;
+    if (h < 8) {
+      y0 = ny - 8;
+      h = 8;
+    }
+    for (int64_t x0 = 0; x0 < nx; x0 += bx) {
+      int64_t w = nx - x0 < bx ? nx - x0 : bx;
+      if (w < 8) {
+        x0 = nx - 8;
+        w = 8;
+      }
+      char *o = d + x0 * dx + y0 * 4;
+      const char *i = s + x0 * 4 + y0 * sy;
+      switch (w) {
+      case 16: walk_u32(o, i, 16, h, dx, sy); break;
+      case 32: walk_u32(o, i, 32, h, dx, sy); break;
+      case 64: walk_u32(o, i, 64, h, dx, sy); break;
+      default: walk_u32(o, i, w, h, dx, sy); break;
+      }
+    }
+  }
 }
 VL__LEVEL_TILE(u64, 4, 8, 3)
 

@@ -349,7 +349,8 @@ const vl__copy_kernels vl__copy_kernels_avx512_zen4 = {
     .tile = {tile_u8_p, tile_u16_p, vl__copy_avx2_tile_u32, tile_u64_i},
     .tile_rows = {0, 512, 512, 512},
     .tile_bytes = {64, 256, 512, 512},
-    .stream = {NULL, NULL, stream_u32, stream_u64}};
+    .stream = {NULL, NULL, stream_u32, stream_u64},
+    .plane = {NULL, NULL, vl__copy_avx2_plane_u32, NULL}};
 #elif defined(__x86_64__)
 const vl__copy_kernels vl__copy_kernels_avx512 = {.tile = {NULL}};
 const vl__copy_kernels vl__copy_kernels_avx512_amd = {.tile = {NULL}};

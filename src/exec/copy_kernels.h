@@ -18,6 +18,10 @@ typedef void (*vl__line_fn)(char *d, const char *s, int64_t n, ptrdiff_t ds, ptr
  * destination is contiguous along y, the source along x). */
 typedef void (*vl__tile_fn)(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
                             ptrdiff_t sy);
+/* A whole transpose plane as tile_fn's, walked in tiles of bx x by elements (the engine's
+ * shape for the plane) by the kernel itself, so its loops and blocks compile as one. */
+typedef void (*vl__plane_fn)(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
+                             ptrdiff_t sy, int64_t bx, int64_t by);
 /* Narrow planes of NX = 2..4 rows. split: n dense source rows of NX elements become NX
  * destination rows stride bytes apart (deinterleave); merge: NX source rows stride bytes apart
  * become n dense destination rows of NX elements (interleave). */
@@ -36,6 +40,9 @@ typedef struct vl__copy_kernels {
    * multiple of 64 and ny * size a multiple of 64; the caller fences. NULL: the engine
    * transposes into a buffer and streams that out. Used only with this table's own tile. */
   vl__tile_fn stream[4];
+  /* The tile's walk over a whole plane (vl__plane_fn), or NULL: the engine calls the tile once
+   * per tile. Used only with this table's own tile. */
+  vl__plane_fn plane[4];
 } vl__copy_kernels;
 
 /* The portable kernels (copy_portable.c): every entry set. Its tiles also serve the planes
@@ -191,8 +198,11 @@ extern const vl__copy_kernels vl__copy_kernels_avx512;
  * one. */
 extern const vl__copy_kernels vl__copy_kernels_avx512_amd;
 extern const vl__copy_kernels vl__copy_kernels_avx512_zen4;
-/* The AVX2 level's float tile (copy_avx2.c), which the Zen 4 table takes. */
+/* The AVX2 level's float tile and its walk over a plane (copy_avx2.c), which the Zen 4 table
+ * takes. */
 void vl__copy_avx2_tile_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
                             ptrdiff_t sy);
+void vl__copy_avx2_plane_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
+                             ptrdiff_t sy, int64_t bx, int64_t by);
 
 #endif
