@@ -55,7 +55,7 @@ _OPTIONS = {
     ),
     "fold": attr.bool(
         default = True,
-        doc = "Lowering option fold (the layout algebra, SPEC §3a); False passes --no-fold.",
+        doc = "Lowering option fold (the layout algebra); False passes --no-fold.",
     ),
     "policy": attr.string(
         default = "safe",
@@ -97,7 +97,7 @@ viewlower_lower = rule(
     implementation = _viewlower_lower_impl,
     attrs = dict(_OPTIONS, **_TOOL),
     doc = "Lowers graph: <name>.json is the lowered graph, <name>.report.json the report " +
-          "(SPEC §3), byte for byte as `viewlowerctl --local lower` prints them.",
+          "(docs/format.md §3), byte for byte as `viewlowerctl --local lower` prints them.",
 )
 
 def _viewlower_export_impl(ctx):
@@ -151,7 +151,7 @@ viewlower_export = rule(
         ),
         "_frontend": attr.label(default = Label("//:python_frontend")),
     },
-    doc = "Exports a PyTorch model to graph JSON (<name>.json) with the front end (SPEC §10).",
+    doc = "Exports a PyTorch model to graph JSON (<name>.json) with the front end (python/viewlower).",
 )
 
 def _shell_quote(s):

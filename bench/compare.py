@@ -14,7 +14,7 @@ shipped unit (systemd/viewlowerd.service), so the daemon measured is the one a s
 viewlower-bench --daemon measures the in-process and blob figures, viewlower-load the socket
 rate of small lowers. The figures carry the flag as "worker_nice".
 
-Prints one JSON object: SPEC section 9's, each copy entry with torch_gbps, torch_all_gbps,
+Prints one JSON object: viewlower-bench's (docs/kernels.md, Benchmark), each copy entry with torch_gbps, torch_all_gbps,
 numpy_gbps (medians; *_best_gbps from the fastest sample) and their ratios to memcpy, plus
 "daemon": {lower_small_rps_socket (clients corked), lower_small_rps_socket_uncorked,
 lower_small_rps_inprocess, blob_64mib_roundtrip_gbps,

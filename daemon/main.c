@@ -1,7 +1,7 @@
 /* main.c - viewlowerd: parse flags, size the thread pool, ignore SIGPIPE, run the server (its
  * first event loop on this thread, the others on threads of their own) until a stop signal
  * drains it, then close the loops. Runs in the foreground:
- * no fork, no pidfile (SPEC §7). Exit codes: 0 after a stop signal, 1 when the daemon cannot
+ * no fork, no pidfile (docs/daemon.md). Exit codes: 0 after a stop signal, 1 when the daemon cannot
  * start, 64 on a usage error. */
 #include <signal.h>
 #include <stdio.h>

@@ -29,7 +29,7 @@ LAYOUTS = {"strided": torch.strided}
 
 def dtype_name(dt: torch.dtype, where: str = "") -> str:
     if dt not in DTYPE_NAMES:
-        raise ExportError(f"dtype {dt} is not one of SPEC §1's dtypes", kind="unsupported",
+        raise ExportError(f"dtype {dt} is not one of the graph format's dtypes (docs/format.md §1)", kind="unsupported",
                           path=where)
     return DTYPE_NAMES[dt]
 

@@ -1,4 +1,4 @@
-/* copy.c - the layout-aware copy engine and the view_copy kernel (SPEC §4).
+/* copy.c - the layout-aware copy engine and the view_copy kernel (docs/kernels.md).
  *
  * A strided copy is first reduced to the fewest loops: size-1 dims are dropped, dims are ordered
  * by destination stride and merged where they stay adjacent in both buffers, and a run that is
@@ -759,7 +759,7 @@ vl_status vl_copy_permute(const vl_spec *dst_spec, void *dst, const vl_spec *src
 
 /* ---- view_copy --------------------------------------------------------------------------- */
 
-/* Resolves size against self (SPEC §4) into shape. */
+/* Resolves size against self (view_copy's size rule, docs/kernels.md) into shape. */
 static vl_status view_shape(const vl_tensor *self, const int64_t *size, size_t size_rank,
                             int64_t *shape, vl_error *err) {
   int64_t numel;
