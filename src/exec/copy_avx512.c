@@ -338,13 +338,13 @@ const vl__copy_kernels vl__copy_kernels_avx512_amd = {
  * float transposes of the AMD table (48 inserts and 32 shuffles of 512 bits a KiB) cost about
  * twice the AVX2 level's 8 x 8 blocks (32 inserts and 64 shuffles of 256 bits), and the
  * 3-channel byte images run faster on the AVX2 level's 256-bit kernels too: this table is the
- * AMD one with the AVX2 level's float tile (still streaming with the AMD table's kernel from
- * STREAM_MIN_BYTES) and no image kernels (the engine takes the AVX2 level's). Measured on an
- * AMD EPYC (Zen 4, 1 MiB L2 a core, 32 MiB L3), alternated runs against the AMD table: float32
- * [1,64,112,112] channels-last 0.62-0.63x -> 0.67-0.72x memcpy, [1,768,14,14] 0.67-0.69x ->
- * 0.71-0.77x, [1,64,32,32] 0.44-0.45x -> 0.48x; uint8 224^2 images NHWC -> NCHW 0.66-0.73x ->
- * 0.84-0.96x, NCHW -> NHWC 0.77-0.85x -> 0.81-0.91x; byte, 2-byte and 8-byte transposes and
- * the 25.7 MB float copy (streamed) unchanged. */
+ * AMD one with the AVX2 level's float tile and its walk over whole planes (still streaming with
+ * the AMD table's kernel past the streaming threshold) and no image kernels (the engine takes
+ * the AVX2 level's). Measured on an AMD EPYC (Zen 4, 1 MiB L2 a core, 32 MiB L3), alternated
+ * runs against the AMD table, median ours_vs_memcpy: float32 [1,64,112,112] channels-last 0.62
+ * -> 0.72 with the tile, 0.80 with the walk; [1,768,14,14] 0.68 -> 0.78; uint8 224^2 images
+ * NHWC -> NCHW 0.66 -> 0.87, NCHW -> NHWC 0.78 -> 0.82; byte, 2-byte and 8-byte transposes and
+ * the 25.7 MB float copy (streamed) unchanged (docs/kernels.md). */
 const vl__copy_kernels vl__copy_kernels_avx512_zen4 = {
     .tile = {tile_u8_p, tile_u16_p, vl__copy_avx2_tile_u32, tile_u64_i},
     .tile_rows = {0, 512, 512, 512},
