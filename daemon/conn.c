@@ -367,7 +367,8 @@ static bool over_limits(vld_conn *c) {
   return false;
 }
 
-/* A broken frame stream: answer with id null (docs/protocol.md, Frames), read nothing more, close when done. */
+/* A broken frame stream: answer with id null (docs/protocol.md, Frames), read nothing more, close
+ * when done. */
 static void frame_error(vld_conn *c, vl_error *err) {
   if (err->code == VL_ERR_PROTOCOL) {
     err->code = VL_ERR_INVALID_REQUEST; /* bad magic: -32600 invalid_request on the wire */

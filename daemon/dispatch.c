@@ -385,8 +385,8 @@ static void drop_cancelled(work *w) {
 }
 
 /* Work the drain timeout took off the queue before it started: its client is still there, so it
- * gets -32007 (docs/protocol.md: every accepted request gets exactly one response). Nothing ran on the
- * pool, so the frame is intact for finding the id when the loop did not parse it. */
+ * gets -32007 (docs/protocol.md: every accepted request gets exactly one response). Nothing ran on
+ * the pool, so the frame is intact for finding the id when the loop did not parse it. */
 static void respond_shutting_down(work *w) {
   vl_error err;
   vl_error_set(&err, VL_ERR_SHUTTING_DOWN, "",
