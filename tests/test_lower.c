@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "lower/fold_ops.h"
+#include "viewlower/interp.h"
 #include "viewlower/lower.h"
 
 #define G(skip)                                                                                    \
@@ -399,6 +400,53 @@ static void a_view_of_a_mutated_buffer_is_base_mutable_input(void **state) {
                CALL("r", "aten.relu.default", "[\"v\"]", VAL6) OUT("[\"r\"]"));
   expect(&l, "v", R(BASE_MUTABLE_INPUT));
   done(&l);
+}
+
+/* A view_copy that writes another tensor (kwargs.out, mutates) and whose own result nobody reads
+ * is no dead copy: its write is read through the tensor it writes (q reads z, or x). Dead removal
+ * took it, so z kept its input values and q came out wrong, under fold and without it. */
+static void a_view_copy_that_writes_is_never_removed_as_dead(void **state) {
+  (void)state;
+  static const char *const graphs[] = {
+      HEAD PH("x", "float32", "[2,3]") "," PH("z", "float32", "[6]")
+          CALLK("v", "aten.view_copy.default", "[\"x\",[6]]", "{\"out\":\"z\"}", VAL6)
+              CALL("q", "aten.relu.default", "[\"z\"]", VAL6) OUT("[\"q\"]"),
+      HEAD PH("x", "float32", "[2,3]") "," PH("z", "float32", "[6]")
+          ",{\"name\":\"v\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+          "\"args\":[\"x\",[6]],\"mutates\":[\"x\"]," VAL6 "}"
+              CALL("q", "aten.relu.default", "[\"x\"]", VAL23) OUT("[\"q\"]")};
+  for (size_t k = 0; k < 2; k++) {
+    for (int fold = 0; fold <= 1; fold++) {
+      lowered l = lower_opts(graphs[k], true, VL_POLICY_SAFE, fold);
+      assert_int_equal(l.r.removed_dead, 0);
+      const vl_node *v = node(&l, "v");
+      assert_non_null(v);
+      if (k == 0) { /* its result is the storage it writes: a copy that stays */
+        assert_int_equal(l.r.kept, 1);
+        assert_int_equal(decision(&l, "v")->reasons, R(VIEW_MUTATED));
+        assert_string_equal(v->target, "aten.view_copy.default");
+        assert_int_equal(v->out, 1);
+      } else { /* it owns its result: decided as any view_copy, and still writes x */
+        assert_int_equal(l.r.replaced + l.r.kept, 1);
+        assert_int_equal(v->n_mutates, 1);
+      }
+      done(&l);
+    }
+  }
+  /* The write is the program's: running before and after lowering gives the same q. */
+  vl_graph *g;
+  vl_error err;
+  vl_verify_result vr;
+  vl_lower_options o;
+  vl_lower_options_default(&o);
+  assert_int_equal(vl_graph_parse(graphs[0], strlen(graphs[0]), NULL, &g, &err), VL_OK);
+  for (int fold = 0; fold <= 1; fold++) {
+    o.fold = fold;
+    assert_int_equal(vl_verify(g, &o, NULL, 7, NULL, &vr, &err), VL_OK);
+    assert_true(vr.equal);
+    vl_verify_result_clear(&vr);
+  }
+  vl_graph_free(g);
 }
 
 static void a_view_of_a_view_whose_root_is_written_later_is_kept(void **state) {
@@ -1269,6 +1317,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_chain_of_four_views_ends_on_the_root_and_dead_ones_go),
       cmocka_unit_test(normalized_views_on_the_root_are_all_kept_alive_when_used),
+      cmocka_unit_test(a_view_copy_that_writes_is_never_removed_as_dead),
       cmocka_unit_test(upstream_model_replaces_three_and_keeps_the_two_outputs),
       cmocka_unit_test(patch_embedding_flatten_of_channels_last_is_kept_in_both_spellings),
       cmocka_unit_test(patch_embedding_with_a_contiguous_base_is_replaced),

@@ -210,6 +210,10 @@ void vl__node_for_each_write(const vl_node *n, vl__ref_fn fn, void *ctx) {
   for (uint32_t i = 0; i < n->n_mutates; i++) fn(ctx, n->mutates[i]);
 }
 
+bool vl__node_writes(const vl_node *n) {
+  return writes_arg0(n) || n->out != VL_NO_NODE || n->n_mutates > 0;
+}
+
 static vl_status node_clone(vl__store *st, const vl_node *s, vl_node *d) {
   *d = *s;
   d->args = NULL;

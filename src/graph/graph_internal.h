@@ -11,6 +11,9 @@ typedef void (*vl__ref_fn)(void *ctx, uint32_t ref);
 void vl__node_for_each_ref(const vl_node *n, vl__ref_fn fn, void *ctx);
 /* Calls fn(ctx, ref) for every argument n writes: an in-place op's arg 0, kwargs.out, mutates. */
 void vl__node_for_each_write(const vl_node *n, vl__ref_fn fn, void *ctx);
+/* Does n write any argument (vl__node_for_each_write has something to call back)? A node that
+ * writes is never removed as dead: its write is read through the written storage. */
+bool vl__node_writes(const vl_node *n);
 /* Rewrites every reference of n through map (old index -> new index). */
 void vl__node_remap_refs(vl_node *n, const uint32_t *map);
 /* src into dst, its lists and strings copied into store s (references kept). */

@@ -352,7 +352,10 @@ static vl_status decide_all(folder *x) {
 
 /* ---- merge and dead removal --------------------------------------------------------------------- */
 
+/* A layout-only node or a split producer, unless it writes (a view_copy with kwargs.out or
+ * mutates): what it writes is read through that storage, not through its result. */
 static bool removable(const folder *x, uint32_t i) {
+  if (vl__node_writes(&x->g->nodes[i])) return false;
   return x->kind[i] != VL_FOLD_NONE || vl__fold_is_split(&x->g->nodes[i]);
 }
 

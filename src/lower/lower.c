@@ -82,9 +82,12 @@ static void drop_ref(void *p, uint32_t ref) {
 }
 
 /* May node i go when nothing reads it? Without fold: a view_copy. With fold: every layout-only
- * node (counted), and a split producer none of whose outputs is read (not counted). */
+ * node (counted), and a split producer none of whose outputs is read (not counted). Never a node
+ * that writes (kwargs.out, mutates): its write is read through the written storage, not through
+ * its own result (docs/format.md §3). */
 static bool removable(const vl_graph *g, uint32_t i, bool fold, bool *counts) {
   *counts = true;
+  if (vl__node_writes(&g->nodes[i])) return false;
   if (!fold) return vl__is_view_copy(&g->nodes[i]);
   if (vl__fold_kind(g, i, NULL) != VL_FOLD_NONE) return true;
   *counts = false;
