@@ -449,6 +449,36 @@ static void a_view_copy_that_writes_is_never_removed_as_dead(void **state) {
   vl_graph_free(g);
 }
 
+/* A view_copy that lists its base in mutates writes that view_copy: normalization moved its
+ * args[0] to the root and left mutates naming a node that was no argument any more, so the
+ * lowered graph failed validation ("/nodes/2/mutates/0: \"a\" is not among the node's
+ * arguments") and could not be lowered again. It keeps its base now. */
+static void a_view_copy_that_writes_its_base_keeps_it_and_the_lowered_graph_validates(void **state) {
+  (void)state;
+  const char *json =
+      HEAD PH("x", "float32", "[2,3]") VIEW("a", "x", "[6]", "[6]", "[0]")
+          ",{\"name\":\"c\",\"op\":\"call_function\",\"target\":\"aten.view_copy.default\","
+          "\"args\":[\"a\",[3,2]],\"mutates\":[\"a\"]," VAL("[3,2]", "[0,1]") "}"
+              CALL("r", "aten.relu.default", "[\"c\"]", VAL("[3,2]", "[0,1]"))
+                  CALL("q", "aten.relu.default", "[\"a\"]", VAL6) OUT("[\"r\",\"q\"]");
+  for (int fold = 0; fold <= 1; fold++) {
+    lowered l = lower_opts(json, true, VL_POLICY_SAFE, fold);
+    assert_int_equal(l.r.normalized, 0);
+    const vl_node *c = node(&l, "c");
+    assert_non_null(c);
+    assert_int_equal(c->n_mutates, 1);
+    assert_int_equal(c->args[0].u.ref, c->mutates[0]);
+    char *text = vl_graph_print(l.g);
+    vl_graph *again;
+    vl_error err;
+    if (vl_graph_parse(text, strlen(text), NULL, &again, &err) != VL_OK)
+      fail_msg("the lowered graph (fold %d) does not validate: %s: %s", fold, err.path, err.message);
+    vl_graph_free(again);
+    free(text);
+    done(&l);
+  }
+}
+
 static void a_view_of_a_view_whose_root_is_written_later_is_kept(void **state) {
   (void)state;
   lowered l = lower_safe(BASE6 VIEW("v1", "b", "[3,2]", "[3,2]", "[0,1]") VIEW(
@@ -1318,6 +1348,7 @@ int main(void) {
       cmocka_unit_test(a_chain_of_four_views_ends_on_the_root_and_dead_ones_go),
       cmocka_unit_test(normalized_views_on_the_root_are_all_kept_alive_when_used),
       cmocka_unit_test(a_view_copy_that_writes_is_never_removed_as_dead),
+      cmocka_unit_test(a_view_copy_that_writes_its_base_keeps_it_and_the_lowered_graph_validates),
       cmocka_unit_test(upstream_model_replaces_three_and_keeps_the_two_outputs),
       cmocka_unit_test(patch_embedding_flatten_of_channels_last_is_kept_in_both_spellings),
       cmocka_unit_test(patch_embedding_with_a_contiguous_base_is_replaced),

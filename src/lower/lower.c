@@ -48,7 +48,9 @@ static vl_status normalize(vl_graph *g, bool safe, vl_report *r) {
   for (uint32_t i = 0; i < g->n_nodes; i++) s.last_write[i] = VL_NO_NODE;
   for (s.w = 0; s.w < g->n_nodes; s.w++) {
     vl_node *v = &g->nodes[s.w];
-    if (vl__is_view_copy(v)) {
+    /* A view_copy listing its base in mutates writes that node: it keeps reading it (mutates
+     * names arguments), so the lowered graph stays valid and the write stays where it was. */
+    if (vl__is_view_copy(v) && v->n_mutates == 0) {
       uint32_t base = v->args[0].u.ref, start = base;
       while (vl__is_view_copy(&g->nodes[base]) &&
              may_skip(&s, &a, base, g->nodes[base].args[0].u.ref, safe)) {
