@@ -2,9 +2,9 @@
  * lowering never changes a value the program computes.
  *
  * Each case generates a small random graph (docs/format.md §2) of 24-element float32 tensors mixing
- * view_copy, dim-order clones, permutes and writes (add_, copy_, add with out=), then runs
- * vl_verify on it: under safe (remove_view_copy true and false) every output must be equal bit
- * for bit; under legacy some generated graph must mismatch, so the generator is known to reach
+ * view_copy, dim-order clones, permutes and writes (add_, copy_, add and view_copy with out=), then
+ * runs vl_verify on it: under safe (remove_view_copy true and false, every other case with a
+ * memory plan) every output must be equal bit for bit; under legacy some generated graph must mismatch, so the generator is known to reach
  * the cases where aliasing is wrong. A failure prints the case seed and the whole graph JSON;
  * VL_VERIFY_RANDOM_SEED=<seed> reruns that one case alone, VL_VERIFY_RANDOM_CASES=<n> runs n
  * cases instead of the build's count (tests/budget.h; VL_TEST_CASE_PERCENT scales it). */
@@ -225,6 +225,13 @@ static bool gen_node(rng *r, text *t, tensor_ref *ts, int n, const char *name) {
     random_order(r, x->s.rank, res->order);
     call_head(t, name, "aten.add.Tensor");
     put(t, ",\"args\":[\"%s\",\"%s\"]", x->name, u->name);
+  } else if (rng_pct(r, 50)) { /* view_copy of another tensor with out=: writes x */
+    const tensor_ref *w = &ts[rng_int(r, 0, n - 1)];
+    if (w == x) return false;
+    call_head(t, name, "aten.view_copy.default");
+    put(t, ",\"args\":[\"%s\",", w->name);
+    put_ints(t, x->s.dims, x->s.rank);
+    put(t, "],\"kwargs\":{\"out\":\"%s\"}", x->name);
   } else { /* out=: writes x */
     if ((u = pick_same_shape(r, ts, n, x, x)) == NULL) return false;
     call_head(t, name, "aten.add.Tensor");
@@ -296,6 +303,10 @@ static bool run_verify(const vl_graph *g, bool remove, vl_policy policy, uint64_
   vl_lower_options_default(&o);
   o.remove_view_copy = remove;
   o.policy = policy;
+  /* Every other case also plans the lowered graph (alignments 1 to 128) and runs it in its
+   * arena, so a plan that puts two live storages in the same bytes shows as a mismatch. */
+  o.plan = policy == VL_POLICY_SAFE && seed % 2 == 1;
+  o.plan_alignment = (int64_t)1 << (seed / 2 % 8);
   vl_status st = vl_verify(g, &o, NULL, seed, NULL, r, &err);
   if (st != VL_OK)
     fail_case(seed, json, "verify (%s, remove_view_copy %s) failed: %s: %s",
