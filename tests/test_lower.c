@@ -479,6 +479,43 @@ static void a_view_copy_that_writes_its_base_keeps_it_and_the_lowered_graph_vali
   }
 }
 
+/* A memory.view of the input names the owner it came with (the parser takes alias_of as given).
+ * Its base v, a view_copy, became a view of x here, so "alias_of": "v" named a node that owns
+ * nothing; an alias_of naming a view_copy w removed as dead was printed as no alias_of at all.
+ * Every view of the lowered graph now names its storage's owner, x, in both cases; offsets stay
+ * relative to args[0], and the values are the same (verify). */
+#define MV(name, base, alias)                                                                      \
+  ",{\"name\":\"" name "\",\"op\":\"call_function\",\"target\":\"memory.view\",\"args\":[\"" base  \
+  "\",[4]],\"alias_of\":\"" alias "\",\"offset\":1," VAL("[4]", "[0]") "}"
+static void views_of_the_input_name_their_owner_after_lowering(void **state) {
+  (void)state;
+  static const char *const graphs[] = {
+      HEAD PH("x", "float32", "[2,3]") VIEW("v", "x", "[6]", "[6]", "[0]") MV("mv", "v", "v")
+          CALL("r", "aten.relu.default", "[\"mv\"]", VAL("[4]", "[0]")) OUT("[\"r\"]"),
+      HEAD PH("x", "float32", "[2,3]") VIEW("w", "x", "[3,2]", "[3,2]", "[0,1]") MV("mv", "x", "w")
+          CALL("r", "aten.relu.default", "[\"mv\"]", VAL("[4]", "[0]")) OUT("[\"r\"]")};
+  for (size_t k = 0; k < 2; k++) {
+    for (int fold = 0; fold <= 1; fold++) {
+      lowered l = lower_opts(graphs[k], true, VL_POLICY_SAFE, fold);
+      const vl_node *mv = node(&l, "mv");
+      assert_non_null(mv);
+      assert_int_not_equal(mv->alias_of, VL_NO_NODE);
+      assert_string_equal(l.g->nodes[mv->alias_of].name, "x");
+      assert_int_equal(mv->offset, 1);
+      if (k == 0) assert_string_equal(l.g->nodes[node(&l, "v")->alias_of].name, "x");
+      done(&l);
+    }
+    vl_graph *g;
+    vl_error err;
+    vl_verify_result vr;
+    assert_int_equal(vl_graph_parse(graphs[k], strlen(graphs[k]), NULL, &g, &err), VL_OK);
+    assert_int_equal(vl_verify(g, NULL, NULL, 7, NULL, &vr, &err), VL_OK);
+    assert_true(vr.equal);
+    vl_verify_result_clear(&vr);
+    vl_graph_free(g);
+  }
+}
+
 static void a_view_of_a_view_whose_root_is_written_later_is_kept(void **state) {
   (void)state;
   lowered l = lower_safe(BASE6 VIEW("v1", "b", "[3,2]", "[3,2]", "[0,1]") VIEW(
@@ -1349,6 +1386,7 @@ int main(void) {
       cmocka_unit_test(normalized_views_on_the_root_are_all_kept_alive_when_used),
       cmocka_unit_test(a_view_copy_that_writes_is_never_removed_as_dead),
       cmocka_unit_test(a_view_copy_that_writes_its_base_keeps_it_and_the_lowered_graph_validates),
+      cmocka_unit_test(views_of_the_input_name_their_owner_after_lowering),
       cmocka_unit_test(upstream_model_replaces_three_and_keeps_the_two_outputs),
       cmocka_unit_test(patch_embedding_flatten_of_channels_last_is_kept_in_both_spellings),
       cmocka_unit_test(patch_embedding_with_a_contiguous_base_is_replaced),

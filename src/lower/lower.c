@@ -276,6 +276,23 @@ static vl_status plan_after(vl_graph *g, const vl_lower_options *opts, vl_report
   return vl_plan(g, opts->plan_alignment, &r->plan, err);
 }
 
+/* Every memory.view of the lowered graph names its storage's owner in alias_of (docs/format.md
+ * §3). The views this lowering makes get it as they are made; a view that came with the input
+ * keeps what it came with, which the parser takes as given and which goes stale when its base
+ * becomes a view here (memory.view(v) with alias_of v, v a view_copy now aliasing p, named v,
+ * which owns nothing any more; or a node removed as dead, and the view printed with no alias_of).
+ * So when the input had views, every view is given its class's owner in the final graph (the
+ * earliest node of the class, as the views made here). */
+static vl_status name_view_owners(vl_graph *g) {
+  vl_alias a;
+  if (vl__alias_build(&a, g) != VL_OK) return VL_ERR_NOMEM;
+  for (uint32_t i = 0; i < g->n_nodes; i++) {
+    if (vl__is_memory_view(&g->nodes[i])) g->nodes[i].alias_of = vl__alias_class(&a, i);
+  }
+  vl__alias_free(&a);
+  return VL_OK;
+}
+
 vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report, vl_error *err) {
   vl_lower_options dflt;
   if (opts == NULL) {
@@ -285,9 +302,11 @@ vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report,
   memset(report, 0, sizeof *report);
   /* The legacy policy ignores fold (docs/format.md §3, "Options"). */
   bool fold = opts->fold && opts->policy == VL_POLICY_SAFE;
+  uint32_t input_views = 0;
   for (uint32_t i = 0; i < g->n_nodes; i++) {
     report->view_copy_nodes += vl__is_view_copy(&g->nodes[i]);
     report->layout_copy_nodes += considered(g, i, fold);
+    input_views += vl__is_memory_view(&g->nodes[i]);
   }
   vl_status st;
   if (!opts->remove_view_copy) {
@@ -296,6 +315,7 @@ vl_status vl_lower(vl_graph *g, const vl_lower_options *opts, vl_report *report,
     st = normalize(g, opts->policy == VL_POLICY_SAFE, report);
     if (st == VL_OK) st = remove_dead(g, report, fold);
     if (st == VL_OK) st = fold ? fold_with_params(g, opts, report) : replace(g, opts, report);
+    if (st == VL_OK && input_views > 0) st = name_view_owners(g);
   }
   if (st == VL_OK) count_copies(g, report, fold);
   if (st == VL_OK) st = plan_after(g, opts, report, err);
