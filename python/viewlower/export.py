@@ -94,6 +94,11 @@ def load_callable(spec: str) -> Any:
             mod = importlib.import_module(mod_name)
     except (ImportError, OSError) as e:
         raise UsageError(f"MODEL {spec!r}: {e}")
+    except Exception as e:  # the module's own code raised while it was imported (a SyntaxError
+        # of file.py, an exception at its top level): a usage error naming it, not a traceback
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise UsageError(f"MODEL {spec!r}: importing {mod_name} failed: {type(e).__name__}: "
+                         f"{first}{_model_frame(e)}")
     fn = mod
     for part in attr.split("."):
         if not hasattr(fn, part):
@@ -113,6 +118,12 @@ def build_model(spec: str, kwargs: Dict[str, Any], train: bool = False,
         model = fn(**kwargs)
     except TypeError as e:  # a keyword the callable does not take
         raise UsageError(f"MODEL {spec!r}: {e}")
+    except Exception as e:  # the constructor itself failed (torchvision's quantized models
+        # without a quantized engine: "Quantized backend not supported"): one line, not a
+        # traceback, and still one JSON object with --json
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ExportError(f"building the model failed: {type(e).__name__}: {first}"
+                          f"{_model_frame(e)}", kind="build_failed")
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"MODEL {spec!r} returned a {type(model).__name__}, not a torch.nn.Module")
     model.train(train)
@@ -231,7 +242,8 @@ def _model_frame(e: BaseException) -> str:
     torch_dir = os.path.dirname(torch.__file__) + os.sep
     frames = [f for f in traceback.extract_tb(e.__traceback__)
               if f.filename != __file__ and not f.filename.startswith(torch_dir)
-              and os.sep + "functorch" + os.sep not in f.filename]
+              and os.sep + "functorch" + os.sep not in f.filename
+              and not f.filename.startswith("<frozen")]  # importlib's machinery
     if not frames:
         return ""
     f = frames[-1]

@@ -276,3 +276,26 @@ def test_lower_plan_alignment_reaches_the_lowering(tmp_path, daemon):
     assert all(n["mem_offset"] % 64 == 0 for n in lowered["nodes"] if "mem_offset" in n)
     mine = plan.figures(lowered)
     assert {k: res["report"]["plan"][k] for k in mine} == mine
+
+
+def test_a_model_whose_constructor_raises_is_invalid_input_with_one_json_object(tmp_path):
+    # torchvision's quantized models raise RuntimeError("Quantized backend not supported") on
+    # a torch without a quantized engine: that was a traceback and no JSON object.
+    f = tmp_path / "broken.py"
+    f.write_text("def make():\n    raise RuntimeError('no backend\\nsecond line')\n")
+    p = cli("check", f"{f}:make", "--input", "1,3,8,8", "--local", "--json")
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr
+    out = json.loads(p.stdout)
+    assert out["error"]["kind"] == "build_failed"
+    assert out["error"]["message"] == \
+        "building the model failed: RuntimeError: no backend (at broken.py:2, in make)"
+
+
+def test_a_model_file_that_does_not_import_is_a_usage_error_not_a_traceback(tmp_path):
+    f = tmp_path / "bad.py"
+    f.write_text("def make(:\n")
+    p = cli("export", f"{f}:make", "--input", "1,3,8,8")
+    assert p.returncode == 64, p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.stderr.startswith(f"viewlower: MODEL '{f}:make': importing {f} failed: SyntaxError")
