@@ -551,8 +551,11 @@ class _Builder:
             elif isinstance(v, dict):
                 for x in v.values():
                     walk(x)
-            else:
-                raise ExportError(f"model output {v!r} is not a tensor", kind="unsupported",
+            else:  # the i-th leaf of the outputs as trace() flattens them (0-based)
+                raise ExportError(f"output {len(flat)} of the model (counting the leaves of "
+                                  f"its lists, tuples and dicts from 0) is "
+                                  f"{type(v).__name__} {v!r}, not a tensor: every output of "
+                                  f"a graph is a tensor", kind="unsupported",
                                   path=self.where() + "/args")
         walk(n.args)
         return {"name": "output" if "output" not in self.fx_of else n.name, "op": "output",

@@ -335,3 +335,15 @@ def test_a_failed_trace_names_the_line_of_the_model_that_caused_it():
     line = DataDependent.forward.__code__.co_firstlineno + 1
     assert e.value.kind == "trace_failed"
     assert str(e.value).endswith(f"(at test_export.py:{line}, in forward)"), str(e.value)
+
+
+def test_an_output_that_is_not_a_tensor_is_named_by_its_position_and_value():
+    """A model returning (x.sum(), x.shape[0]) was refused as "model output 2 is not a tensor":
+    2 was the value (the batch size), which read as the output's position."""
+    with pytest.raises(ExportError) as e:
+        exported(Lambda(lambda x: (x.sum(), {"n": x.shape[0]})), [2, 3])
+    assert e.value.kind == "unsupported"
+    assert e.value.path == "/nodes/2/args"
+    assert e.value.message == ("output 1 of the model (counting the leaves of its lists, "
+                               "tuples and dicts from 0) is int 2, not a tensor: every output "
+                               "of a graph is a tensor")
