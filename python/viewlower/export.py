@@ -243,7 +243,7 @@ def _model_frame(e: BaseException) -> str:
     frames = [f for f in traceback.extract_tb(e.__traceback__)
               if f.filename != __file__ and not f.filename.startswith(torch_dir)
               and os.sep + "functorch" + os.sep not in f.filename
-              and not f.filename.startswith("<frozen")]  # importlib's machinery
+              and not f.filename.startswith("<")]  # importlib's <frozen …>, fx's <string>
     if not frames:
         return ""
     f = frames[-1]

@@ -347,3 +347,13 @@ def test_an_output_that_is_not_a_tensor_is_named_by_its_position_and_value():
     assert e.value.message == ("output 1 of the model (counting the leaves of its lists, "
                                "tuples and dicts from 0) is int 2, not a tensor: every output "
                                "of a graph is a tensor")
+
+
+def test_a_failed_trace_names_no_frame_of_generated_code():
+    """Two inputs to a model of one: the TypeError is raised where the trace's generated wrapper
+    (`<string>`) calls the model, and the message named that: `(at <string>:1, in <lambda>)`."""
+    with pytest.raises(ExportError) as e:
+        exported(nn.ReLU(), [2, 3], [2, 3])
+    assert e.value.kind == "trace_failed"
+    assert "<string>" not in str(e.value) and "<lambda>" not in str(e.value), str(e.value)
+    assert str(e.value).startswith("tracing the model failed: TypeError:"), str(e.value)
