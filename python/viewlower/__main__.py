@@ -257,7 +257,30 @@ def _explain_svg(a: argparse.Namespace, lowered: dict, opts: Dict[str, Any], gra
         os.unlink(path)
 
 
+def _out_name(path: str) -> str:
+    """The file name a graph's result is written under in the -o directory (as viewlowerctl's
+    out_name): standard input's is stdin.json."""
+    return "stdin.json" if path == "-" else path.rsplit("/", 1)[-1]
+
+
+def _check_out_names(a: argparse.Namespace) -> None:
+    """Two graphs whose results would land on one file of the -o directory are a usage error,
+    found before any work (as viewlowerctl's check_out_names): `a/g.json b/g.json` wrote
+    OUT/g.json twice, the second result silently replacing the first."""
+    seen: Dict[str, str] = {}
+    for path in a.graphs:
+        name = _out_name(path)
+        if name == "":
+            raise UsageError(f"-o {a.output}: {path} names no file")
+        if name in seen:
+            raise UsageError(f"-o {a.output}: {seen[name]} and {path} would both be written "
+                             f"to {a.output}/{name}")
+        seen[name] = path
+
+
 def cmd_lower(a: argparse.Namespace) -> int:
+    if a.output and len(a.graphs) > 1:
+        _check_out_names(a)
     texts = []
     for path in a.graphs:
         try:
@@ -304,7 +327,7 @@ def cmd_lower(a: argparse.Namespace) -> int:
             continue
         text = dumps(r) + "\n"
         if a.output:
-            _write(os.path.join(a.output, os.path.basename(path)), text)
+            _write(os.path.join(a.output, _out_name(path)), text)
         else:
             sys.stdout.write(text)
     return worst

@@ -299,3 +299,32 @@ def test_a_model_file_that_does_not_import_is_a_usage_error_not_a_traceback(tmp_
     assert p.returncode == 64, p.stderr
     assert "Traceback" not in p.stderr
     assert p.stderr.startswith(f"viewlower: MODEL '{f}:make': importing {f} failed: SyntaxError")
+
+
+def test_lower_refuses_two_graphs_that_would_be_written_to_one_file_before_any_work(tmp_path):
+    # as viewlowerctl lower: a/g.json and b/g.json both went to OUT/g.json, the second result
+    # silently replacing the first
+    graph = open(os.path.join(ROOT, "tests", "data", "patch_embed_channels_last_edge.json")).read()
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "g.json").write_text(graph)
+    out = tmp_path / "out"
+    a, b = str(tmp_path / "a" / "g.json"), str(tmp_path / "b" / "g.json")
+    p = cli("lower", a, b, "--local", "-o", str(out))
+    assert p.returncode == 64, p.stderr
+    assert p.stderr == f"viewlower: -o {out}: {a} and {b} would both be written to {out}/g.json\n"
+    assert not out.exists()
+    p = cli("lower", a, str(tmp_path / "b") + "/", "--local", "-o", str(out))
+    assert p.returncode == 64 and "names no file" in p.stderr, p.stderr
+
+
+def test_lower_writes_the_result_of_standard_input_as_stdin_json_in_the_directory(tmp_path):
+    # as viewlowerctl's out_name; it was written to a file named "-"
+    src = os.path.join(ROOT, "tests", "data", "patch_embed_channels_last_edge.json")
+    out = tmp_path / "out"
+    e = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    p = subprocess.run([sys.executable, "-m", "viewlower", "lower", src, "-", "--local",
+                        "-o", str(out)], input=open(src).read(), capture_output=True, text=True,
+                       env=e, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(out)) == ["patch_embed_channels_last_edge.json", "stdin.json"]
