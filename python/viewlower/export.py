@@ -674,7 +674,14 @@ class _Discover:
         else:
             strides = _dense_strides(value)
         where = f"/nodes/{self.index.get(node['name'], 0)}"
-        self.specs.setdefault(node["name"], {})[i] = _spec(value, strides, where)
+        try:
+            spec = _spec(value, strides, where)
+        except ExportError as e:  # name the node and its op, not only its index
+            what = (f"{node['op']} {node['name']}" if node["op"] == "placeholder"
+                    else f"node {node['name']} ({target})")
+            out = f" output {i}" if i else ""
+            raise ExportError(f"{what}{out}: {e.message}", kind=e.kind, path=e.path)
+        self.specs.setdefault(node["name"], {})[i] = spec
         return strides
 
     def before(self, idx: int, node: dict, args: list, kwargs: dict) -> Any:

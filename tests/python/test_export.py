@@ -357,3 +357,14 @@ def test_a_failed_trace_names_no_frame_of_generated_code():
     assert e.value.kind == "trace_failed"
     assert "<string>" not in str(e.value) and "<lambda>" not in str(e.value), str(e.value)
     assert str(e.value).startswith("tracing the model failed: TypeError:"), str(e.value)
+
+
+def test_a_dtype_the_format_cannot_carry_names_the_node_and_its_op():
+    """torch.fft.rfft gives complex64: the error said only `/nodes/1: dtype torch.complex64 is
+    not one of the graph format's dtypes`, naming neither the node nor the op."""
+    with pytest.raises(ExportError) as e:
+        exported(Lambda(lambda x: torch.fft.rfft(x, dim=-1).abs()), [2, 8])
+    assert e.value.kind == "unsupported" and e.value.path == "/nodes/1"
+    assert e.value.message.startswith("node _fft_r2c (aten._fft_r2c.default): dtype "
+                                      "torch.complex64 is not one of the graph format's dtypes"), \
+        e.value.message
