@@ -278,10 +278,12 @@ class _memory_format_contiguous:
         orig = self.orig
 
         def contiguous(x: torch.Tensor, memory_format: Any = torch.contiguous_format) -> torch.Tensor:
-            if memory_format in (torch.channels_last, torch.channels_last_3d):
-                want = layout.CHANNELS_LAST.get(x.dim())
+            rank = {torch.channels_last: 4, torch.channels_last_3d: 5}.get(memory_format)
+            if rank is not None:
+                want = layout.CHANNELS_LAST[rank]
                 have = layout.dim_order_from_strides(list(x.shape), list(x.stride()))
-                if want is not None and have != want:
+                if x.dim() != rank or have != want:  # of another rank: clone raises torch's
+                    # "required rank 4 tensor to use channels_last format", as eager does
                     return torch.ops.aten.clone.default(x, memory_format=memory_format)
                 return x
             return orig(x, memory_format=memory_format)

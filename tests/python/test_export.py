@@ -368,3 +368,17 @@ def test_a_dtype_the_format_cannot_carry_names_the_node_and_its_op():
     assert e.value.message.startswith("node _fft_r2c (aten._fft_r2c.default): dtype "
                                       "torch.complex64 is not one of the graph format's dtypes"), \
         e.value.message
+
+
+@pytest.mark.parametrize("fmt,shape", [(torch.channels_last, [2, 3, 4]),
+                                       (torch.channels_last_3d, [2, 3, 4, 5])])
+def test_contiguous_in_a_memory_format_of_another_rank_fails_the_trace_as_in_eager(fmt, shape):
+    """x.contiguous(memory_format=channels_last) of a rank-3 tensor raises in eager ("required
+    rank 4 tensor"); the trace's stand-in for contiguous() returned x, so check called a model
+    equal that torch cannot run."""
+    m = Lambda(lambda x: x.contiguous(memory_format=fmt) * 2)
+    with pytest.raises(RuntimeError, match="required rank"):
+        m(torch.randn(shape))
+    with pytest.raises(ExportError) as e:
+        exported(m, shape)
+    assert e.value.kind == "trace_failed" and "required rank" in str(e.value), str(e.value)
