@@ -737,7 +737,7 @@ static vl_status exec_call(run *r, uint32_t i) {
   }
   if (op == NULL || n->n_vals > 0) { /* several outputs (vals): as an unknown target */
     return vl_error_set(r->err, VL_ERR_UNSUPPORTED, "/target",
-                        "target %s is not supported by the interpreter%s", n->target,
+                        "%s: target %s is not supported by the interpreter%s", n->name, n->target,
                         n->n_vals > 0 ? " (a node with several outputs)" : "");
   }
   if (!n->has_val) return vl_error_set(r->err, VL_ERR_INVALID_GRAPH, "/val", "is required");
