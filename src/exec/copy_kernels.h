@@ -199,7 +199,7 @@ extern const vl__copy_kernels vl__copy_kernels_avx512;
 extern const vl__copy_kernels vl__copy_kernels_avx512_amd;
 extern const vl__copy_kernels vl__copy_kernels_avx512_zen4;
 /* The AVX2 level's float tile and its walk over a plane (copy_avx2.c), which the Zen 4 table
- * takes. */
+ * takes too. */
 void vl__copy_avx2_tile_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
                             ptrdiff_t sy);
 void vl__copy_avx2_plane_u32(char *d, const char *s, int64_t nx, int64_t ny, ptrdiff_t dx,
