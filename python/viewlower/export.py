@@ -96,9 +96,7 @@ def load_callable(spec: str) -> Any:
         raise UsageError(f"MODEL {spec!r}: {e}")
     except Exception as e:  # the module's own code raised while it was imported (a SyntaxError
         # of file.py, an exception at its top level): a usage error naming it, not a traceback
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise UsageError(f"MODEL {spec!r}: importing {mod_name} failed: {type(e).__name__}: "
-                         f"{first}{_model_frame(e)}")
+        raise UsageError(f"MODEL {spec!r}: importing {mod_name} failed: {_raised(e)}")
     fn = mod
     for part in attr.split("."):
         if not hasattr(fn, part):
@@ -121,9 +119,7 @@ def build_model(spec: str, kwargs: Dict[str, Any], train: bool = False,
     except Exception as e:  # the constructor itself failed (torchvision's quantized models
         # without a quantized engine: "Quantized backend not supported"): one line, not a
         # traceback, and still one JSON object with --json
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ExportError(f"building the model failed: {type(e).__name__}: {first}"
-                          f"{_model_frame(e)}", kind="build_failed")
+        raise ExportError(f"building the model failed: {_raised(e)}", kind="build_failed")
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"MODEL {spec!r} returned a {type(model).__name__}, not a torch.nn.Module")
     model.train(train)
@@ -227,10 +223,15 @@ def trace(model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Tuple[Any, 
             gm = make_fx(functionalize(f, remove="mutations_and_views"))(*args)
     except Exception as e:  # whatever the model raised on these inputs: torch._assert's
         # AssertionError (vit_b_16 at another image size), a KeyError of its own, ...
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise ExportError(f"tracing the model failed: {type(e).__name__}: {first}"
-                          f"{_model_frame(e)}", kind="trace_failed")
+        raise ExportError(f"tracing the model failed: {_raised(e)}", kind="trace_failed")
     return gm, [n for n, _ in params], [n for n, _ in buffers], state
+
+
+def _raised(e: BaseException) -> str:
+    """What the model's code raised, in one line: the exception's type, the first line of its
+    message (or only the type) and the model's own frame (_model_frame)."""
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return f"{type(e).__name__}: {first}{_model_frame(e)}"
 
 
 def _model_frame(e: BaseException) -> str:
